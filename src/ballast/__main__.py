@@ -1,0 +1,3 @@
+from ballast.cli.main import run
+
+run()

@@ -1,0 +1,208 @@
+"""``ballast bundle``: bundle boundaries and splits, with Pulsar's arithmetic."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ballast.cli.common import fail, print_json, settings_from
+from ballast.model.bundles import (
+    BundleRange,
+    InvalidBundle,
+    NamespaceBundles,
+    equal_boundaries,
+    equal_split_points,
+    hex_boundaries,
+    java_long_decode,
+    split_boundaries,
+)
+from ballast.model.config import SplitConfig
+from ballast.model.naming import NamespaceName
+from ballast.model.split_algorithms import (
+    SPECIFIED_POSITIONS_DIVIDE,
+    SplitRequest,
+    TopicLoad,
+    split_algorithm,
+)
+
+bundle_app = typer.Typer(
+    help="Bundle boundaries and splits, computed as Pulsar computes them.",
+    no_args_is_help=True,
+)
+
+
+@bundle_app.command("ranges")
+def ranges_command(
+    count: Annotated[int, typer.Option("--count", help="Number of equal bundles (>= 1).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """The boundaries and ranges of COUNT equal bundles of a namespace (the last boundary is
+    always 0xffffffff; the last bundle takes the remainder)."""
+    try:
+        bounds = equal_boundaries(count)
+    except InvalidBundle as exc:
+        fail(str(exc))
+    bundles = NamespaceBundles(NamespaceName("public", "default"), bounds)
+    ranges = [str(r) for r in bundles.ranges]
+    if as_json:
+        print_json({"numBundles": count, "boundaries": hex_boundaries(bounds), "ranges": ranges})
+        return
+    typer.echo(f"boundaries: {' '.join(hex_boundaries(bounds))}")
+    for item in ranges:
+        typer.echo(item)
+
+
+def parse_positions(text: str) -> list[int]:
+    """Comma-separated hash positions, hex (0x...) or decimal."""
+    positions: list[int] = []
+    for item in text.split(","):
+        stripped = item.strip()
+        if not stripped:
+            continue
+        try:
+            positions.append(java_long_decode(stripped))
+        except ValueError:
+            fail(f'position "{stripped}" is not a number (use 0x... hex or decimal)')
+    if not positions:
+        fail("--positions needs at least one position")
+    return positions
+
+
+def parse_topics_file(path: Path) -> list[TopicLoad]:
+    """One topic per line, optionally ``,msgRateIn,msgRateOut,msgThroughputIn,
+    msgThroughputOut``; blank lines and lines starting with ``#`` are skipped."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot read topics file {path}: {exc.strerror or exc}")
+    topics: list[TopicLoad] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if "," not in stripped:
+            topics.append(TopicLoad(stripped))
+            continue
+        parts = stripped.rsplit(",", 4)
+        if len(parts) != 5:
+            fail(
+                f"{path}:{number}: expected NAME or NAME,msgRateIn,msgRateOut,"
+                f"msgThroughputIn,msgThroughputOut"
+            )
+        name = parts[0].strip()
+        try:
+            values = [float(p) for p in parts[1:]]
+        except ValueError:
+            fail(f"{path}:{number}: rates and throughputs must be numbers")
+        if any(v < 0 or not math.isfinite(v) for v in values):
+            fail(f"{path}:{number}: rates and throughputs must be finite and not negative")
+        if not name:
+            fail(f"{path}:{number}: empty topic name")
+        topics.append(TopicLoad(name, *values))
+    return topics
+
+
+@bundle_app.command("split")
+def split_command(
+    bundle_range: Annotated[
+        str, typer.Argument(metavar="RANGE", help="Bundle range, e.g. 0x00000000_0x40000000.")
+    ],
+    parts: Annotated[
+        int | None,
+        typer.Option("--parts", help="Cut into N equal parts, as Pulsar's split does."),
+    ] = None,
+    positions: Annotated[
+        str | None,
+        typer.Option(
+            "--positions",
+            help="Hash positions, comma-separated. Alone: cut at exactly these (each strictly "
+            "inside RANGE). With --algorithm specified_positions_divide: that algorithm's "
+            "rules.",
+        ),
+    ] = None,
+    algorithm: Annotated[
+        str | None,
+        typer.Option(
+            "--algorithm",
+            help="range_equally_divide, topic_count_equally_divide, "
+            "specified_positions_divide or flow_or_qps_equally_divide.",
+        ),
+    ] = None,
+    topics_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--topics-file",
+            help="Topics the bundle owns, one per line, optionally followed by "
+            ",msgRateIn,msgRateOut,msgThroughputIn,msgThroughputOut. Names are hashed exactly "
+            "as written; topics outside RANGE are not owned and are ignored.",
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="broker.conf-style settings file.")
+    ] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a setting: key=value (repeatable)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Split a bundle range and print the children (lowercase hex).
+
+    With no option the configured default algorithm (defaultNamespaceBundleSplitAlgorithm,
+    range_equally_divide) cuts it in two. When an algorithm finds no boundary the command
+    exits 0 with no children and says why on stderr."""
+    if parts is not None and (positions is not None or algorithm is not None):
+        fail("--parts cannot be combined with --positions or --algorithm")
+    try:
+        parent = BundleRange.parse(bundle_range)
+    except InvalidBundle as exc:
+        fail(str(exc))
+    settings = settings_from(config, overrides)
+    split_config = SplitConfig.from_settings(settings)
+    topics = parse_topics_file(topics_file) if topics_file is not None else []
+    chosen = algorithm
+    reason = ""
+    try:
+        if parts is not None:
+            chosen = None
+            cut_points: tuple[int, ...] = equal_split_points(parent, parts)
+        elif positions is not None and algorithm is None:
+            cut_points = tuple(parse_positions(positions))
+        else:
+            chosen = algorithm or split_config.default_algorithm
+            run = split_algorithm(chosen)
+            if not parent.can_split:
+                raise InvalidBundle(f"bundle {parent} can't be split further")
+            request = SplitRequest(
+                bundle=parent,
+                topics=topics,
+                positions=parse_positions(positions) if positions is not None else (),
+                thresholds=split_config.flow_or_qps,
+            )
+            if chosen == SPECIFIED_POSITIONS_DIVIDE and positions is None:
+                raise InvalidBundle("specified_positions_divide needs --positions")
+            found = run(request)
+            cut_points, reason = found.points, found.reason
+        children = split_boundaries(parent, cut_points) if cut_points else ()
+    except InvalidBundle as exc:
+        fail(str(exc))
+    child_ranges = [str(BundleRange(lo, hi)) for lo, hi in itertools.pairwise(children)]
+    if not child_ranges:
+        typer.echo(f"no split: {reason}", err=True)
+    if as_json:
+        body: dict[str, Any] = {
+            "bundle": str(parent),
+            "algorithm": chosen,
+            "boundaries": hex_boundaries(cut_points),
+            "children": child_ranges,
+        }
+        if not child_ranges:
+            body["reason"] = reason
+        print_json(body)
+        return
+    for item in child_ranges:
+        typer.echo(item)

@@ -1,0 +1,64 @@
+"""Helpers every command shares: failing with exit code 2 and a reason on stderr, printing
+JSON, and loading settings from ``--config``, the environment and ``--set``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+
+from ballast.model.config import ConfigError, Settings, load_settings
+
+EXIT_INVALID = 2
+
+
+def fail(reason: str, *, code: int = EXIT_INVALID) -> NoReturn:
+    """Print ``error: reason`` to stderr and exit (2: invalid input)."""
+    typer.echo(f"error: {reason}", err=True)
+    raise typer.Exit(code)
+
+
+def warn(message: str) -> None:
+    typer.echo(f"warning: {message}", err=True)
+
+
+def print_json(value: Any) -> None:
+    """One JSON document on stdout, keys in a stable order."""
+    typer.echo(json.dumps(value, indent=2, sort_keys=False))
+
+
+def settings_from(config: Path | None, overrides: list[str] | None) -> Settings:
+    """Defaults, then ``config`` (broker.conf form), then ``BALLAST_<key>`` variables, then
+    ``--set`` pairs. Warnings go to stderr; bad values exit 2."""
+    conf_text = None
+    if config is not None:
+        try:
+            conf_text = config.read_text(encoding="utf-8")
+        except OSError as exc:
+            fail(f"cannot read config file {config}: {exc.strerror or exc}")
+    try:
+        loaded = load_settings(
+            conf_text=conf_text,
+            conf_name=str(config) if config else "broker.conf",
+            environ=os.environ,
+            overrides=overrides or [],
+        )
+    except ConfigError as exc:
+        fail(exc.args[0])
+    for message in loaded.warnings:
+        warn(message)
+    return loaded.settings
+
+
+def read_text_arg(path: str) -> str:
+    """The text of a file argument, ``-`` meaning stdin; exit 2 if unreadable."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}")

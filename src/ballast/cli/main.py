@@ -1,0 +1,53 @@
+"""The ``ballast`` command: one Typer app with a sub-command per capability."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from ballast import __version__
+from ballast.cli.bundle import bundle_app
+from ballast.cli.config import config_app
+from ballast.cli.topic import topic_command
+
+app = typer.Typer(
+    name="ballast",
+    help="Ballast: control plane of a load-balanced, bundle-sharded message-broker cluster "
+    "(Apache Pulsar compatible).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command("topic")(topic_command)
+app.add_typer(bundle_app, name="bundle")
+app.add_typer(config_app, name="config")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ballast {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """Ballast: control plane of a load-balanced, bundle-sharded message-broker cluster."""
+
+
+def run() -> None:
+    """Entry point: run the app; an unexpected error is one line on stderr (exit 1), with the
+    traceback only when BALLAST_DEBUG is set."""
+    try:
+        app()
+    except Exception as exc:  # the last line of defence: never a bare traceback for users
+        if os.environ.get("BALLAST_DEBUG"):
+            raise
+        print(f"ballast: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("(set BALLAST_DEBUG=1 to see the traceback)", file=sys.stderr)
+        sys.exit(1)

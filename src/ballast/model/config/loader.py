@@ -1,0 +1,239 @@
+"""Read settings from a ``broker.conf``-style file, the environment (``BALLAST_<key>``) and
+``--set key=value`` overrides, in that order of precedence (later wins), validating every
+value against :mod:`ballast.model.config.settings`.
+
+Unknown keys are warnings (naming the nearest known key); bad values are errors naming the key,
+the value and the expected type. Pure: the caller passes the file text and the environment.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ballast.model.config.settings import SETTINGS, SETTINGS_BY_KEY, Kind, Setting
+
+ENV_PREFIX = "BALLAST_"
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used."""
+
+    def __str__(self) -> str:
+        return f"ConfigError: {self.args[0]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Validated values of every known setting, and where each came from (``default``,
+    ``file:<path>:<line>``, ``env``, ``--set``)."""
+
+    values: Mapping[str, Any]
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def get_bool(self, key: str) -> bool:
+        return bool(self.values[key])
+
+    def get_int(self, key: str) -> int:
+        return int(self.values[key])
+
+    def get_float(self, key: str) -> float:
+        return float(self.values[key])
+
+    def get_str(self, key: str) -> str:
+        return str(self.values[key])
+
+    def get_list(self, key: str) -> tuple[str, ...]:
+        return tuple(self.values[key])
+
+    def get_optional_float(self, key: str) -> float | None:
+        value = self.values[key]
+        return None if value is None else float(value)
+
+    def source(self, key: str) -> str:
+        return self.sources.get(key, "default")
+
+    def with_overrides(self, pairs: Iterable[tuple[str, str]], source: str) -> Settings:
+        """New settings with ``pairs`` applied (unknown keys raise; see :func:`load_settings`
+        for the warning form)."""
+        values = dict(self.values)
+        sources = dict(self.sources)
+        for key, raw in pairs:
+            setting = SETTINGS_BY_KEY.get(key)
+            if setting is None:
+                raise ConfigError(f"unknown key {key}{_suggestion(key)}")
+            parsed = parse_value(setting, raw)
+            if parsed is not _UNSET:
+                values[key] = parsed
+                sources[key] = source
+        return Settings(MappingProxyType(values), MappingProxyType(sources))
+
+
+_UNSET = object()
+_TRUE = {"true"}
+_FALSE = {"false"}
+
+
+def defaults() -> Settings:
+    """Every setting at its default."""
+    return Settings(MappingProxyType({s.key: s.default for s in SETTINGS}))
+
+
+def parse_value(setting: Setting, raw: str) -> Any:
+    """Parse ``raw`` for ``setting``; an empty value keeps the current one (Pulsar ignores
+    blank values). Raises :class:`ConfigError` naming key, value and expected type."""
+    text = raw.strip()
+    if text == "":
+        return None if setting.kind is Kind.OPTIONAL_FLOAT else _UNSET
+    kind = setting.kind
+
+    def bad(extra: str = "") -> ConfigError:
+        return ConfigError(f'{setting.key}="{raw}" is not a valid {kind.value}{extra}')
+
+    if kind is Kind.BOOL:
+        lowered = text.lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise bad(" (expected true or false)")
+    if kind is Kind.INT:
+        try:
+            value: Any = int(text, 10)
+        except ValueError:
+            raise bad() from None
+        _check_minimum(setting, value, raw)
+        return value
+    if kind in (Kind.FLOAT, Kind.OPTIONAL_FLOAT):
+        try:
+            value = float(text)
+        except ValueError:
+            raise bad() from None
+        if not math.isfinite(value):
+            raise bad(" (must be finite)")
+        _check_minimum(setting, value, raw)
+        return value
+    if kind is Kind.LIST:
+        return tuple(item.strip() for item in text.split(",") if item.strip())
+    value = setting.aliases.get(text, text)
+    if setting.choices and value not in setting.choices:
+        raise ConfigError(f'{setting.key}="{raw}" is not one of: {", ".join(setting.choices)}')
+    return value
+
+
+def _check_minimum(setting: Setting, value: float, raw: str) -> None:
+    if setting.minimum is not None and value < setting.minimum:
+        raise ConfigError(f'{setting.key}="{raw}" must be at least {setting.minimum:g}')
+
+
+def _suggestion(key: str) -> str:
+    match = nearest_key(key)
+    return f" (did you mean {match}?)" if match else ""
+
+
+def nearest_key(key: str) -> str | None:
+    """The known key closest to ``key`` (case-insensitive), if any is reasonably close."""
+    lowered = {s.key.lower(): s.key for s in SETTINGS}
+    found = difflib.get_close_matches(key.lower(), list(lowered), n=1, cutoff=0.75)
+    return lowered[found[0]] if found else None
+
+
+def parse_conf_text(text: str) -> list[tuple[int, str, str]]:
+    """Lines of a Java-properties style file (``key=value``, ``key: value``; ``#`` and ``!``
+    start comments) as ``(line, key, value)``."""
+    entries: list[tuple[int, str, str]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#!":
+            continue
+        separators = [i for i in (stripped.find("="), stripped.find(":")) if i >= 0]
+        if not separators:
+            entries.append((number, stripped, ""))
+            continue
+        cut = min(separators)
+        entries.append((number, stripped[:cut].strip(), stripped[cut + 1 :].strip()))
+    return entries
+
+
+def parse_assignment(text: str) -> tuple[str, str]:
+    """``key=value`` from the command line."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f'"{text}" is not key=value')
+    return key.strip(), value
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """The outcome of loading: the settings and the warnings to show the user."""
+
+    settings: Settings
+    warnings: tuple[str, ...]
+
+
+def load_settings(
+    *,
+    conf_text: str | None = None,
+    conf_name: str = "broker.conf",
+    environ: Mapping[str, str] | None = None,
+    overrides: Sequence[str] = (),
+) -> Loaded:
+    """Defaults, then the file, then ``BALLAST_<key>`` variables, then ``--set`` pairs."""
+    values: dict[str, Any] = {s.key: s.default for s in SETTINGS}
+    sources: dict[str, str] = {}
+    warnings: list[str] = []
+    unused: list[str] = []
+
+    def apply(key: str, raw: str, source: str, *, quiet_if_foreign: bool) -> None:
+        setting = SETTINGS_BY_KEY.get(key)
+        if setting is None:
+            match = nearest_key(key)
+            if match is None and quiet_if_foreign:
+                unused.append(key)
+            else:
+                hint = f"; did you mean {match}?" if match else ""
+                warnings.append(f"unknown key {key} in {source} ignored{hint}")
+            return
+        if setting.deprecated:
+            warnings.append(f"{key} is deprecated: {setting.deprecated}")
+        try:
+            parsed = parse_value(setting, raw)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc.args[0]} (from {source})") from None
+        if parsed is not _UNSET:
+            values[key] = parsed
+            sources[key] = source
+
+    if conf_text is not None:
+        for line, key, raw in parse_conf_text(conf_text):
+            apply(key, raw, f"{conf_name}:{line}", quiet_if_foreign=True)
+    for name, raw in sorted((environ or {}).items()):
+        if name.startswith(ENV_PREFIX):
+            apply(name[len(ENV_PREFIX) :], raw, f"env {name}", quiet_if_foreign=False)
+    for text in overrides:
+        key, raw = parse_assignment(text)
+        apply(key, raw, "--set", quiet_if_foreign=False)
+    if unused:
+        shown = ", ".join(unused[:5]) + (", ..." if len(unused) > 5 else "")
+        warnings.append(f"{len(unused)} key(s) in {conf_name} not used by Ballast: {shown}")
+    _honour_legacy_weights(values, sources)
+    return Loaded(Settings(MappingProxyType(values), MappingProxyType(sources)), tuple(warnings))
+
+
+def _honour_legacy_weights(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """Pulsar still reads the misspelled ``loadBalancerBandwith*ResourceWeight`` keys when
+    they are set to something other than their default."""
+    for old, new in (
+        ("loadBalancerBandwithInResourceWeight", "loadBalancerBandwidthInResourceWeight"),
+        ("loadBalancerBandwithOutResourceWeight", "loadBalancerBandwidthOutResourceWeight"),
+    ):
+        if values[old] != SETTINGS_BY_KEY[old].default and new not in sources:
+            values[new] = values[old]
+            sources[new] = sources.get(old, "default") + f" (via {old})"

@@ -1,0 +1,53 @@
+"""The load-data model: what brokers report and what the leader derives from it, in Pulsar's
+stored JSON shapes (``/loadbalance/...``)."""
+
+from ballast.model.loaddata.averages import (
+    NUM_LONG_SAMPLES,
+    NUM_SHORT_SAMPLES,
+    BundleData,
+    TimeAverageBrokerData,
+    TimeAverageMessageData,
+)
+from ballast.model.loaddata.leader import BrokerData, LoadData
+from ballast.model.loaddata.local import (
+    AdvertisedListener,
+    LocalBrokerData,
+    ReportDecision,
+    need_broker_data_update,
+    percent_change,
+)
+from ballast.model.loaddata.stats import (
+    DEFAULT_BUNDLE_STATS,
+    DEFAULT_MESSAGE_RATE,
+    DEFAULT_MESSAGE_THROUGHPUT,
+    NamespaceBundleStats,
+)
+from ballast.model.loaddata.usage import (
+    ResourceUsage,
+    ResourceWeights,
+    SystemResourceUsage,
+    f32,
+)
+
+__all__ = [
+    "DEFAULT_BUNDLE_STATS",
+    "DEFAULT_MESSAGE_RATE",
+    "DEFAULT_MESSAGE_THROUGHPUT",
+    "NUM_LONG_SAMPLES",
+    "NUM_SHORT_SAMPLES",
+    "AdvertisedListener",
+    "BrokerData",
+    "BundleData",
+    "LoadData",
+    "LocalBrokerData",
+    "NamespaceBundleStats",
+    "ReportDecision",
+    "ResourceUsage",
+    "ResourceWeights",
+    "SystemResourceUsage",
+    "TimeAverageBrokerData",
+    "TimeAverageMessageData",
+    "f32",
+    "need_broker_data_update",
+    "percent_change",
+]

@@ -1,0 +1,186 @@
+"""Time-averaged load: Pulsar's ``TimeAverageMessageData`` (a bundle's short- and long-term
+moving averages), ``BundleData`` (stored at ``/loadbalance/bundle-data/<bundle>``) and
+``TimeAverageBrokerData`` (``/loadbalance/broker-time-average/<broker>``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Annotated
+
+import msgspec
+
+from ballast.model.codec import decode, encode
+from ballast.model.loaddata.stats import (
+    DEFAULT_BUNDLE_STATS,
+    NamespaceBundleStats,
+    NonNegativeFloat,
+    NonNegativeInt,
+)
+
+NUM_SHORT_SAMPLES = 10
+NUM_LONG_SAMPLES = 1000
+
+PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
+
+
+class TimeAverageMessageData(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Moving averages of one bundle's rates and throughputs over at most ``max_samples``
+    samples: a plain mean until ``max_samples`` is reached, then each new sample weighs
+    ``1 / max_samples``."""
+
+    max_samples: PositiveInt = 1
+    num_samples: NonNegativeInt = 0
+    msg_throughput_in: NonNegativeFloat = 0.0
+    msg_throughput_out: NonNegativeFloat = 0.0
+    msg_rate_in: NonNegativeFloat = 0.0
+    msg_rate_out: NonNegativeFloat = 0.0
+
+    @classmethod
+    def starting_at(
+        cls, max_samples: int, defaults: NamespaceBundleStats = DEFAULT_BUNDLE_STATS
+    ) -> TimeAverageMessageData:
+        """Pulsar's ``TimeAverageMessageData(maxSamples, defaultStats)``: values start at the
+        defaults with no samples, so the first update overwrites them."""
+        return cls(
+            max_samples=max_samples,
+            msg_throughput_in=defaults.msg_throughput_in,
+            msg_throughput_out=defaults.msg_throughput_out,
+            msg_rate_in=defaults.msg_rate_in,
+            msg_rate_out=defaults.msg_rate_out,
+        )
+
+    def updated(
+        self, throughput_in: float, throughput_out: float, rate_in: float, rate_out: float
+    ) -> TimeAverageMessageData:
+        """Add one sample: ``n = min(n + 1, max)``; ``f = ((n - 1) * f + new) / n``."""
+        n = min(self.num_samples + 1, self.max_samples)
+        return TimeAverageMessageData(
+            max_samples=self.max_samples,
+            num_samples=n,
+            msg_throughput_in=((n - 1) * self.msg_throughput_in + throughput_in) / n,
+            msg_throughput_out=((n - 1) * self.msg_throughput_out + throughput_out) / n,
+            msg_rate_in=((n - 1) * self.msg_rate_in + rate_in) / n,
+            msg_rate_out=((n - 1) * self.msg_rate_out + rate_out) / n,
+        )
+
+    def updated_with(self, sample: NamespaceBundleStats) -> TimeAverageMessageData:
+        return self.updated(
+            sample.msg_throughput_in,
+            sample.msg_throughput_out,
+            sample.msg_rate_in,
+            sample.msg_rate_out,
+        )
+
+    @property
+    def total_msg_rate(self) -> float:
+        return self.msg_rate_in + self.msg_rate_out
+
+    @property
+    def total_msg_throughput(self) -> float:
+        return self.msg_throughput_in + self.msg_throughput_out
+
+
+class BundleData(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A bundle's short-term (10 samples) and long-term (1000 samples) averages and its topic
+    count, as the leader keeps them."""
+
+    short_term_data: TimeAverageMessageData = TimeAverageMessageData(max_samples=NUM_SHORT_SAMPLES)
+    long_term_data: TimeAverageMessageData = TimeAverageMessageData(max_samples=NUM_LONG_SAMPLES)
+    topics: NonNegativeInt = 0
+
+    @classmethod
+    def new_default(
+        cls,
+        short_samples: int = NUM_SHORT_SAMPLES,
+        long_samples: int = NUM_LONG_SAMPLES,
+        defaults: NamespaceBundleStats = DEFAULT_BUNDLE_STATS,
+    ) -> BundleData:
+        """Data for a bundle never seen before: both averages start at Pulsar's defaults
+        (50 msg/s and 50000 B/s each way)."""
+        return cls(
+            short_term_data=TimeAverageMessageData.starting_at(short_samples, defaults),
+            long_term_data=TimeAverageMessageData.starting_at(long_samples, defaults),
+        )
+
+    def updated(self, stats: NamespaceBundleStats) -> BundleData:
+        """Add one report of the bundle to both averages; ``topics`` follows the report."""
+        return BundleData(
+            short_term_data=self.short_term_data.updated_with(stats),
+            long_term_data=self.long_term_data.updated_with(stats),
+            topics=stats.topics,
+        )
+
+    def to_json(self) -> bytes:
+        return encode(self)
+
+    @classmethod
+    def from_json(cls, data: bytes | str, *, root: str = "$") -> BundleData:
+        return decode(data, cls, root=root)
+
+
+class TimeAverageBrokerData(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The sums of a broker's bundles' short- and long-term averages."""
+
+    short_term_msg_throughput_in: NonNegativeFloat = 0.0
+    short_term_msg_throughput_out: NonNegativeFloat = 0.0
+    short_term_msg_rate_in: NonNegativeFloat = 0.0
+    short_term_msg_rate_out: NonNegativeFloat = 0.0
+    long_term_msg_throughput_in: NonNegativeFloat = 0.0
+    long_term_msg_throughput_out: NonNegativeFloat = 0.0
+    long_term_msg_rate_in: NonNegativeFloat = 0.0
+    long_term_msg_rate_out: NonNegativeFloat = 0.0
+
+    @classmethod
+    def from_bundles(
+        cls,
+        bundles: Iterable[str],
+        bundle_data: Mapping[str, BundleData],
+        defaults: NamespaceBundleStats = DEFAULT_BUNDLE_STATS,
+    ) -> TimeAverageBrokerData:
+        """Pulsar's ``reset``: sum each bundle's averages; a bundle without data counts as
+        ``defaults`` in both the short and long term."""
+        sums = [0.0] * 8
+        for bundle in bundles:
+            data = bundle_data.get(bundle)
+            if data is None:
+                values: tuple[float, ...] = (
+                    defaults.msg_throughput_in,
+                    defaults.msg_throughput_out,
+                    defaults.msg_rate_in,
+                    defaults.msg_rate_out,
+                ) * 2
+            else:
+                short, long = data.short_term_data, data.long_term_data
+                values = (
+                    short.msg_throughput_in,
+                    short.msg_throughput_out,
+                    short.msg_rate_in,
+                    short.msg_rate_out,
+                    long.msg_throughput_in,
+                    long.msg_throughput_out,
+                    long.msg_rate_in,
+                    long.msg_rate_out,
+                )
+            for index, value in enumerate(values):
+                sums[index] += value
+        return cls(
+            short_term_msg_throughput_in=sums[0],
+            short_term_msg_throughput_out=sums[1],
+            short_term_msg_rate_in=sums[2],
+            short_term_msg_rate_out=sums[3],
+            long_term_msg_throughput_in=sums[4],
+            long_term_msg_throughput_out=sums[5],
+            long_term_msg_rate_in=sums[6],
+            long_term_msg_rate_out=sums[7],
+        )
+
+    @property
+    def long_term_msg_rate(self) -> float:
+        return self.long_term_msg_rate_in + self.long_term_msg_rate_out
+
+    def to_json(self) -> bytes:
+        return encode(self)
+
+    @classmethod
+    def from_json(cls, data: bytes | str, *, root: str = "$") -> TimeAverageBrokerData:
+        return decode(data, cls, root=root)

@@ -1,0 +1,189 @@
+"""Namespace policies the placement pipeline reads, in Pulsar's stored JSON: bundle boundaries
+(``BundlesData`` inside ``/admin/policies`` and ``/admin/local-policies``), namespace isolation
+policies (``/admin/clusters/<c>/namespaceIsolationPolicies``), anti-affinity groups and failure
+domains (``/admin/clusters/<c>/failureDomain/<d>``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+import msgspec
+
+from ballast.model.bundles import (
+    InvalidBundle,
+    NamespaceBundles,
+    equal_boundaries,
+    java_long_decode,
+    validate_boundaries,
+)
+from ballast.model.codec import ModelError
+from ballast.model.naming import NamespaceName
+
+MIN_AVAILABLE = "min_available"
+
+
+class BundlesData(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """``{"boundaries": ["0x00000000", ...], "numBundles": N}``; either part may be missing
+    (boundaries default to N equal bundles)."""
+
+    boundaries: list[str] | None = None
+    num_bundles: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+    def to_bundles(self, namespace: NamespaceName, *, path: str = "$") -> NamespaceBundles:
+        """The namespace's bundles; ModelError (naming ``path``) if the data disagree."""
+        if self.boundaries is None:
+            try:
+                return NamespaceBundles(namespace, equal_boundaries(self.num_bundles or 1))
+            except InvalidBundle as exc:
+                raise ModelError(f"{path}.numBundles", exc.args[0]) from None
+        values: list[int] = []
+        for index, text in enumerate(self.boundaries):
+            try:
+                values.append(java_long_decode(text))
+            except ValueError:
+                raise ModelError(
+                    f"{path}.boundaries[{index}]", f'"{text}" is not a number'
+                ) from None
+        try:
+            bounds = validate_boundaries(values)
+        except InvalidBundle as exc:
+            raise ModelError(f"{path}.boundaries", exc.args[0]) from None
+        if self.num_bundles is not None and self.num_bundles != len(bounds) - 1:
+            raise ModelError(
+                f"{path}.numBundles",
+                f"says {self.num_bundles} but the boundaries make {len(bounds) - 1} bundles",
+            )
+        return NamespaceBundles(namespace, bounds)
+
+    @classmethod
+    def of(cls, bundles: NamespaceBundles) -> BundlesData:
+        return cls(boundaries=[f"0x{b:08x}" for b in bundles.boundaries], num_bundles=bundles.count)
+
+
+class LocalPolicies(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """``/admin/local-policies/<ns>``: the authoritative bundle boundaries (rewritten by
+    splits) and the namespace's anti-affinity group."""
+
+    bundles: BundlesData | None = None
+    bookie_affinity_group: dict[str, Any] | None = None
+    namespace_anti_affinity_group: str | None = None
+
+
+class NamespacePolicies(msgspec.Struct, frozen=True, kw_only=True):
+    """The part of Pulsar's namespace ``Policies`` (``/admin/policies/<ns>``, snake_case keys)
+    that Ballast uses; other keys are ignored when read."""
+
+    bundles: BundlesData | None = None
+    replication_clusters: list[str] = []
+    deleted: bool = False
+
+
+class AutoFailoverPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """When a namespace may fail over from its primary to its secondary brokers.
+    Pulsar stores the parameters as strings: ``{"min_limit": "1", "usage_threshold": "80"}``."""
+
+    policy_type: str = MIN_AVAILABLE
+    parameters: dict[str, str | int | float] = {}
+
+    @property
+    def min_limit(self) -> int:
+        return int(self.parameters.get("min_limit", 1))
+
+    @property
+    def usage_threshold(self) -> float:
+        return float(self.parameters.get("usage_threshold", 100))
+
+    def should_failover(self, available_primaries: int) -> bool:
+        """``min_available``: use secondaries when fewer primaries than ``min_limit`` are
+        available."""
+        return available_primaries < self.min_limit
+
+
+class NamespaceIsolationPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """Namespaces (by regex) pinned to primary brokers, with secondary brokers to fail over
+    to. Broker regexes match the broker's host name, whole-string, as Pulsar's
+    ``Pattern.matches``."""
+
+    namespaces: list[str] = []
+    primary: list[str] = []
+    secondary: list[str] = []
+    auto_failover_policy: AutoFailoverPolicy = AutoFailoverPolicy()
+
+    def applies_to(self, namespace: NamespaceName | str) -> bool:
+        text = str(namespace)
+        return any(re.fullmatch(pattern, text) for pattern in self.namespaces)
+
+    def is_primary(self, host: str) -> bool:
+        return any(re.fullmatch(pattern, host) for pattern in self.primary)
+
+    def is_secondary(self, host: str) -> bool:
+        return any(re.fullmatch(pattern, host) for pattern in self.secondary)
+
+
+class IsolationPolicies(msgspec.Struct, frozen=True):
+    """All isolation policies of a cluster, by policy name, in stored order."""
+
+    policies: dict[str, NamespaceIsolationPolicy] = {}
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any], *, path: str = "$") -> IsolationPolicies:
+        from ballast.model.codec import convert
+
+        policies = convert(dict(raw), dict[str, NamespaceIsolationPolicy], root=path)
+        for name, policy in policies.items():
+            for index, pattern in enumerate(
+                [*policy.namespaces, *policy.primary, *policy.secondary]
+            ):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ModelError(
+                        f'{path}["{name}"]', f'pattern #{index} "{pattern}" is invalid: {exc}'
+                    ) from None
+        return cls(policies)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = msgspec.to_builtins(self.policies)
+        return out
+
+    def policy_for(self, namespace: NamespaceName | str) -> NamespaceIsolationPolicy | None:
+        """The first policy whose namespace regexes match (Pulsar's
+        ``getPolicyByNamespace``)."""
+        for policy in self.policies.values():
+            if policy.applies_to(namespace):
+                return policy
+        return None
+
+    def is_shared_broker(self, host: str) -> bool:
+        """A broker that is not the primary of any policy serves namespaces without one."""
+        return not any(policy.is_primary(host) for policy in self.policies.values())
+
+    def __bool__(self) -> bool:
+        return bool(self.policies)
+
+
+class FailureDomain(msgspec.Struct, frozen=True, kw_only=True):
+    """``{"brokers": ["host:port", ...]}``."""
+
+    brokers: list[str] = []
+
+
+DEFAULT_FAILURE_DOMAIN = "default"
+
+
+def broker_domains(domains: Mapping[str, FailureDomain | Iterable[str]]) -> dict[str, str]:
+    """Broker id → failure-domain name (brokers in no domain belong to ``default``)."""
+    result: dict[str, str] = {}
+    for name, domain in domains.items():
+        brokers = domain.brokers if isinstance(domain, FailureDomain) else list(domain)
+        for broker in brokers:
+            result[broker] = name
+    return result
+
+
+def broker_host(broker_id: str) -> str:
+    """The host of a broker id ``host:port``, parsed as Pulsar does from ``http://<id>``."""
+    return urlsplit(f"http://{broker_id}").hostname or broker_id

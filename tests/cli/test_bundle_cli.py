@@ -1,0 +1,128 @@
+"""End to end: ``ballast bundle ranges`` and ``ballast bundle split``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from subprocess import CompletedProcess
+
+Run = Callable[..., CompletedProcess[str]]
+
+
+def test_ranges_json(ballast: Run) -> None:
+    result = ballast("bundle", "ranges", "--count", "3", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "numBundles": 3,
+        "boundaries": ["0x00000000", "0x55555555", "0xaaaaaaaa", "0xffffffff"],
+        "ranges": [
+            "0x00000000_0x55555555",
+            "0x55555555_0xaaaaaaaa",
+            "0xaaaaaaaa_0xffffffff",
+        ],
+    }
+
+
+def test_ranges_rejects_bad_count(ballast: Run) -> None:
+    result = ballast("bundle", "ranges", "--count", "0")
+    assert result.returncode == 2 and "number of bundles 0" in result.stderr
+
+
+def test_split_in_parts_and_default(ballast: Run) -> None:
+    parts = ballast("bundle", "split", "0x00000000_0xFFFFFFFF", "--parts", "4")
+    assert parts.stdout.split() == [
+        "0x00000000_0x3fffffff",
+        "0x3fffffff_0x7ffffffe",
+        "0x7ffffffe_0xbffffffd",
+        "0xbffffffd_0xffffffff",
+    ]
+    default = ballast("bundle", "split", "0x40000000_0x80000000")
+    assert default.stdout.split() == ["0x40000000_0x60000000", "0x60000000_0x80000000"]
+
+
+def test_split_at_positions(ballast: Run) -> None:
+    result = ballast(
+        "bundle", "split", "0x00000000_0x80000000", "--positions=0x60000000,0x20000000"
+    )
+    assert result.stdout.split() == [
+        "0x00000000_0x20000000",
+        "0x20000000_0x60000000",
+        "0x60000000_0x80000000",
+    ]
+    outside = ballast("bundle", "split", "0x00000000_0x80000000", "--positions=0x80000000")
+    assert outside.returncode == 2 and "strictly inside" in outside.stderr
+
+
+def test_specified_positions_algorithm_needs_two_owned_topics(ballast: Run, tmp_path: Path) -> None:
+    topics = tmp_path / "topics.txt"
+    topics.write_text("a\n")
+    result = ballast(
+        "bundle",
+        "split",
+        "0x00000000_0xffffffff",
+        "--algorithm",
+        "specified_positions_divide",
+        "--positions=0x10",
+        "--topics-file",
+        str(topics),
+        "--json",
+    )
+    assert result.returncode == 0
+    body = json.loads(result.stdout)
+    assert body["children"] == []
+    assert "needs at least 2" in body["reason"]
+    assert "no split" in result.stderr
+
+
+def test_flow_or_qps_on_the_example_topics(ballast: Run) -> None:
+    result = ballast(
+        "bundle",
+        "split",
+        "0x00000000_0xffffffff",
+        "--algorithm",
+        "flow_or_qps_equally_divide",
+        "--topics-file",
+        "examples/topics.txt",
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["boundaries"] == ["0x92fb0b88", "0xd57858cc"]
+    assert len(body["children"]) == 3
+
+
+def test_split_with_settings_override(ballast: Run) -> None:
+    result = ballast(
+        "bundle",
+        "split",
+        "0x00000000_0xffffffff",
+        "--set",
+        "defaultNamespaceBundleSplitAlgorithm=topic_count_equally_divide",
+        "--topics-file",
+        "examples/topics.txt",
+    )
+    assert result.stdout.split() == ["0x00000000_0xb189a651", "0xb189a651_0xffffffff"]
+
+
+def test_split_errors_exit_2(ballast: Run, tmp_path: Path) -> None:
+    bad_topics = tmp_path / "bad.txt"
+    bad_topics.write_text("a,1,2,x,4\n")
+    for args in (
+        ["nope"],
+        ["0x0_0x1"],
+        ["0x0_0x10", "--parts", "2", "--positions", "0x5"],
+        ["0x0_0x10", "--algorithm", "halves"],
+        [
+            "0x0_0xffffffff",
+            "--algorithm",
+            "topic_count_equally_divide",
+            "--topics-file",
+            str(bad_topics),
+        ],
+        ["0x0_0xffffffff", "--topics-file", str(tmp_path / "missing.txt")],
+        ["0x0_0x10", "--set", "loadBalancerNamespaceBundleMaxMsgRate=fast"],
+    ):
+        result = ballast("bundle", "split", *args)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert result.stderr.startswith("error:"), args

@@ -1,0 +1,63 @@
+"""End to end: ``ballast config show``."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from subprocess import CompletedProcess
+
+Run = Callable[..., CompletedProcess[str]]
+
+
+def test_show_merges_file_env_and_set(ballast: Run, tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("loadBalancerSheddingIntervalMinutes=5\nzookeeperServers=zk:2181\n")
+    env = {**os.environ, "BALLAST_loadBalancerBrokerMaxTopics": "9"}
+    result = ballast(
+        "config",
+        "show",
+        "--config",
+        str(conf),
+        "--set",
+        "loadBalancerEnabled=false",
+        "--json",
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["loadBalancerSheddingIntervalMinutes"]["value"] == 5
+    assert body["loadBalancerSheddingIntervalMinutes"]["source"] == f"{conf}:1"
+    assert body["loadBalancerBrokerMaxTopics"]["value"] == 9
+    assert body["loadBalancerEnabled"] == {
+        "value": False,
+        "default": True,
+        "unit": "",
+        "source": "--set",
+    }
+    assert "zookeeperServers" in result.stderr  # foreign keys are reported, not fatal
+
+
+def test_show_changed_only_in_text(ballast: Run) -> None:
+    result = ballast(
+        "config", "show", "--changed", "--set", "loadBalancerSheddingGracePeriodMinutes=2"
+    )
+    assert result.returncode == 0
+    assert result.stdout.split() == [
+        "loadBalancerSheddingGracePeriodMinutes",
+        "2",
+        "min",
+        "(--set)",
+    ]
+
+
+def test_show_warns_on_typos_and_fails_on_bad_values(ballast: Run) -> None:
+    typo = ballast("config", "show", "--changed", "--set", "loadBalancerSheddingEnable=false")
+    assert typo.returncode == 0
+    assert "did you mean loadBalancerSheddingEnabled?" in typo.stderr
+    bad = ballast("config", "show", "--set", "loadBalancerSheddingEnabled=maybe")
+    assert bad.returncode == 2
+    assert 'loadBalancerSheddingEnabled="maybe" is not a valid boolean' in bad.stderr
+    missing = ballast("config", "show", "--config", "/nonexistent/broker.conf")
+    assert missing.returncode == 2 and "cannot read config file" in missing.stderr

@@ -1,0 +1,145 @@
+"""Configuration: Pulsar's keys and defaults, file/env/--set precedence, warnings, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from ballast.model.config import (
+    SETTINGS_BY_KEY,
+    ConfigError,
+    PlacementConfig,
+    ReportConfig,
+    SheddingConfig,
+    SplitConfig,
+    ThresholdShedderConfig,
+    TransferShedderConfig,
+    defaults,
+    load_settings,
+)
+
+
+def test_pulsar_defaults() -> None:
+    s = defaults()
+    assert s["loadBalancerBrokerOverloadedThresholdPercentage"] == 85
+    assert s["loadBalancerSheddingGracePeriodMinutes"] == 30
+    assert s["loadBalancerNamespaceBundleMaxBandwidthMbytes"] == 100
+    assert s["loadBalancerHistoryResourcePercentage"] == 0.9
+    assert s["loadBalancerMemoryResourceWeight"] == 0.0
+    assert s["loadBalancerOverrideBrokerNicSpeedGbps"] is None
+    assert s["loadBalancerLoadSheddingStrategy"] == "threshold"
+    assert s["defaultNumberOfNamespaceBundles"] == 4
+    assert s["loadBalancerBrokerLoadTargetStd"] == 0.25
+
+
+def test_precedence_file_then_env_then_set() -> None:
+    conf = "# comment\nloadBalancerSheddingIntervalMinutes=5\nloadBalancerBrokerMaxTopics : 10\n"
+    loaded = load_settings(
+        conf_text=conf,
+        environ={"BALLAST_loadBalancerSheddingIntervalMinutes": "7", "PATH": "/bin"},
+        overrides=["loadBalancerBrokerMaxTopics=20"],
+    )
+    s = loaded.settings
+    assert s["loadBalancerSheddingIntervalMinutes"] == 7
+    assert (
+        s.source("loadBalancerSheddingIntervalMinutes")
+        == "env BALLAST_loadBalancerSheddingIntervalMinutes"
+    )
+    assert s["loadBalancerBrokerMaxTopics"] == 20
+    assert s.source("loadBalancerBrokerMaxTopics") == "--set"
+    assert s.source("loadBalancerEnabled") == "default"
+    assert loaded.warnings == ()
+
+
+def test_blank_value_keeps_the_default() -> None:
+    s = load_settings(conf_text="loadBalancerBrokerMaxTopics=\n").settings
+    assert s["loadBalancerBrokerMaxTopics"] == 50000
+
+
+def test_unknown_key_warns_with_the_nearest_known_key() -> None:
+    loaded = load_settings(overrides=["loadBalancerSheddingIntervalMinute=3"])
+    assert len(loaded.warnings) == 1
+    assert "did you mean loadBalancerSheddingIntervalMinutes?" in loaded.warnings[0]
+
+
+def test_foreign_keys_of_a_real_broker_conf_are_summarised() -> None:
+    conf = "zookeeperServers=zk:2181\nbrokerDeleteInactiveTopicsEnabled=true\n"
+    loaded = load_settings(conf_text=conf, conf_name="broker.conf")
+    assert loaded.warnings == (
+        "2 key(s) in broker.conf not used by Ballast: zookeeperServers, "
+        "brokerDeleteInactiveTopicsEnabled",
+    )
+
+
+@pytest.mark.parametrize(
+    ("pair", "message"),
+    [
+        (
+            "loadBalancerSheddingEnabled=yes",
+            'loadBalancerSheddingEnabled="yes" is not a valid boolean',
+        ),
+        (
+            "loadBalancerBrokerMaxTopics=ten",
+            'loadBalancerBrokerMaxTopics="ten" is not a valid integer',
+        ),
+        ("loadBalancerHistoryResourcePercentage=nan", "must be finite"),
+        ("loadBalancerSheddingIntervalMinutes=0", "must be at least 1"),
+        ("loadBalancerLoadSheddingStrategy=best", "is not one of: overload, threshold"),
+        ("noequals", "is not key=value"),
+    ],
+)
+def test_bad_values_name_key_value_and_type(pair: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(overrides=[pair])
+    assert message in str(caught.value)
+
+
+def test_pulsar_class_names_are_accepted() -> None:
+    s = load_settings(
+        overrides=[
+            "loadBalancerLoadSheddingStrategy=org.apache.pulsar.broker.loadbalance.impl.OverloadShedder",
+            "loadBalancerLoadPlacementStrategy=org.apache.pulsar.broker.loadbalance.impl.LeastResourceUsageWithWeight",
+        ]
+    ).settings
+    assert s["loadBalancerLoadSheddingStrategy"] == "overload"
+    assert s["loadBalancerLoadPlacementStrategy"] == "least_resource_usage_with_weight"
+
+
+def test_legacy_misspelled_weight_is_honoured() -> None:
+    s = load_settings(overrides=["loadBalancerBandwithInResourceWeight=0.5"]).settings
+    assert s["loadBalancerBandwidthInResourceWeight"] == 0.5
+    both = load_settings(
+        overrides=[
+            "loadBalancerBandwithInResourceWeight=0.5",
+            "loadBalancerBandwidthInResourceWeight=0.7",
+        ]
+    ).settings
+    assert both["loadBalancerBandwidthInResourceWeight"] == 0.7
+
+
+def test_component_configs_convert_units() -> None:
+    s = load_settings(
+        overrides=["loadBalancerSheddingGracePeriodMinutes=2", "loadBalancerEnabled=false"]
+    ).settings
+    shedding = SheddingConfig.from_settings(s)
+    assert shedding.grace_period_ms == 120_000 and not shedding.enabled
+    assert ThresholdShedderConfig.from_settings(s).min_throughput_bytes == 10 * 1024 * 1024
+    assert ThresholdShedderConfig.from_settings(s).threshold == 0.10
+    assert ReportConfig.from_settings(s).update_max_interval_ms == 15 * 60_000
+    assert SplitConfig.from_settings(s).max_bandwidth_bytes == 100 * 1024 * 1024
+    assert not SplitConfig.from_settings(s).enabled
+    assert PlacementConfig.from_settings(s).overloaded_threshold == 0.85
+    assert TransferShedderConfig.from_settings(s).shedding_delay_ms == 180_000
+
+
+def test_every_setting_default_parses_as_its_own_kind() -> None:
+    from ballast.model.config.loader import parse_value
+
+    for setting in SETTINGS_BY_KEY.values():
+        if setting.default is None or setting.default == "" or isinstance(setting.default, tuple):
+            continue
+        text = (
+            str(setting.default).lower()
+            if isinstance(setting.default, bool)
+            else str(setting.default)
+        )
+        assert parse_value(setting, text) == setting.default, setting.key

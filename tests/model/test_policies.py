@@ -1,0 +1,79 @@
+"""Namespace policies: bundle data, isolation matching, failure domains."""
+
+from __future__ import annotations
+
+import pytest
+
+from ballast.model.codec import ModelError
+from ballast.model.naming import NamespaceName
+from ballast.model.policies import (
+    BundlesData,
+    FailureDomain,
+    IsolationPolicies,
+    broker_domains,
+    broker_host,
+)
+
+NS = NamespaceName("t", "ns")
+
+
+def test_bundles_data_with_and_without_boundaries() -> None:
+    assert BundlesData(num_bundles=4).to_bundles(NS).count == 4
+    explicit = BundlesData(boundaries=["0x00000000", "0x80000000", "0xFFFFFFFF"], num_bundles=2)
+    assert explicit.to_bundles(NS).boundaries == (0, 0x80000000, 0xFFFFFFFF)
+    assert BundlesData.of(explicit.to_bundles(NS)) == BundlesData(
+        boundaries=["0x00000000", "0x80000000", "0xffffffff"], num_bundles=2
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "path"),
+    [
+        (BundlesData(boundaries=["0x0", "zz", "0xffffffff"]), "$.boundaries[1]"),
+        (BundlesData(boundaries=["0x0", "0x10"]), "$.boundaries"),
+        (BundlesData(boundaries=["0x0", "0xffffffff"], num_bundles=3), "$.numBundles"),
+    ],
+)
+def test_bad_bundles_data_names_the_path(data: BundlesData, path: str) -> None:
+    with pytest.raises(ModelError) as caught:
+        data.to_bundles(NS)
+    assert caught.value.path == path
+
+
+def test_isolation_policy_matching() -> None:
+    policies = IsolationPolicies.from_mapping(
+        {
+            "p1": {
+                "namespaces": ["t/iso.*"],
+                "primary": ["b1"],
+                "secondary": ["b2"],
+                "auto_failover_policy": {
+                    "policy_type": "min_available",
+                    "parameters": {"min_limit": "2", "usage_threshold": "80"},
+                },
+            }
+        }
+    )
+    policy = policies.policy_for("t/isolated")
+    assert policy is not None
+    assert policies.policy_for("t/other") is None
+    assert policy.is_primary("b1") and not policy.is_primary("b10")  # whole-string match
+    assert policy.is_secondary("b2")
+    assert policy.auto_failover_policy.min_limit == 2
+    assert policy.auto_failover_policy.should_failover(1)
+    assert not policy.auto_failover_policy.should_failover(2)
+    assert policies.is_shared_broker("b3") and not policies.is_shared_broker("b1")
+
+
+def test_invalid_isolation_policy_regex() -> None:
+    with pytest.raises(ModelError, match="invalid"):
+        IsolationPolicies.from_mapping({"p": {"namespaces": ["t/("]}})
+    with pytest.raises(ModelError) as caught:
+        IsolationPolicies.from_mapping({"p": {"primary": "b1"}})
+    assert caught.value.path == '$["p"].primary'
+
+
+def test_failure_domains_and_hosts() -> None:
+    domains = broker_domains({"rack1": FailureDomain(brokers=["b1:8080"]), "rack2": ["b2:8080"]})
+    assert domains == {"b1:8080": "rack1", "b2:8080": "rack2"}
+    assert broker_host("10.0.0.1:8080") == "10.0.0.1"
