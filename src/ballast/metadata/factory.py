@@ -1,0 +1,102 @@
+"""Opening a metadata store from a Pulsar-style URL:
+
+- ``memory:`` or ``memory:NAME`` — in-process; every store opened with the same URL through one
+  :class:`MetadataStores` shares one tree (the brokers of a standalone process or a simulation);
+- ``sqlite:PATH`` — the same, kept durable in a SQLite file;
+- ``zk:host:port[,host:port...][/chroot]`` — a ZooKeeper ensemble.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ballast.clock import Clock
+from ballast.metadata.chunking import ChunkingStore
+from ballast.metadata.memory import MemoryMetadataStore, MemoryServer
+from ballast.metadata.sqlite import SqliteServer
+from ballast.metadata.store import MetadataError, MetadataStore
+
+
+class InvalidStoreUrlError(MetadataError):
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__("", f'invalid metadata store URL "{url}": {reason}')
+
+
+@dataclass(frozen=True, slots=True)
+class StoreUrl:
+    scheme: str  # "memory", "sqlite" or "zk"
+    target: str  # tree name, file path, or host list with optional chroot
+
+    def __str__(self) -> str:
+        return f"{self.scheme}:{self.target}"
+
+
+def parse_store_url(url: str) -> StoreUrl:
+    """Parse and check a store URL (see the module docstring)."""
+    scheme, sep, target = url.partition(":")
+    if not sep:
+        raise InvalidStoreUrlError(url, "expected memory:, sqlite:PATH or zk:host:port")
+    if scheme == "memory":
+        return StoreUrl("memory", target.lstrip("/") or "default")
+    if scheme == "sqlite":
+        if not target:
+            raise InvalidStoreUrlError(url, "sqlite: needs a file path")
+        return StoreUrl("sqlite", target)
+    if scheme == "zk":
+        hosts, _, chroot = target.lstrip("/").partition("/")
+        if not hosts:
+            raise InvalidStoreUrlError(url, "zk: needs host:port[,host:port...]")
+        for host in hosts.split(","):
+            name, colon, port = host.rpartition(":")
+            if not colon or not name or not port.isdigit() or not 0 < int(port) < 65536:
+                raise InvalidStoreUrlError(url, f'"{host}" is not host:port')
+        if chroot.endswith("/") or "//" in chroot:
+            raise InvalidStoreUrlError(url, f'chroot "/{chroot}" is not a clean path')
+        return StoreUrl("zk", hosts + (f"/{chroot}" if chroot else ""))
+    raise InvalidStoreUrlError(url, f'unknown scheme "{scheme}" (memory, sqlite or zk)')
+
+
+class MetadataStores:
+    """Opens stores by URL and owns the in-process servers behind ``memory:`` and ``sqlite:``
+    URLs, so every broker of one process that opens the same URL sees the same tree."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._servers: dict[StoreUrl, MemoryServer] = {}
+
+    def server(self, url: str) -> MemoryServer:
+        """The in-process server of a ``memory:`` or ``sqlite:`` URL (created on first use)."""
+        parsed = parse_store_url(url)
+        if parsed.scheme == "zk":
+            raise InvalidStoreUrlError(url, "a ZooKeeper store has no in-process server")
+        server = self._servers.get(parsed)
+        if server is None:
+            if parsed.scheme == "memory":
+                server = MemoryServer(self._clock)
+            else:
+                server = SqliteServer(self._clock, Path(parsed.target))
+            self._servers[parsed] = server
+        return server
+
+    async def connect(self, url: str, *, session_timeout_s: float = 30.0) -> MetadataStore:
+        """A new client (with its own session) of the store at ``url``, with large values
+        chunked (:class:`~ballast.metadata.chunking.ChunkingStore`)."""
+        parsed = parse_store_url(url)
+        backend: MetadataStore
+        if parsed.scheme == "zk":
+            from ballast.metadata.zookeeper import ZooKeeperMetadataStore
+
+            backend = await ZooKeeperMetadataStore.connect(
+                parsed.target, session_timeout_s=session_timeout_s
+            )
+        else:
+            backend = MemoryMetadataStore(self.server(url), session_timeout_s)
+        return ChunkingStore(backend)
+
+    def close(self) -> None:
+        """Release the servers (closes SQLite files). Close the stores first."""
+        for server in self._servers.values():
+            if isinstance(server, SqliteServer):
+                server.close()
+        self._servers.clear()

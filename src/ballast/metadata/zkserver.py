@@ -1,0 +1,168 @@
+"""A standalone ZooKeeper server from Debian's ``zookeeper`` package, started as a child process
+— for tests, for trying a real cluster on one machine (``ballast zookeeper``), never for
+production ensembles.
+
+The server binds to loopback, keeps its data in the given directory, and is ready once the
+``srvr`` four-letter command reports a ``Mode:`` line (``ruok`` answers before the server
+serves requests). It is stopped through the process handle that started it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ballast.clock import Clock
+
+JAR_DIR = Path("/usr/share/java")
+ZOOKEEPER_JAR = JAR_DIR / "zookeeper.jar"
+LOGGING_JAR = JAR_DIR / "slf4j-simple.jar"
+MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+
+
+class ZooKeeperSetupError(RuntimeError):
+    """ZooKeeper cannot be installed or started; the message says what to do."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def ensure_installed(*, allow_install: bool = True) -> None:
+    """Make sure Debian's ``zookeeper`` package and Java are present, installing the package
+    with apt-get when missing and we run as root."""
+    if shutil.which("java") is None:
+        raise ZooKeeperSetupError("java is not installed (apt-get install openjdk-17-jre-headless)")
+    if ZOOKEEPER_JAR.exists():
+        return
+    if not allow_install:
+        raise ZooKeeperSetupError(f"{ZOOKEEPER_JAR} is missing (apt-get install zookeeper)")
+    if os.geteuid() != 0:
+        raise ZooKeeperSetupError(
+            "ZooKeeper is not installed and installing it needs root: "
+            "sudo apt-get install -y zookeeper"
+        )
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "zookeeper"]):
+        result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise ZooKeeperSetupError(f"{' '.join(command)} failed: {result.stderr.strip()[-500:]}")
+    if not ZOOKEEPER_JAR.exists():
+        raise ZooKeeperSetupError(f"apt-get installed zookeeper but {ZOOKEEPER_JAR} is missing")
+
+
+@dataclass(frozen=True, slots=True)
+class ZooKeeperConfig:
+    """``tick_ms`` sets the session-timeout floor (2 ticks by default); tests use short ticks
+    so that a 2-second session expires in about two seconds."""
+
+    data_dir: Path
+    port: int
+    tick_ms: int = 500
+    min_session_timeout_ms: int = 1000
+    max_session_timeout_ms: int = 60000
+    heap_mb: int = 256
+    force_sync: bool = False
+
+    def render(self) -> str:
+        return "\n".join(
+            [
+                f"tickTime={self.tick_ms}",
+                f"dataDir={self.data_dir / 'data'}",
+                f"clientPort={self.port}",
+                "clientPortAddress=127.0.0.1",
+                f"minSessionTimeout={self.min_session_timeout_ms}",
+                f"maxSessionTimeout={self.max_session_timeout_ms}",
+                "admin.enableServer=false",
+                "4lw.commands.whitelist=*",
+                f"forceSync={'yes' if self.force_sync else 'no'}",
+                "",
+            ]
+        )
+
+
+class LocalZooKeeper:
+    """One standalone ZooKeeper child process."""
+
+    def __init__(self, config: ZooKeeperConfig) -> None:
+        self.config = config
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def hosts(self) -> str:
+        return f"127.0.0.1:{self.config.port}"
+
+    @property
+    def url(self) -> str:
+        return f"zk:{self.hosts}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.config.data_dir / "zookeeper.log"
+
+    async def start(self, clock: Clock, *, timeout_s: float = 30.0) -> None:
+        """Start the server and wait until it serves requests."""
+        config = self.config
+        (config.data_dir / "data").mkdir(parents=True, exist_ok=True)
+        cfg_path = config.data_dir / "zoo.cfg"
+        cfg_path.write_text(config.render())
+        classpath = str(ZOOKEEPER_JAR)
+        if LOGGING_JAR.exists():
+            classpath += f":{LOGGING_JAR}"
+        with self.log_path.open("ab") as log:
+            self._process = subprocess.Popen(
+                ["java", f"-Xmx{config.heap_mb}m", "-cp", classpath, MAIN_CLASS, str(cfg_path)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        deadline = clock.monotonic() + timeout_s
+        while clock.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise ZooKeeperSetupError(
+                    f"ZooKeeper exited with {self._process.returncode}; see {self.log_path}"
+                )
+            try:
+                if "Mode:" in await self.four_letter("srvr"):
+                    return
+            except OSError:
+                pass
+            await clock.sleep(0.05)
+        self.stop()
+        raise ZooKeeperSetupError(
+            f"ZooKeeper did not serve within {timeout_s} s; see {self.log_path}"
+        )
+
+    async def four_letter(self, command: str) -> str:
+        """Send a four-letter admin command (``srvr``, ``cons``, ``mntr``) and return the
+        answer."""
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.config.port)
+        try:
+            writer.write(command.encode())
+            await writer.drain()
+            return (await reader.read()).decode(errors="replace")
+        finally:
+            writer.close()
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL if it lingers)."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None

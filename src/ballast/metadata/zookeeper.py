@@ -1,0 +1,439 @@
+"""The ZooKeeper backend (``zk:host:port[,host:port...][/chroot]``), through kazoo.
+
+kazoo runs its own threads; every kazoo callback is handed to the asyncio loop with
+``call_soon_threadsafe``, so the interface's concurrency contract holds (one loop, callbacks in
+order). kazoo's asynchronous calls are bridged to asyncio futures without blocking the loop;
+only connecting and closing run in a worker thread.
+
+Watches: kazoo 2.x has no ZooKeeper 3.6 persistent watches, so each watch is a pair of one-shot
+watches (``exists`` and ``get_children``) re-armed after every event. The re-read compares
+ZooKeeper's transaction ids (czxid, mzxid, pzxid) with the last observation and reports the
+differences; one task processes re-reads in the order the events arrived, so notifications keep
+the order of the changes. After a session loss every watch is re-armed the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from kazoo import exceptions as kz
+from kazoo.client import KazooClient, KazooState
+from kazoo.protocol.states import WatchedEvent, ZnodeStat
+
+from ballast.metadata.store import (
+    BadVersionError,
+    Check,
+    ConnectionLossError,
+    ConnectionState,
+    Create,
+    Delete,
+    InvalidPathError,
+    MetadataError,
+    MetadataStore,
+    MultiOpError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    Op,
+    Record,
+    SessionExpiredError,
+    SetValue,
+    Stat,
+    StateListener,
+    StoreClosedError,
+    ValueTooLargeError,
+    WatchCallback,
+    WatchHandle,
+    validate_path,
+)
+from ballast.metadata.values import MAX_STORED_BYTES
+from ballast.metadata.watching import WatchSnapshot, notifications_between
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_STATES = {
+    KazooState.CONNECTED: ConnectionState.CONNECTED,
+    KazooState.SUSPENDED: ConnectionState.SUSPENDED,
+    KazooState.LOST: ConnectionState.LOST,
+}
+
+
+class ZooKeeperUnavailableError(MetadataError):
+    """No ZooKeeper server answered in time."""
+
+    def __init__(self, hosts: str, reason: str) -> None:
+        super().__init__("", f"cannot connect to ZooKeeper at {hosts} ({reason})")
+
+
+def map_error(exc: BaseException, path: str, expected_version: int | None = None) -> MetadataError:
+    """The interface's error for a kazoo error."""
+    if isinstance(exc, MetadataError):
+        return exc
+    if isinstance(exc, kz.NoNodeError):
+        return NoNodeError(path)
+    if isinstance(exc, kz.NodeExistsError):
+        return NodeExistsError(path)
+    if isinstance(exc, kz.BadVersionError):
+        return BadVersionError(path, -2 if expected_version is None else expected_version)
+    if isinstance(exc, kz.NotEmptyError):
+        return NotEmptyError(path)
+    if isinstance(exc, kz.NoChildrenForEphemeralsError):
+        return InvalidPathError(path, "an ephemeral record cannot have children")
+    if isinstance(exc, kz.ConnectionClosedError):
+        return StoreClosedError()
+    if isinstance(exc, kz.SessionExpiredError):
+        return SessionExpiredError(path)
+    if isinstance(exc, kz.ConnectionLoss | kz.ConnectionDropped | kz.OperationTimeoutError):
+        return ConnectionLossError(path)
+    if isinstance(exc, kz.MarshallingError):
+        return ValueTooLargeError(path, -1, MAX_STORED_BYTES)
+    if isinstance(exc, kz.BadArgumentsError):
+        return InvalidPathError(path, "rejected by ZooKeeper")
+    return MetadataError(path, f"ZooKeeper error {type(exc).__name__}: {exc}")
+
+
+def _stat(zstat: ZnodeStat) -> Stat:
+    owner = zstat.ephemeralOwner
+    return Stat(zstat.version, zstat.ctime, zstat.mtime, owner if owner else None)
+
+
+def _snapshot(zstat: ZnodeStat | None) -> WatchSnapshot | None:
+    if zstat is None:
+        return None
+    return WatchSnapshot(zstat.czxid, zstat.mzxid, zstat.pzxid)
+
+
+class _ZkWatch(WatchHandle):
+    def __init__(self, store: ZooKeeperMetadataStore, path: str, callback: WatchCallback) -> None:
+        self.store = store
+        self.path = path
+        self.callback = callback
+        self.active = True
+        self.seen: WatchSnapshot | None = None
+        self.queued = False
+
+    def on_kazoo_event(self, _event: WatchedEvent) -> None:
+        """Called in a kazoo thread when either one-shot watch fires."""
+        self.store.loop.call_soon_threadsafe(self.store.mark_dirty, self)
+
+    def cancel(self) -> None:
+        self.active = False
+        self.store.forget_watch(self)
+
+
+class ZooKeeperMetadataStore(MetadataStore):
+    """A kazoo client (one ZooKeeper session) behind the :class:`MetadataStore` interface."""
+
+    def __init__(
+        self, client: KazooClient, loop: asyncio.AbstractEventLoop, session_timeout_s: float
+    ) -> None:
+        self._client = client
+        self.loop = loop
+        self._timeout_s = session_timeout_s
+        self._state = ConnectionState.CONNECTED
+        self._listeners: list[StateListener] = []
+        self._watches: list[_ZkWatch] = []
+        self._dirty: asyncio.Queue[_ZkWatch] = asyncio.Queue()
+        self._closed = False
+        self._pump = loop.create_task(self._pump_watches(), name="zookeeper-watch-pump")
+        client.add_listener(self._on_kazoo_state)
+
+    @classmethod
+    async def connect(
+        cls, hosts: str, *, session_timeout_s: float = 30.0, connect_timeout_s: float = 15.0
+    ) -> ZooKeeperMetadataStore:
+        """Connect to ``hosts`` (``host:port,...[/chroot]``), creating the chroot if needed."""
+        loop = asyncio.get_running_loop()
+        servers, slash, chroot = hosts.partition("/")
+        if slash and chroot:
+            root_client = KazooClient(hosts=servers, timeout=session_timeout_s)
+            await _start(loop, root_client, hosts, connect_timeout_s)
+            try:
+                await loop.run_in_executor(None, root_client.ensure_path, "/" + chroot)
+            finally:
+                await loop.run_in_executor(None, _stop, root_client)
+        client = KazooClient(hosts=hosts, timeout=session_timeout_s)
+        await _start(loop, client, hosts, connect_timeout_s)
+        return cls(client, loop, session_timeout_s)
+
+    # -- bridging ---------------------------------------------------------------------------
+
+    async def _call(
+        self, path: str, start: Callable[[], Any], expected_version: int | None = None
+    ) -> Any:
+        """Run one kazoo async call and await its result on the loop."""
+        if self._closed:
+            raise StoreClosedError()
+        if self._state is not ConnectionState.CONNECTED:
+            # kazoo would queue the request until it reconnects; the interface fails fast.
+            raise ConnectionLossError(path)
+        future: asyncio.Future[Any] = self.loop.create_future()
+
+        def settle(result: Any) -> None:
+            try:
+                value = result.get_nowait()
+            except Exception as exc:  # kazoo raises its own types; mapped below
+                self.loop.call_soon_threadsafe(_settle_error, future, exc)
+            else:
+                self.loop.call_soon_threadsafe(_settle_value, future, value)
+
+        try:
+            start().rawlink(settle)
+        except Exception as exc:  # a call refused before it was sent (stopped client, ...)
+            raise map_error(exc, path, expected_version) from None
+        try:
+            return await future
+        except Exception as exc:
+            raise map_error(exc, path, expected_version) from None
+
+    # -- reads ------------------------------------------------------------------------------
+
+    async def get(self, path: str) -> Record | None:
+        validate_path(path)
+        try:
+            value, zstat = await self._call(path, lambda: self._client.get_async(path))
+        except NoNodeError:
+            return None
+        return Record(value, _stat(zstat))
+
+    async def exists(self, path: str) -> Stat | None:
+        validate_path(path)
+        zstat = await self._call(path, lambda: self._client.exists_async(path))
+        return None if zstat is None else _stat(zstat)
+
+    async def children(self, path: str) -> list[str]:
+        validate_path(path)
+        try:
+            names = await self._call(path, lambda: self._client.get_children_async(path))
+        except NoNodeError:
+            return []
+        return sorted(names)
+
+    # -- writes -----------------------------------------------------------------------------
+
+    async def put(
+        self,
+        path: str,
+        value: bytes,
+        expected_version: int | None = None,
+        *,
+        ephemeral: bool = False,
+    ) -> Stat:
+        validate_path(path)
+        stored = _checked_size(path, value)
+        if expected_version is not None and expected_version >= 0:
+            zstat = await self._call(
+                path,
+                lambda: self._client.set_async(path, stored, expected_version),
+                expected_version,
+            )
+            return _stat(zstat)
+        try:
+            _, zstat = await self._call(
+                path,
+                lambda: self._client.create_async(
+                    path, stored, ephemeral=ephemeral, makepath=True, include_data=True
+                ),
+            )
+            return _stat(zstat)
+        except NodeExistsError:
+            if expected_version == -1:
+                raise
+        zstat = await self._call(path, lambda: self._client.set_async(path, stored, -1))
+        return _stat(zstat)
+
+    async def delete(self, path: str, expected_version: int | None = None) -> None:
+        validate_path(path)
+        if path == "/":
+            raise InvalidPathError(path, "the root cannot be deleted")
+        version = -1 if expected_version is None else expected_version
+        await self._call(path, lambda: self._client.delete_async(path, version), expected_version)
+
+    async def multi(self, ops: Sequence[Op]) -> list[Stat | None]:
+        if not ops:
+            return []
+        transaction = self._client.transaction()
+        for op in ops:
+            validate_path(op.path)
+            if isinstance(op, Check):
+                transaction.check(op.path, op.version)
+            elif isinstance(op, Create):
+                transaction.create(
+                    op.path, _checked_size(op.path, op.value), ephemeral=op.ephemeral
+                )
+            elif isinstance(op, SetValue):
+                version = -1 if op.version is None else op.version
+                transaction.set_data(op.path, _checked_size(op.path, op.value), version)
+            else:
+                if op.path == "/":
+                    raise InvalidPathError(op.path, "the root cannot be deleted")
+                transaction.delete(op.path, -1 if op.version is None else op.version)
+        results = await self._call("", transaction.commit_async)
+        for index, (op, result) in enumerate(zip(ops, results, strict=True)):
+            if isinstance(result, Exception) and not isinstance(result, kz.RolledBackError):
+                expected = op.version if isinstance(op, Check | SetValue | Delete) else None
+                raise MultiOpError(index, map_error(result, op.path, expected))
+        if any(isinstance(result, Exception) for result in results):
+            raise MultiOpError(0, MetadataError("", "transaction rolled back"))
+        stats: list[Stat | None] = []
+        for op, result in zip(ops, results, strict=True):
+            if isinstance(op, SetValue):
+                stats.append(_stat(result))
+            elif isinstance(op, Create):
+                stats.append(await self.exists(op.path))  # transactions return only the path
+            else:
+                stats.append(None)
+        return stats
+
+    # -- watches ----------------------------------------------------------------------------
+
+    async def watch(self, path: str, callback: WatchCallback) -> WatchHandle:
+        validate_path(path)
+        if self._closed:
+            raise StoreClosedError()
+        watch = _ZkWatch(self, path, callback)
+        self._watches.append(watch)
+        watch.seen = await self._arm(watch)
+        return watch
+
+    def mark_dirty(self, watch: _ZkWatch) -> None:
+        if watch.active and not watch.queued:
+            watch.queued = True
+            self._dirty.put_nowait(watch)
+
+    def forget_watch(self, watch: _ZkWatch) -> None:
+        if watch in self._watches:
+            self._watches.remove(watch)
+
+    async def _arm(self, watch: _ZkWatch) -> WatchSnapshot | None:
+        """Set both one-shot watches and return what the record looks like now."""
+        path = watch.path
+        zstat = await self._call(
+            path, lambda: self._client.exists_async(path, watch=watch.on_kazoo_event)
+        )
+        if zstat is None:
+            return None
+        try:
+            _, zstat = await self._call(
+                path,
+                lambda: self._client.get_children_async(
+                    path, watch=watch.on_kazoo_event, include_data=True
+                ),
+            )
+        except NoNodeError:
+            return None  # deleted between the two calls; the exists watch reports it
+        return _snapshot(zstat)
+
+    async def _pump_watches(self) -> None:
+        """Re-arm fired watches one at a time, in the order their events came."""
+        while True:
+            watch = await self._dirty.get()
+            watch.queued = False
+            if not watch.active or self._closed:
+                continue
+            try:
+                now = await self._arm(watch)
+            except (ConnectionLossError, SessionExpiredError):
+                continue  # re-armed when the connection is back
+            except StoreClosedError:
+                return
+            except MetadataError:
+                log.exception("re-arming the watch on %s failed", watch.path)
+                continue
+            notifications = notifications_between(watch.path, watch.seen, now)
+            watch.seen = now
+            for notification in notifications:
+                if not watch.active:
+                    break
+                try:
+                    watch.callback(notification)
+                except Exception:  # a consumer bug must not stop every other watch
+                    log.exception("watch callback for %s failed", watch.path)
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def _on_kazoo_state(self, kazoo_state: str) -> None:
+        """Called in a kazoo thread; must not block."""
+        self.loop.call_soon_threadsafe(self._set_state, _STATES[kazoo_state])
+
+    def _set_state(self, state: ConnectionState) -> None:
+        if self._closed:
+            return
+        self._state = state
+        for listener in list(self._listeners):
+            listener(state)
+        if state is ConnectionState.CONNECTED:
+            for watch in list(self._watches):
+                self.mark_dirty(watch)
+
+    def add_state_listener(self, listener: StateListener) -> None:
+        self._listeners.append(listener)
+
+    @property
+    def state(self) -> ConnectionState:
+        return self._state
+
+    @property
+    def session_id(self) -> int:
+        client_id = self._client.client_id
+        return int(client_id[0]) if client_id else 0
+
+    @property
+    def session_password(self) -> bytes:
+        """The session's password (with :attr:`session_id`, lets a test expire the session)."""
+        client_id = self._client.client_id
+        return bytes(client_id[1]) if client_id else b""
+
+    @property
+    def session_timeout_s(self) -> float:
+        return self._timeout_s
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for watch in self._watches:
+            watch.active = False
+        self._pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._pump
+        await self.loop.run_in_executor(None, _stop, self._client)
+
+
+def _checked_size(path: str, value: bytes) -> bytes:
+    """ZooKeeper refuses packets over ``jute.maxbuffer``; say so before sending."""
+    if len(value) > MAX_STORED_BYTES:
+        raise ValueTooLargeError(path, len(value), MAX_STORED_BYTES)
+    return value
+
+
+def _settle_value(future: asyncio.Future[T], value: T) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _settle_error(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+async def _start(
+    loop: asyncio.AbstractEventLoop, client: KazooClient, hosts: str, timeout_s: float
+) -> None:
+    try:
+        await loop.run_in_executor(None, lambda: client.start(timeout=timeout_s))
+    except Exception as exc:  # kazoo's timeout is a generic handler error
+        await loop.run_in_executor(None, _stop, client)
+        raise ZooKeeperUnavailableError(hosts, str(exc) or type(exc).__name__) from None
+
+
+def _stop(client: KazooClient) -> None:
+    try:
+        client.stop()
+    finally:
+        client.close()
