@@ -1,0 +1,71 @@
+"""The durable embedded backend keeps persistent records across a restart, not ephemerals."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ballast.clock import Clock
+from ballast.metadata.factory import InvalidStoreUrlError, MetadataStores, parse_store_url
+from ballast.metadata.sqlite import SqliteServer, StoreFileError
+
+
+async def test_persistent_records_survive_a_restart(clock: Clock, tmp_path: Path) -> None:
+    url = f"sqlite:{tmp_path / 'cluster.db'}"
+    first = MetadataStores(clock)
+    store = await first.connect(url)
+    await store.put("/admin/policies/public/default", b'{"bundles":{"numBundles":4}}')
+    await store.put("/admin/policies/public/default", b'{"bundles":{"numBundles":8}}')
+    await store.put("/loadbalance/brokers/b1:8080", b"{}", ephemeral=True)
+    await store.put("/gone", b"x")
+    await store.delete("/gone")
+    await store.close()
+    first.close()
+
+    second = MetadataStores(clock)
+    again = await second.connect(url)
+    record = await again.get("/admin/policies/public/default")
+    assert record is not None
+    assert record.value == b'{"bundles":{"numBundles":8}}'
+    assert record.stat.version == 1  # versions survive too, so CAS keeps working
+    assert await again.children("/admin/policies") == ["public"]
+    assert await again.exists("/loadbalance/brokers/b1:8080") is None
+    assert await again.exists("/gone") is None
+    await again.put("/admin/policies/public/default", b"{}", 1)
+    await again.close()
+    second.close()
+
+
+def test_unusable_file_is_a_clear_error(clock: Clock, tmp_path: Path) -> None:
+    not_a_db = tmp_path / "junk.db"
+    not_a_db.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreFileError, match="cannot use store file"):
+        SqliteServer(clock, not_a_db)
+    with pytest.raises(sqlite3.Error):
+        sqlite3.connect(str(not_a_db)).execute("SELECT * FROM records")
+
+
+@pytest.mark.parametrize(
+    ("url", "scheme", "target"),
+    [
+        ("memory:", "memory", "default"),
+        ("memory:test", "memory", "test"),
+        ("sqlite:/tmp/x.db", "sqlite", "/tmp/x.db"),
+        ("zk:127.0.0.1:2181", "zk", "127.0.0.1:2181"),
+        ("zk:a:1,b:2/ballast/prod", "zk", "a:1,b:2/ballast/prod"),
+    ],
+)
+def test_store_urls(url: str, scheme: str, target: str) -> None:
+    parsed = parse_store_url(url)
+    assert (parsed.scheme, parsed.target) == (scheme, target)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["", "localhost:2181x", "zk:", "zk:host", "zk:host:99999", "sqlite:", "etcd:x:1", "zk:a:1/c/"],
+)
+def test_bad_store_urls(url: str) -> None:
+    with pytest.raises(InvalidStoreUrlError):
+        parse_store_url(url)
