@@ -13,10 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from ballast.clock import Clock, SystemClock, VirtualClock, VirtualTimeLoop
 
+# Property tests are deterministic: the same examples on every run (STYLE 10).
+settings.register_profile("ballast", derandomize=True, deadline=None, print_blob=True)
+settings.load_profile("ballast")
+
 REPO = Path(__file__).resolve().parent.parent
+
+# The metadata backends (memory, sqlite, a real ZooKeeper) and their fault-injection harness.
+pytest_plugins = ["tests.support.backends"]
 
 
 def run_ballast(

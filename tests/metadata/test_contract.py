@@ -32,7 +32,7 @@ from ballast.metadata.store import (
 )
 from ballast.metadata.values import COMPRESSED, MANIFEST
 from ballast.model.loaddata import LocalBrokerData, NamespaceBundleStats, SystemResourceUsage
-from tests.metadata.harness import Harness
+from tests.support.harness import Harness
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration

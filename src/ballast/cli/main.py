@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -10,6 +11,7 @@ import typer
 from ballast import __version__
 from ballast.cli.bundle import bundle_app
 from ballast.cli.config import config_app
+from ballast.cli.metadata import metadata_app
 from ballast.cli.topic import topic_command
 
 app = typer.Typer(
@@ -23,6 +25,7 @@ app = typer.Typer(
 app.command("topic")(topic_command)
 app.add_typer(bundle_app, name="bundle")
 app.add_typer(config_app, name="config")
+app.add_typer(metadata_app, name="metadata")
 
 
 def _version(value: bool) -> None:
@@ -43,6 +46,9 @@ def main(
 def run() -> None:
     """Entry point: run the app; an unexpected error is one line on stderr (exit 1), with the
     traceback only when BALLAST_DEBUG is set."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # kazoo logs every reconnect attempt; the command reports the outcome itself.
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
     try:
         app()
     except Exception as exc:  # the last line of defence: never a bare traceback for users

@@ -12,7 +12,7 @@ import pytest
 
 from ballast.clock import Clock, SystemClock
 from ballast.metadata.zkserver import LocalZooKeeper, ZooKeeperConfig, ensure_installed, free_port
-from tests.metadata.harness import (
+from tests.support.harness import (
     BackendSpec,
     Harness,
     MemoryHarness,

@@ -1,0 +1,147 @@
+"""``ballast metadata``: browse a metadata store, dump a subtree as JSON and load it back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from ballast.cli.common import fail, print_json, read_text_arg
+from ballast.clock import SystemClock
+from ballast.metadata.dump import DumpFormatError, dump_tree, encode_value, load_tree
+from ballast.metadata.factory import InvalidStoreUrlError, MetadataStores, parse_store_url
+from ballast.metadata.store import InvalidPathError, MetadataError, MetadataStore
+
+T = TypeVar("T")
+
+metadata_app = typer.Typer(
+    help="Browse a metadata store (sqlite:PATH or zk:host:port[/chroot]); dump and load "
+    "subtrees as JSON.",
+    no_args_is_help=True,
+)
+
+StoreOption = Annotated[
+    str,
+    typer.Option(
+        "--store",
+        help="Store URL: sqlite:PATH, zk:host:port[,host:port...][/chroot] "
+        "(memory: is in-process and empty here).",
+    ),
+]
+PathArgument = Annotated[str, typer.Argument(help="Record path, e.g. /loadbalance/brokers.")]
+
+
+def _with_store(url: str, action: Callable[[MetadataStore], Awaitable[T]]) -> T:
+    try:
+        parse_store_url(url)
+    except InvalidStoreUrlError as exc:
+        fail(str(exc))
+
+    async def run() -> T:
+        stores = MetadataStores(SystemClock())
+        store = await stores.connect(url, session_timeout_s=10.0)
+        try:
+            return await action(store)
+        finally:
+            await store.close()
+            stores.close()
+
+    try:
+        return asyncio.run(run())
+    except (InvalidPathError, DumpFormatError) as exc:
+        fail(str(exc))
+    except MetadataError as exc:
+        fail(str(exc), code=1)
+
+
+@metadata_app.command("ls")
+def ls_command(
+    path: PathArgument,
+    store: StoreOption,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """List the children of PATH."""
+    names = _with_store(store, lambda s: s.children(path))
+    if as_json:
+        print_json(names)
+    else:
+        for name in names:
+            typer.echo(name)
+
+
+@metadata_app.command("get")
+def get_command(
+    path: PathArgument,
+    store: StoreOption,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print value and stat as one JSON object.")
+    ] = False,
+) -> None:
+    """Print the value of PATH (pretty-printed when it is JSON). Exits 1 if there is none."""
+
+    async def read(s: MetadataStore) -> Any:
+        return await s.get(path)
+
+    record = _with_store(store, read)
+    if record is None:
+        fail(f"no record at {path}", code=1)
+    value = encode_value(record.value)
+    if as_json:
+        stat = record.stat
+        print_json(
+            {
+                "path": path,
+                "value": value,
+                "stat": {
+                    "version": stat.version,
+                    "createdMs": stat.created_ms,
+                    "modifiedMs": stat.modified_ms,
+                    "ephemeralOwner": stat.ephemeral_owner,
+                },
+            }
+        )
+    elif "json" in value:
+        print_json(value["json"])
+    elif "text" in value:
+        typer.echo(value["text"])
+    else:
+        typer.echo(value["base64"])
+
+
+@metadata_app.command("dump")
+def dump_command(
+    path: PathArgument,
+    store: StoreOption,
+    out: Annotated[Path | None, typer.Option("--out", help="Write here instead of stdout.")] = None,
+) -> None:
+    """Dump PATH and everything below it as JSON (see docs/metadata.md for the format)."""
+    dumped = _with_store(store, lambda s: dump_tree(s, path))
+    text = json.dumps(dumped, indent=1, sort_keys=False)
+    if out is None:
+        typer.echo(text)
+    else:
+        out.write_text(text + "\n")
+        typer.echo(f"{len(dumped['records'])} records written to {out}", err=True)
+
+
+@metadata_app.command("load")
+def load_command(
+    dump_file: Annotated[str, typer.Argument(metavar="DUMP", help="A dump file, or - for stdin.")],
+    store: StoreOption,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace records that exist with other content.")
+    ] = False,
+) -> None:
+    """Load a dump made by `ballast metadata dump` into a store (records become persistent)."""
+    try:
+        dumped = json.loads(read_text_arg(dump_file))
+    except json.JSONDecodeError as exc:
+        fail(f"{dump_file} is not JSON: {exc}")
+    if not isinstance(dumped, dict):
+        fail(f"{dump_file}: a dump is a JSON object")
+    result = _with_store(store, lambda s: load_tree(s, dumped, overwrite=overwrite))
+    typer.echo(f"{result.written} records written, {result.unchanged} unchanged", err=True)

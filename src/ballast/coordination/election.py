@@ -1,0 +1,245 @@
+"""Leader election with an epoch (Kafka's ``/controller`` + ``/controller_epoch``).
+
+One ephemeral record, ``/loadbalance/leader``, names the leader; ``/loadbalance/leader-epoch``
+counts leaderships. A candidate becomes leader with one atomic multi-operation: bump the epoch
+(at the version it read) and create the leader record. Every later leader write goes through
+:meth:`LeaderElection.fenced_multi`, which checks both the epoch's version and the leader
+record, so a stale (zombie) leader's write fails once another leader was elected or its own
+record is gone.
+
+Connection rules (kazoo's): on SUSPENDED or LOST the leader resigns before anything else — the
+listeners hear it synchronously — and campaigns again once connected, with a new epoch.
+
+Concurrency contract: one event loop; listeners run on it and must not block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+from ballast.clock import Clock
+from ballast.metadata import paths
+from ballast.metadata.store import (
+    BadVersionError,
+    Check,
+    ConnectionLossError,
+    ConnectionState,
+    Create,
+    MetadataError,
+    MetadataStore,
+    MultiOpError,
+    NodeExistsError,
+    NoNodeError,
+    Notification,
+    Op,
+    SessionExpiredError,
+    SetValue,
+    Stat,
+    WatchHandle,
+)
+from ballast.tasks import cancel_and_wait, spawn
+
+log = logging.getLogger(__name__)
+
+
+class NotLeaderError(MetadataError):
+    """This candidate is not (or no longer) the leader; the write did not happen."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("", f"not the leader ({reason})")
+
+
+class LeaderInfo(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The leader record: Pulsar's ``LeaderBroker`` (``serviceUrl``, ``brokerId``) plus the
+    epoch of this leadership."""
+
+    broker_id: str
+    service_url: str
+    epoch: int = 0
+
+    def to_json(self) -> bytes:
+        return msgspec.json.encode(self)
+
+    @classmethod
+    def from_json(cls, data: bytes) -> LeaderInfo:
+        return msgspec.json.decode(data, type=cls)
+
+
+@dataclass(frozen=True, slots=True)
+class Leadership:
+    """One term of leadership: the epoch, and the versions that fence its writes."""
+
+    epoch: int
+    epoch_version: int
+    record_version: int
+    session_id: int
+
+
+LeadershipListener = Callable[[Leadership | None], None]
+
+
+async def read_leader(store: MetadataStore) -> LeaderInfo | None:
+    """The current leader, or None while there is none."""
+    record = await store.get(paths.LEADER)
+    if record is None:
+        return None
+    try:
+        return LeaderInfo.from_json(record.value)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+class LeaderElection:
+    """Campaigns for leadership for one candidate and keeps it until it is lost or stopped."""
+
+    def __init__(self, store: MetadataStore, candidate: LeaderInfo, clock: Clock) -> None:
+        self._store = store
+        self._candidate = candidate
+        self._clock = clock
+        self._leadership: Leadership | None = None
+        self._listeners: list[LeadershipListener] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._watch: WatchHandle | None = None
+        self._stopped = False
+
+    # -- public -----------------------------------------------------------------------------
+
+    @property
+    def leadership(self) -> Leadership | None:
+        return self._leadership
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leadership is not None
+
+    def add_listener(self, listener: LeadershipListener) -> None:
+        """``listener(Leadership)`` when elected, ``listener(None)`` when resigning."""
+        self._listeners.append(listener)
+
+    async def start(self) -> None:
+        """Begin campaigning (returns at once; watch :attr:`leadership` or the listeners)."""
+        self._store.add_state_listener(self._on_state)
+        self._watch = await self._store.watch(paths.LEADER, self._on_leader_change)
+        self._task = spawn(f"election-{self._candidate.broker_id}", self._campaign())
+
+    async def stop(self) -> None:
+        """Stop campaigning; a leader resigns and deletes its record so others take over."""
+        self._stopped = True
+        leadership = self._leadership
+        self._resign("stopped")
+        await cancel_and_wait(self._task)
+        if self._watch is not None:
+            self._watch.cancel()
+        if leadership is not None and self._store.state is ConnectionState.CONNECTED:
+            try:
+                await self._store.delete(paths.LEADER, leadership.record_version)
+            except MetadataError:
+                pass  # already gone, or replaced: nothing of ours to remove
+
+    async def fenced_multi(self, ops: Sequence[Op]) -> list[Stat | None]:
+        """Apply ``ops`` atomically only while this leadership is current: the multi checks the
+        epoch version and the leader record first. Raises :class:`NotLeaderError` (and
+        resigns) if they changed."""
+        leadership = self._leadership
+        if leadership is None:
+            raise NotLeaderError("no current leadership")
+        fence: list[Op] = [
+            Check(paths.LEADER_EPOCH, leadership.epoch_version),
+            Check(paths.LEADER, leadership.record_version),
+        ]
+        try:
+            results = await self._store.multi([*fence, *ops])
+        except MultiOpError as exc:
+            if exc.index < len(fence):
+                self._resign(f"fenced: {exc.cause}")
+                raise NotLeaderError(f"epoch {leadership.epoch} was superseded") from None
+            raise
+        return results[len(fence) :]
+
+    # -- the campaign -----------------------------------------------------------------------
+
+    async def _campaign(self) -> None:
+        while not self._stopped:
+            self._wake.clear()
+            if self._leadership is not None or self._store.state is not ConnectionState.CONNECTED:
+                await self._wake.wait()
+                continue
+            try:
+                await self._try_once()
+            except (ConnectionLossError, SessionExpiredError):
+                continue  # the state listener wakes us when connected again
+            if self._leadership is None and not self._stopped:
+                await self._wait_for_vacancy()
+
+    async def _try_once(self) -> None:
+        await self._remove_own_stale_record()
+        epoch_record = await self._store.get(paths.LEADER_EPOCH)
+        if epoch_record is None:
+            try:
+                await self._store.put(paths.LEADER_EPOCH, b"0", -1)
+            except NodeExistsError:
+                pass
+            return  # read it again on the next round
+        epoch = int(epoch_record.value or b"0") + 1
+        record = msgspec.structs.replace(self._candidate, epoch=epoch)
+        try:
+            results = await self._store.multi(
+                [
+                    SetValue(paths.LEADER_EPOCH, str(epoch).encode(), epoch_record.stat.version),
+                    Create(paths.LEADER, record.to_json(), ephemeral=True),
+                ]
+            )
+        except MultiOpError as exc:
+            if isinstance(exc.cause, BadVersionError | NodeExistsError | NoNodeError):
+                return  # another candidate won this round
+            raise
+        epoch_stat, leader_stat = results
+        assert epoch_stat is not None and leader_stat is not None
+        if self._store.state is not ConnectionState.CONNECTED or self._stopped:
+            return  # lost the connection meanwhile: the record goes with the session
+        self._leadership = Leadership(
+            epoch, epoch_stat.version, leader_stat.version, self._store.session_id
+        )
+        log.info("%s elected leader, epoch %d", self._candidate.broker_id, epoch)
+        for listener in list(self._listeners):
+            listener(self._leadership)
+
+    async def _remove_own_stale_record(self) -> None:
+        """A leader record of our session that outlived our leadership (we resigned on
+        SUSPENDED and came back on the same session) blocks everyone: remove it."""
+        record = await self._store.get(paths.LEADER)
+        if record is not None and record.stat.ephemeral_owner == self._store.session_id:
+            try:
+                await self._store.delete(paths.LEADER, record.stat.version)
+            except (NoNodeError, BadVersionError):
+                pass
+
+    async def _wait_for_vacancy(self) -> None:
+        if await self._store.exists(paths.LEADER) is None:
+            return
+        await self._wake.wait()
+
+    # -- events -----------------------------------------------------------------------------
+
+    def _on_leader_change(self, notification: Notification) -> None:
+        self._wake.set()
+
+    def _on_state(self, state: ConnectionState) -> None:
+        if state is not ConnectionState.CONNECTED:
+            self._resign(f"connection {state.value}")
+        self._wake.set()
+
+    def _resign(self, reason: str) -> None:
+        if self._leadership is None:
+            return
+        log.warning("%s resigns leadership (%s)", self._candidate.broker_id, reason)
+        self._leadership = None
+        for listener in list(self._listeners):
+            listener(None)
+        self._wake.set()

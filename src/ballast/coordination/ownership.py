@@ -1,0 +1,296 @@
+"""Bundle ownership through ephemeral records (seed 003): ``/namespace/<tenant>/<ns>/<range>``
+holds the owner's URLs (Pulsar's ownership JSON) and, in Ballast's added fields, the state of
+the bundle's lifecycle.
+
+The lifecycle is an enum with a table of allowed transitions, checked beside every versioned
+write (STYLE 7). A broker acquires a bundle by creating the record (on NodeExists it learns the
+current owner); a transfer's destination takes over a record in RELEASING-to-it state with one
+atomic delete-and-create, so the bundle is never without an owner record in between.
+
+Session rules: while SUSPENDED a broker claims nothing (``owned()`` is empty) — it cannot know
+whether its records still exist; on LOST its records are gone, so it drops its claims and tries
+to re-create each one: those another broker took meanwhile are lost for good and reported.
+
+Concurrency contract: one event loop; listeners run on it and must not block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import msgspec
+
+from ballast.metadata import paths
+from ballast.metadata.store import (
+    BadVersionError,
+    ConnectionLossError,
+    ConnectionState,
+    Create,
+    Delete,
+    MetadataError,
+    MetadataStore,
+    MultiOpError,
+    NodeExistsError,
+    NoNodeError,
+    Record,
+    SessionExpiredError,
+)
+from ballast.model.bundles import BundleName
+from ballast.model.loaddata import AdvertisedListener
+from ballast.tasks import cancel_and_wait, spawn
+
+log = logging.getLogger(__name__)
+
+
+class OwnershipState(enum.Enum):
+    FREE = "free"  # no record
+    ASSIGNING = "assigning"  # a broker was chosen and is loading the bundle
+    OWNED = "owned"  # serving
+    RELEASING = "releasing"  # being unloaded or transferred: lookups retry or follow
+    SPLITTING = "splitting"  # being split: lookups retry
+
+
+_S = OwnershipState
+ALLOWED_TRANSITIONS: dict[OwnershipState, frozenset[OwnershipState]] = {
+    _S.FREE: frozenset({_S.ASSIGNING, _S.OWNED}),
+    _S.ASSIGNING: frozenset({_S.OWNED, _S.FREE}),
+    _S.OWNED: frozenset({_S.RELEASING, _S.SPLITTING, _S.FREE}),
+    _S.RELEASING: frozenset({_S.FREE, _S.OWNED}),  # OWNED: an unload called off
+    _S.SPLITTING: frozenset({_S.FREE, _S.OWNED}),  # FREE: children own the range; OWNED: failed
+}
+
+
+class OwnershipError(MetadataError):
+    """An ownership operation that is not allowed or no longer possible."""
+
+    def __init__(self, bundle: BundleName | str, reason: str) -> None:
+        super().__init__(f"{paths.OWNERSHIP}/{bundle}", reason)
+
+
+class InvalidTransitionError(OwnershipError):
+    def __init__(
+        self, bundle: BundleName | str, current: OwnershipState, wanted: OwnershipState
+    ) -> None:
+        super().__init__(bundle, f"cannot go from {current.value} to {wanted.value}")
+        self.current = current
+        self.wanted = wanted
+
+
+def check_transition(
+    bundle: BundleName | str, current: OwnershipState, wanted: OwnershipState
+) -> None:
+    if wanted not in ALLOWED_TRANSITIONS[current]:
+        raise InvalidTransitionError(bundle, current, wanted)
+
+
+class OwnershipData(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Pulsar's ownership record (``nativeUrl``, ``nativeUrlTls``, ``httpUrl``, ``httpUrlTls``,
+    ``disabled``, ``advertisedListeners``) plus Ballast's ``brokerId``, ``state`` and
+    ``transferTo`` (ignored by Pulsar readers). ``disabled`` is true in every state but owned,
+    as Pulsar marks a bundle being unloaded."""
+
+    native_url: str | None = None
+    native_url_tls: str | None = None
+    http_url: str | None = None
+    http_url_tls: str | None = None
+    disabled: bool = False
+    advertised_listeners: dict[str, AdvertisedListener] = {}
+    broker_id: str | None = None
+    state: OwnershipState = OwnershipState.OWNED
+    transfer_to: str | None = None
+
+    def to_json(self) -> bytes:
+        return msgspec.json.encode(self)
+
+    @classmethod
+    def from_json(cls, data: bytes) -> OwnershipData:
+        return msgspec.json.decode(data, type=cls)
+
+    def in_state(self, state: OwnershipState, transfer_to: str | None = None) -> OwnershipData:
+        return msgspec.structs.replace(
+            self, state=state, disabled=state is not OwnershipState.OWNED, transfer_to=transfer_to
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """A bundle's ownership record as read: who, in what state, at which version."""
+
+    bundle: BundleName
+    data: OwnershipData
+    version: int
+    session: int | None
+
+    @property
+    def broker_id(self) -> str | None:
+        return self.data.broker_id
+
+    @property
+    def state(self) -> OwnershipState:
+        return self.data.state
+
+
+@dataclass(slots=True)
+class _Claim:
+    state: OwnershipState
+    version: int
+
+
+LostListener = Callable[[BundleName], None]
+
+
+def parse_owner(bundle: BundleName, record: Record) -> Owner:
+    try:
+        data = OwnershipData.from_json(record.value)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        # A record written by something else (a Pulsar broker): treat it as owned, unknown id.
+        data = OwnershipData()
+    return Owner(bundle, data, record.stat.version, record.stat.ephemeral_owner)
+
+
+async def read_owner(store: MetadataStore, bundle: BundleName) -> Owner | None:
+    """The current owner of ``bundle``, or None if it has none."""
+    record = await store.get(paths.ownership(bundle))
+    return None if record is None else parse_owner(bundle, record)
+
+
+class BundleOwnership:
+    """One broker's side of bundle ownership: what it holds, and the moves of each bundle."""
+
+    def __init__(self, store: MetadataStore, broker_id: str, template: OwnershipData) -> None:
+        self._store = store
+        self.broker_id = broker_id
+        self._template = msgspec.structs.replace(template, broker_id=broker_id)
+        self._claims: dict[BundleName, _Claim] = {}
+        self._lost_listeners: list[LostListener] = []
+        self._repair: asyncio.Task[None] | None = None
+        self._connected = asyncio.Event()
+        if store.state is ConnectionState.CONNECTED:
+            self._connected.set()
+        store.add_state_listener(self._on_state)
+
+    def add_lost_listener(self, listener: LostListener) -> None:
+        """``listener(bundle)`` when a session loss cost this broker a bundle."""
+        self._lost_listeners.append(listener)
+
+    def owned(self) -> dict[BundleName, OwnershipState]:
+        """Bundles this broker holds and their states; empty unless connected."""
+        if self._store.state is not ConnectionState.CONNECTED:
+            return {}
+        return {bundle: claim.state for bundle, claim in self._claims.items()}
+
+    def state_of(self, bundle: BundleName) -> OwnershipState:
+        claim = self._claims.get(bundle)
+        if claim is None or self._store.state is not ConnectionState.CONNECTED:
+            return OwnershipState.FREE
+        return claim.state
+
+    async def acquire(
+        self, bundle: BundleName, state: OwnershipState = OwnershipState.OWNED
+    ) -> Owner:
+        """Create our record for ``bundle`` in ``state`` (OWNED or ASSIGNING). If someone else
+        holds it, return that owner instead (check ``owner.broker_id``)."""
+        check_transition(bundle, OwnershipState.FREE, state)
+        path = paths.ownership(bundle)
+        data = self._template.in_state(state)
+        while True:
+            try:
+                stat = await self._store.put(path, data.to_json(), -1, ephemeral=True)
+            except NodeExistsError:
+                current = await read_owner(self._store, bundle)
+                if current is None:
+                    continue  # it vanished meanwhile: try again
+                if current.session == self._store.session_id:
+                    # Our own record (a retried acquire): adopt it.
+                    self._claims[bundle] = _Claim(current.state, current.version)
+                return current
+            self._claims[bundle] = _Claim(state, stat.version)
+            return Owner(bundle, data, stat.version, stat.ephemeral_owner)
+
+    async def transition(
+        self, bundle: BundleName, state: OwnershipState, *, transfer_to: str | None = None
+    ) -> Owner | None:
+        """Move our record of ``bundle`` to ``state`` (FREE deletes it), checked against the
+        transition table and the record's version. Raises :class:`OwnershipError` if we do
+        not hold it or it changed under us (then the claim is dropped)."""
+        claim = self._claims.get(bundle)
+        if claim is None:
+            raise OwnershipError(bundle, f"{self.broker_id} does not own it")
+        check_transition(bundle, claim.state, state)
+        path = paths.ownership(bundle)
+        try:
+            if state is OwnershipState.FREE:
+                await self._store.delete(path, claim.version)
+                del self._claims[bundle]
+                return None
+            data = self._template.in_state(state, transfer_to)
+            stat = await self._store.put(path, data.to_json(), claim.version)
+        except (BadVersionError, NoNodeError):
+            self._claims.pop(bundle, None)
+            raise OwnershipError(bundle, f"{self.broker_id} no longer owns it") from None
+        claim.state, claim.version = state, stat.version
+        return Owner(bundle, data, stat.version, stat.ephemeral_owner)
+
+    async def release(self, bundle: BundleName) -> None:
+        """Give the bundle up: delete our record (from any state that may go to FREE)."""
+        await self.transition(bundle, OwnershipState.FREE)
+
+    async def take_over(self, previous: Owner) -> Owner:
+        """Complete a transfer to us: atomically delete the source's RELEASING record (at the
+        version we read) and create ours, OWNED. The bundle always has a record."""
+        bundle = previous.bundle
+        if previous.state is not OwnershipState.RELEASING or previous.data.transfer_to != (
+            self.broker_id
+        ):
+            raise OwnershipError(bundle, f"not being transferred to {self.broker_id}")
+        path = paths.ownership(bundle)
+        data = self._template.in_state(OwnershipState.OWNED)
+        try:
+            _, stat = await self._store.multi(
+                [Delete(path, previous.version), Create(path, data.to_json(), ephemeral=True)]
+            )
+        except MultiOpError as exc:
+            raise OwnershipError(bundle, f"transfer hand-off failed ({exc.cause})") from None
+        assert stat is not None
+        self._claims[bundle] = _Claim(OwnershipState.OWNED, stat.version)
+        return Owner(bundle, data, stat.version, stat.ephemeral_owner)
+
+    async def forget(self, bundle: BundleName) -> None:
+        """Drop a claim without touching the store (the record is someone else's now)."""
+        self._claims.pop(bundle, None)
+
+    async def close(self) -> None:
+        await cancel_and_wait(self._repair)
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def _on_state(self, state: ConnectionState) -> None:
+        if state is ConnectionState.CONNECTED:
+            self._connected.set()
+        else:
+            self._connected.clear()
+        if state is ConnectionState.LOST and self._claims:
+            lost = dict(self._claims)
+            self._claims.clear()
+            if self._repair is None or self._repair.done():
+                self._repair = spawn(f"reacquire-{self.broker_id}", self._reestablish(lost))
+
+    async def _reestablish(self, lost: dict[BundleName, _Claim]) -> None:
+        """After a session loss: re-create our records; report the bundles others took."""
+        await self._connected.wait()
+        for bundle, claim in sorted(lost.items()):
+            # An unload or split in flight was cut short; the leader will ask again.
+            state = claim.state if claim.state is OwnershipState.ASSIGNING else OwnershipState.OWNED
+            try:
+                owner = await self.acquire(bundle, state)
+            except (ConnectionLossError, SessionExpiredError):
+                self._claims.pop(bundle, None)
+                owner = None
+            if owner is None or owner.session != self._store.session_id:
+                log.warning("%s lost bundle %s with its session", self.broker_id, bundle)
+                for listener in list(self._lost_listeners):
+                    listener(bundle)

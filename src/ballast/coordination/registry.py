@@ -1,0 +1,265 @@
+"""The broker registry: each broker keeps one ephemeral record under ``/loadbalance/brokers``
+holding its lookup data and load report (Pulsar's LocalBrokerData); anyone can watch the
+membership.
+
+- :class:`BrokerRegistration` is a broker's own record: created at start (waiting out a stale
+  record of an earlier incarnation, as Pulsar does), rewritten with each load report, and
+  re-created after a session loss.
+- :class:`BrokerRegistry` watches the records and reports joins, leaves and bounces — a bounced
+  broker is one whose record now belongs to another session (it restarted, or lost and
+  re-created its session) even if no one saw it missing.
+
+Concurrency contract: one event loop; listeners run on it and must not block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ballast.clock import Clock
+from ballast.metadata import paths
+from ballast.metadata.store import (
+    ConnectionLossError,
+    ConnectionState,
+    MetadataError,
+    MetadataStore,
+    NodeExistsError,
+    NoNodeError,
+    Notification,
+    Record,
+    SessionExpiredError,
+    WatchHandle,
+)
+from ballast.tasks import cancel_and_wait, spawn
+
+log = logging.getLogger(__name__)
+
+
+class RegistrationError(MetadataError):
+    def __init__(self, broker_id: str, reason: str) -> None:
+        super().__init__(paths.broker(broker_id), f"cannot register broker {broker_id}: {reason}")
+
+
+class BrokerRegistration:
+    """One broker's own registration record."""
+
+    def __init__(self, store: MetadataStore, broker_id: str, clock: Clock) -> None:
+        self._store = store
+        self.broker_id = broker_id
+        self._clock = clock
+        self._path = paths.broker(broker_id)
+        self._data = b""
+        self._registered = False
+        self._repair: asyncio.Task[None] | None = None
+        store.add_state_listener(self._on_state)
+
+    @property
+    def registered(self) -> bool:
+        return self._registered
+
+    async def register(self, data: bytes) -> None:
+        """Create the record. A record of another session with our id (our previous
+        incarnation, not yet expired) is waited out for up to one session timeout; after that
+        the id is taken by a live broker and registration fails."""
+        self._data = data
+        deadline = self._clock.monotonic() + self._store.session_timeout_s * 1.5
+        while True:
+            try:
+                await self._store.put(self._path, data, -1, ephemeral=True)
+                self._registered = True
+                return
+            except NodeExistsError:
+                record = await self._store.get(self._path)
+                if record is not None and record.stat.ephemeral_owner == self._store.session_id:
+                    await self._store.put(self._path, data)
+                    self._registered = True
+                    return
+            if self._clock.monotonic() >= deadline:
+                raise RegistrationError(self.broker_id, "the id is held by another live session")
+            await self._clock.sleep(min(1.0, self._store.session_timeout_s / 4))
+
+    async def update(self, data: bytes) -> None:
+        """Rewrite the record (the broker's new load report)."""
+        self._data = data
+        await self._store.put(self._path, data)
+
+    async def unregister(self) -> None:
+        self._registered = False
+        self._data = b""
+        await cancel_and_wait(self._repair)
+        try:
+            await self._store.delete(self._path)
+        except NoNodeError:
+            pass
+
+    def _on_state(self, state: ConnectionState) -> None:
+        if state is ConnectionState.LOST:
+            self._registered = False
+        elif (
+            state is ConnectionState.CONNECTED
+            and not self._registered
+            and self._data
+            and (self._repair is None or self._repair.done())
+        ):
+            self._repair = spawn(f"reregister-{self.broker_id}", self._reregister())
+
+    async def _reregister(self) -> None:
+        try:
+            await self.register(self._data)
+            log.info("broker %s registered again after a session loss", self.broker_id)
+        except (ConnectionLossError, SessionExpiredError):
+            pass  # the next CONNECTED tries again
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEntry:
+    """A registered broker as last read: its data and the session that owns the record."""
+
+    broker_id: str
+    data: bytes
+    session: int | None
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class MembershipChange:
+    joined: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+    bounced: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+
+    @property
+    def membership_changed(self) -> bool:
+        return bool(self.joined or self.left or self.bounced)
+
+
+MembershipListener = Callable[[MembershipChange], None]
+
+
+@dataclass(slots=True)
+class _Tracked:
+    entry: BrokerEntry
+    watch: WatchHandle | None = None
+    stale: bool = False
+
+
+class BrokerRegistry:
+    """A live image of ``/loadbalance/brokers``: who is registered, with what data."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self.store = store
+        self._brokers: dict[str, _Tracked] = {}
+        self._listeners: list[MembershipListener] = []
+        self._dirty = asyncio.Event()
+        self._changed_data: set[str] = set()
+        self._children_dirty = True
+        self._task: asyncio.Task[None] | None = None
+        self._watch: WatchHandle | None = None
+
+    def add_listener(self, listener: MembershipListener) -> None:
+        self._listeners.append(listener)
+
+    def brokers(self) -> dict[str, BrokerEntry]:
+        """The registered brokers by id, as last read."""
+        return {broker_id: tracked.entry for broker_id, tracked in self._brokers.items()}
+
+    async def start(self) -> None:
+        """Read the current members (no listener call for them) and start watching."""
+        self._watch = await self.store.watch(paths.BROKERS, self._on_children)
+        self.store.add_state_listener(self._on_state)
+        await self._refresh(notify=False)
+        self._task = spawn("broker-registry", self._run())
+
+    async def stop(self) -> None:
+        await cancel_and_wait(self._task)
+        for tracked in self._brokers.values():
+            if tracked.watch is not None:
+                tracked.watch.cancel()
+        if self._watch is not None:
+            self._watch.cancel()
+
+    async def refresh(self) -> MembershipChange:
+        """Re-read everything now and report what changed."""
+        self._children_dirty = True
+        return await self._refresh(notify=True)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _on_children(self, _notification: Notification) -> None:
+        self._children_dirty = True
+        self._dirty.set()
+
+    def _on_data(self, broker_id: str) -> Callable[[Notification], None]:
+        def changed(_notification: Notification) -> None:
+            self._changed_data.add(broker_id)
+            self._dirty.set()
+
+        return changed
+
+    def _on_state(self, state: ConnectionState) -> None:
+        if state is ConnectionState.CONNECTED:
+            self._children_dirty = True  # re-read what we may have missed
+            self._dirty.set()
+
+    async def _run(self) -> None:
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            try:
+                await self._refresh(notify=True)
+            except (ConnectionLossError, SessionExpiredError):
+                continue  # re-read on CONNECTED
+
+    async def _refresh(self, *, notify: bool) -> MembershipChange:
+        changed_data, self._changed_data = self._changed_data, set()
+        joined: list[str] = []
+        left: list[str] = []
+        bounced: list[str] = []
+        updated: list[str] = []
+        if self._children_dirty:
+            self._children_dirty = False
+            names = set(await self.store.children(paths.BROKERS))
+            for broker_id in sorted(set(self._brokers) - names):
+                self._forget(broker_id)
+                left.append(broker_id)
+            to_read = sorted(names | changed_data)
+        else:
+            to_read = sorted(changed_data)
+        for broker_id in to_read:
+            record = await self.store.get(paths.broker(broker_id))
+            known = self._brokers.get(broker_id)
+            if record is None:
+                if known is not None:
+                    self._forget(broker_id)
+                    left.append(broker_id)
+                continue
+            entry = _entry(broker_id, record)
+            if known is None:
+                self._brokers[broker_id] = _Tracked(entry)
+                self._brokers[broker_id].watch = await self.store.watch(
+                    paths.broker(broker_id), self._on_data(broker_id)
+                )
+                joined.append(broker_id)
+            elif known.entry.session != entry.session:
+                known.entry = entry
+                bounced.append(broker_id)
+            elif known.entry.version != entry.version:
+                known.entry = entry
+                updated.append(broker_id)
+        change = MembershipChange(tuple(joined), tuple(left), tuple(bounced), tuple(updated))
+        if notify and (change.membership_changed or change.updated):
+            for listener in list(self._listeners):
+                listener(change)
+        return change
+
+    def _forget(self, broker_id: str) -> None:
+        tracked = self._brokers.pop(broker_id)
+        if tracked.watch is not None:
+            tracked.watch.cancel()
+
+
+def _entry(broker_id: str, record: Record) -> BrokerEntry:
+    return BrokerEntry(broker_id, record.value, record.stat.ephemeral_owner, record.stat.version)

@@ -1,0 +1,114 @@
+"""Copying a subtree out of a store as JSON and back in — how an operator inspects a cluster's
+metadata or brings in a copy of a Pulsar cluster's ``/loadbalance`` tree.
+
+The dump format is one JSON object::
+
+    {"root": "/loadbalance",
+     "records": {"/loadbalance/brokers/b1:8080": {"json": {...}, "ephemeral": true}, ...}}
+
+Each value is ``{"json": v}`` when the bytes are UTF-8 JSON, ``{"text": s}`` when they are other
+UTF-8 text, else ``{"base64": s}``; an empty value is ``{"text": ""}``. Records are listed
+parents first. Loading writes persistent records (an ephemeral record of another cluster has no
+session here).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ballast.metadata.chunking import CHUNK_ROOT
+from ballast.metadata.store import MetadataError, MetadataStore, join, validate_path
+
+
+class DumpFormatError(ValueError):
+    """A dump that cannot be loaded; the message names the record."""
+
+
+def encode_value(value: bytes) -> dict[str, Any]:
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(value).decode()}
+    if text.strip():
+        try:
+            return {"json": json.loads(text)}
+        except json.JSONDecodeError:
+            pass
+    return {"text": text}
+
+
+def decode_value(path: str, entry: Any) -> bytes:
+    if not isinstance(entry, dict) or len(entry.keys() & {"json", "text", "base64"}) != 1:
+        raise DumpFormatError(f'{path}: expected {{"json"|"text"|"base64": ...}}')
+    if "json" in entry:
+        return json.dumps(entry["json"], separators=(",", ":")).encode()
+    if "text" in entry:
+        if not isinstance(entry["text"], str):
+            raise DumpFormatError(f"{path}: text must be a string")
+        return str(entry["text"]).encode()
+    try:
+        return base64.b64decode(str(entry["base64"]), validate=True)
+    except (binascii.Error, ValueError):
+        raise DumpFormatError(f"{path}: base64 is malformed") from None
+
+
+async def dump_tree(store: MetadataStore, root: str) -> dict[str, Any]:
+    """Every record at and below ``root`` (parents first, children sorted)."""
+    validate_path(root)
+    records: dict[str, Any] = {}
+
+    async def visit(path: str) -> None:
+        if path == CHUNK_ROOT:
+            return  # the store's own bookkeeping, not data
+        record = await store.get(path)
+        if record is None:
+            return
+        if path != "/":
+            entry = encode_value(record.value)
+            if record.stat.is_ephemeral:
+                entry["ephemeral"] = True
+            records[path] = entry
+        for name in await store.children(path):
+            await visit(join(path, name))
+
+    await visit(root)
+    return {"root": root, "records": records}
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    written: int
+    unchanged: int
+
+
+async def load_tree(
+    store: MetadataStore, dump: Mapping[str, Any], *, overwrite: bool = False
+) -> LoadResult:
+    """Write the records of ``dump``. An existing record with other content is an error
+    unless ``overwrite``; identical ones are left alone."""
+    records = dump.get("records")
+    if not isinstance(records, dict):
+        raise DumpFormatError('a dump needs a "records" object')
+    prepared: list[tuple[str, bytes]] = []
+    for path, entry in records.items():
+        try:
+            validate_path(path)
+        except MetadataError as exc:
+            raise DumpFormatError(str(exc)) from None
+        prepared.append((path, decode_value(path, entry)))
+    written = unchanged = 0
+    for path, value in sorted(prepared, key=lambda item: item[0].count("/")):
+        current = await store.get(path)
+        if current is not None and current.value == value:
+            unchanged += 1
+            continue
+        if current is not None and current.value and not overwrite:
+            raise DumpFormatError(f"{path} exists with other content (use --overwrite)")
+        await store.put(path, value)
+        written += 1
+    return LoadResult(written, unchanged)

@@ -1,0 +1,93 @@
+"""End to end: ``ballast metadata`` against a SQLite store and a real ZooKeeper."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from subprocess import CompletedProcess
+
+import pytest
+
+from ballast.metadata.zkserver import LocalZooKeeper
+
+Run = Callable[..., CompletedProcess[str]]
+
+PULSAR_DUMP = {
+    "root": "/loadbalance",
+    "records": {
+        "/loadbalance/brokers/10.0.0.1:8080": {
+            "json": {"webServiceUrl": "http://10.0.0.1:8080", "cpu": {"usage": 3.1, "limit": 100}},
+            "ephemeral": True,
+        },
+        "/loadbalance/bundle-data/public/default/0x00000000_0x40000000": {
+            "json": {"shortTermData": {"maxSamples": 10}, "topics": 3}
+        },
+        "/loadbalance/note": {"text": "plain text"},
+        "/loadbalance/blob": {"base64": "AAEC/w=="},
+    },
+}
+
+
+def test_load_ls_get_dump_round_trip(ballast: Run, tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'meta.db'}"
+    dump_file = tmp_path / "pulsar.json"
+    dump_file.write_text(json.dumps(PULSAR_DUMP))
+    loaded = ballast("metadata", "load", str(dump_file), "--store", store)
+    assert loaded.returncode == 0, loaded.stderr
+    assert "4 records written" in loaded.stderr
+    listing = ballast("metadata", "ls", "/loadbalance", "--store", store)
+    assert listing.stdout.split() == ["blob", "brokers", "bundle-data", "note"]
+    got = ballast(
+        "metadata", "get", "/loadbalance/brokers/10.0.0.1:8080", "--store", store, "--json"
+    )
+    body = json.loads(got.stdout)
+    assert body["value"]["json"]["cpu"] == {"usage": 3.1, "limit": 100}
+    assert body["stat"]["ephemeralOwner"] is None  # loaded records are persistent
+    dumped = json.loads(ballast("metadata", "dump", "/loadbalance", "--store", store).stdout)
+    records = dumped["records"]
+    assert records["/loadbalance/blob"] == {"base64": "AAEC/w=="}
+    assert records["/loadbalance/note"] == {"text": "plain text"}
+    assert records["/loadbalance/bundle-data/public/default/0x00000000_0x40000000"] == {
+        "json": {"shortTermData": {"maxSamples": 10}, "topics": 3}
+    }
+    again = ballast("metadata", "load", str(dump_file), "--store", store)
+    assert "0 records written, 4 unchanged" in again.stderr
+
+
+def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'meta.db'}"
+    first = tmp_path / "a.json"
+    first.write_text(json.dumps({"records": {"/x": {"text": "one"}}}))
+    second = tmp_path / "b.json"
+    second.write_text(json.dumps({"records": {"/x": {"text": "two"}}}))
+    assert ballast("metadata", "load", str(first), "--store", store).returncode == 0
+    conflict = ballast("metadata", "load", str(second), "--store", store)
+    assert conflict.returncode == 2 and "--overwrite" in conflict.stderr
+    assert ballast("metadata", "load", str(second), "--store", store, "--overwrite").returncode == 0
+    assert ballast("metadata", "get", "/x", "--store", store).stdout.strip() == "two"
+    for args, needle in (
+        (["get", "/missing", "--store", store], "no record at /missing"),
+        (["ls", "relative", "--store", store], "invalid path"),
+        (["ls", "/", "--store", "nosuch:thing"], "invalid metadata store URL"),
+        (["load", str(tmp_path / "none.json"), "--store", store], "cannot read"),
+    ):
+        result = ballast("metadata", *args)
+        assert result.returncode in (1, 2), args
+        assert needle in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+@pytest.mark.integration
+def test_against_a_real_zookeeper(
+    ballast: Run, tmp_path: Path, zookeeper_server: LocalZooKeeper
+) -> None:
+    store = f"{zookeeper_server.url}/cli-test"
+    dump_file = tmp_path / "pulsar.json"
+    dump_file.write_text(json.dumps(PULSAR_DUMP))
+    assert ballast("metadata", "load", str(dump_file), "--store", store).returncode == 0
+    listing = ballast("metadata", "ls", "/loadbalance/brokers", "--store", store)
+    assert listing.stdout.split() == ["10.0.0.1:8080"]
+    unreachable = ballast("metadata", "ls", "/", "--store", "zk:127.0.0.1:1")
+    assert unreachable.returncode == 1
+    assert "cannot connect to ZooKeeper" in unreachable.stderr
