@@ -142,6 +142,14 @@ class LeaderElection:
             except MetadataError:
                 pass  # already gone, or replaced: nothing of ours to remove
 
+    async def abandon(self) -> None:
+        """Stop campaigning without touching the store (the process is dying)."""
+        self._stopped = True
+        self._leadership = None
+        await cancel_and_wait(self._task)
+        if self._watch is not None:
+            self._watch.cancel()
+
     async def fenced_multi(self, ops: Sequence[Op]) -> list[Stat | None]:
         """Apply ``ops`` atomically only while this leadership is current: the multi checks the
         epoch version and the leader record first. Raises :class:`NotLeaderError` (and

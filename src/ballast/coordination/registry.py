@@ -95,6 +95,11 @@ class BrokerRegistration:
         except NoNodeError:
             pass
 
+    async def abandon(self) -> None:
+        """Stop repairing the registration, touching nothing in the store."""
+        self._data = b""
+        await cancel_and_wait(self._repair)
+
     def _on_state(self, state: ConnectionState) -> None:
         if state is ConnectionState.LOST:
             self._registered = False

@@ -67,6 +67,11 @@ def _check_part(role: str, value: str, whole: str, error: type[InvalidNameError]
         raise error(f'{role} "{value}" has characters outside [a-zA-Z0-9_-=:.] in "{whole}"')
 
 
+def validate_tenant(name: str) -> None:
+    """A tenant name on its own (``InvalidNamespaceName`` naming the problem)."""
+    _check_part("tenant", name, name, InvalidNamespaceName)
+
+
 @dataclass(frozen=True, slots=True)
 class NamespaceName:
     """``tenant/namespace`` (v2) or the legacy ``tenant/cluster/namespace`` (v1)."""

@@ -1,0 +1,168 @@
+"""A broker's read caches over the metadata store, kept fresh by watches: namespace bundles
+(from local policies, else the namespace's policies) and bundle owners. Concurrent reads of
+one missing entry share one store read.
+
+Concurrency contract: one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Generic, TypeVar
+
+import msgspec
+
+from ballast.coordination.ownership import Owner, parse_owner
+from ballast.metadata import paths
+from ballast.metadata.store import MetadataStore, Notification, WatchHandle
+from ballast.model.bundles import BundleName, NamespaceBundles
+from ballast.model.codec import ModelError
+from ballast.model.naming import NamespaceName
+from ballast.model.policies import LocalPolicies, NamespacePolicies
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class NamespaceNotFoundError(LookupError):
+    def __init__(self, namespace: NamespaceName | str) -> None:
+        super().__init__(f"namespace {namespace} does not exist")
+        self.namespace = str(namespace)
+
+
+class WatchedCache(Generic[K, V]):
+    """Values loaded on demand and dropped when a watched path changes."""
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        load: Callable[[K], Awaitable[V]],
+        watched_paths: Callable[[K], list[str]],
+    ) -> None:
+        self._store = store
+        self._load = load
+        self._paths = watched_paths
+        self._values: dict[K, V] = {}
+        self._loading: dict[K, asyncio.Future[V]] = {}
+        self._watches: dict[K, list[WatchHandle]] = {}
+        self._generation: dict[K, int] = {}
+
+    async def get(self, key: K) -> V:
+        if key in self._values:
+            return self._values[key]
+        pending = self._loading.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[V] = asyncio.get_running_loop().create_future()
+        self._loading[key] = future
+        try:
+            if key not in self._watches:
+                self._watches[key] = [
+                    await self._store.watch(path, self._invalidator(key))
+                    for path in self._paths(key)
+                ]
+            generation = self._generation.get(key, 0)
+            value = await self._load(key)
+            if self._generation.get(key, 0) == generation:
+                self._values[key] = value  # no change arrived while we read
+            future.set_result(value)
+            return value
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()
+            raise
+        finally:
+            del self._loading[key]
+
+    def invalidate(self, key: K) -> None:
+        self._values.pop(key, None)
+        self._generation[key] = self._generation.get(key, 0) + 1
+
+    def _invalidator(self, key: K) -> Callable[[Notification], None]:
+        return lambda _notification: self.invalidate(key)
+
+    def close(self) -> None:
+        for handles in self._watches.values():
+            for handle in handles:
+                handle.cancel()
+        self._watches.clear()
+        self._values.clear()
+
+
+class NamespaceBundlesCache:
+    """Each namespace's bundles: Pulsar reads ``/admin/local-policies/<ns>`` (rewritten by
+    splits) and falls back to the bundles in ``/admin/policies/<ns>``; a namespace with
+    neither does not exist."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self._store = store
+        self._cache: WatchedCache[NamespaceName, tuple[NamespaceBundles, LocalPolicies]] = (
+            WatchedCache(
+                store,
+                self._load,
+                lambda ns: [paths.local_policies(ns), paths.namespace_policies(ns)],
+            )
+        )
+
+    async def bundles(self, namespace: NamespaceName) -> NamespaceBundles:
+        return (await self._cache.get(namespace))[0]
+
+    async def local_policies(self, namespace: NamespaceName) -> LocalPolicies:
+        return (await self._cache.get(namespace))[1]
+
+    def invalidate(self, namespace: NamespaceName) -> None:
+        self._cache.invalidate(namespace)
+
+    async def _load(self, namespace: NamespaceName) -> tuple[NamespaceBundles, LocalPolicies]:
+        local_record = await self._store.get(paths.local_policies(namespace))
+        local = LocalPolicies()
+        if local_record is not None and local_record.value:
+            local = _decode(local_record.value, LocalPolicies, paths.local_policies(namespace))
+            if local.bundles is not None:
+                return local.bundles.to_bundles(namespace), local
+        policy_record = await self._store.get(paths.namespace_policies(namespace))
+        if policy_record is None:
+            raise NamespaceNotFoundError(namespace)
+        policies = _decode(
+            policy_record.value or b"{}", NamespacePolicies, paths.namespace_policies(namespace)
+        )
+        if policies.bundles is None:
+            return NamespaceBundles.equal(namespace, 1), local
+        return policies.bundles.to_bundles(namespace), local
+
+    def close(self) -> None:
+        self._cache.close()
+
+
+class OwnershipCache:
+    """Who owns each bundle, as last read (None: unowned)."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self._cache: WatchedCache[BundleName, Owner | None] = WatchedCache(
+            store, self._load, lambda bundle: [paths.ownership(bundle)]
+        )
+        self._store = store
+
+    async def owner(self, bundle: BundleName) -> Owner | None:
+        return await self._cache.get(bundle)
+
+    def invalidate(self, bundle: BundleName) -> None:
+        self._cache.invalidate(bundle)
+
+    async def _load(self, bundle: BundleName) -> Owner | None:
+        record = await self._store.get(paths.ownership(bundle))
+        return None if record is None else parse_owner(bundle, record)
+
+    def close(self) -> None:
+        self._cache.close()
+
+
+T = TypeVar("T")
+
+
+def _decode(data: bytes, type_: type[T], path: str) -> T:
+    try:
+        return msgspec.json.decode(data, type=type_)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ModelError(path, str(exc)) from None

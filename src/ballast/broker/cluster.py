@@ -1,0 +1,179 @@
+"""Several brokers in one process on one metadata store: the driver of scenario tests,
+``ballast standalone`` and the simulator. Commands and leader requests travel through an
+in-process transport; each broker keeps its own store session, so sessions, ephemeral records,
+elections and crashes behave as they do across processes.
+
+Concurrency contract: one event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+
+from ballast.broker.host_usage import BrokerCapacity, HostUsageProvider, ModelledHostUsage
+from ballast.broker.identity import BrokerIdentity
+from ballast.broker.lookup import AnswerKind, LookupAnswer, LookupOptions
+from ballast.broker.node import BrokerNode
+from ballast.broker.traffic import TrafficSource, WorkloadTraffic
+from ballast.clock import Clock
+from ballast.controller.commands import AnyCommand, CommandReply, TransportError
+from ballast.controller.requests import AnyRequest, RequestReply
+from ballast.coordination.election import read_leader
+from ballast.metadata.chunking import ChunkingStore
+from ballast.metadata.factory import MetadataStores
+from ballast.metadata.memory import MemoryMetadataStore
+from ballast.metadata.store import MetadataStore
+from ballast.model.config import Settings, defaults
+from ballast.model.naming import TopicName
+
+log = logging.getLogger(__name__)
+
+MAX_REDIRECTS = 10
+
+
+class InProcessTransport:
+    """Delivers commands and leader requests by direct call to the brokers of this process."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, BrokerNode] = {}
+
+    async def send(self, broker_id: str, command: AnyCommand) -> CommandReply:
+        node = self.nodes.get(broker_id)
+        if node is None or node.stopped:
+            raise TransportError(f"broker {broker_id} is not reachable")
+        return await node.handle_command(command)
+
+    async def call_leader(self, leader_id: str, request: AnyRequest) -> RequestReply:
+        node = self.nodes.get(leader_id)
+        if node is None or node.stopped:
+            raise TransportError(f"broker {leader_id} is not reachable")
+        controller = node.controller
+        if controller is None or not controller.running:
+            return RequestReply(ok=False, status=503, message=f"{leader_id} is not the leader")
+        return await controller.request(request)
+
+
+HostUsageFactory = Callable[[BrokerIdentity], HostUsageProvider]
+
+
+def modelled_usage(capacity: BrokerCapacity = BrokerCapacity()) -> HostUsageFactory:
+    return lambda _identity: ModelledHostUsage(capacity)
+
+
+class LocalCluster:
+    """Brokers sharing one store URL and one process."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        settings: Settings | None = None,
+        store_url: str = "memory:",
+        traffic: TrafficSource | None = None,
+        host_usage: HostUsageFactory | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.clock = clock
+        self.settings = settings or defaults()
+        self.store_url = store_url
+        self.stores = MetadataStores(clock)
+        self.transport = InProcessTransport()
+        self.traffic: TrafficSource = traffic if traffic is not None else WorkloadTraffic()
+        self.host_usage = host_usage or modelled_usage()
+        self.rng = random.Random(seed)
+        self.nodes: dict[str, BrokerNode] = {}
+
+    async def connect(self) -> MetadataStore:
+        """A client of the cluster's store (an observer, a test, an admin tool)."""
+        return await self.stores.connect(
+            self.store_url,
+            session_timeout_s=self.settings.get_int("metadataStoreSessionTimeoutMillis") / 1000,
+        )
+
+    async def add_broker(self, identity: BrokerIdentity) -> BrokerNode:
+        """Start a broker (registers, campaigns, begins reporting)."""
+        if identity.broker_id in self.nodes and not self.nodes[identity.broker_id].stopped:
+            raise ValueError(f"broker {identity.broker_id} is already running")
+        node = BrokerNode(
+            identity,
+            await self.connect(),
+            self.settings,
+            self.clock,
+            self.transport,
+            self.traffic,
+            self.host_usage(identity),
+            random.Random(self.rng.random()),
+        )
+        self.nodes[identity.broker_id] = node
+        self.transport.nodes[identity.broker_id] = node
+        await node.start()
+        return node
+
+    async def stop_broker(self, broker_id: str, *, graceful: bool = True) -> None:
+        node = self.nodes.pop(broker_id)
+        await node.stop(graceful=graceful)
+        self.transport.nodes.pop(broker_id, None)
+
+    async def crash_broker(self, broker_id: str) -> None:
+        """``kill -9``: the broker stops at once; its session (and with it its registration,
+        ownerships and any leadership) expires after the session timeout."""
+        node = self.nodes.pop(broker_id)
+        self.transport.nodes.pop(broker_id, None)
+        await node.kill()
+        inner = node.store.inner if isinstance(node.store, ChunkingStore) else node.store
+        if isinstance(inner, MemoryMetadataStore):
+            inner.crash()
+
+    def running(self) -> list[BrokerNode]:
+        return [n for n in self.nodes.values() if not n.stopped]
+
+    def leader(self) -> BrokerNode | None:
+        for node in self.running():
+            if node.controller is not None and node.controller.running:
+                return node
+        return None
+
+    async def leader_id(self) -> str | None:
+        for node in self.running():
+            leader = await read_leader(node.store)
+            return None if leader is None else leader.broker_id
+        return None
+
+    async def request(self, request: AnyRequest) -> RequestReply:
+        """An admin request, delivered to the current leader."""
+        leader = await self.leader_id()
+        if leader is None:
+            return RequestReply(ok=False, status=503, message="no leader")
+        try:
+            return await self.transport.call_leader(leader, request)
+        except TransportError as exc:
+            return RequestReply(ok=False, status=503, message=str(exc))
+
+    async def lookup(
+        self, topic: TopicName | str, *, via: str | None = None, read_only: bool = False
+    ) -> LookupAnswer:
+        """Look a topic up as a client does: ask a broker, follow redirects (carrying
+        ``authoritative``) until a broker answers Connect or an error."""
+        name = topic if isinstance(topic, TopicName) else TopicName.parse(topic)
+        nodes = self.running()
+        if not nodes:
+            raise RuntimeError("no broker is running")
+        target = self.nodes[via] if via is not None else nodes[0]
+        options = LookupOptions(read_only=read_only)
+        answer = await target.lookup(name, options)
+        for _ in range(MAX_REDIRECTS):
+            if answer.kind is not AnswerKind.REDIRECT or answer.broker_id is None:
+                return answer
+            next_node = self.nodes.get(answer.broker_id)
+            if next_node is None or next_node.stopped:
+                return answer
+            options = LookupOptions(authoritative=answer.authoritative, read_only=read_only)
+            answer = await next_node.lookup(name, options)
+        return answer
+
+    async def close(self) -> None:
+        for broker_id in list(self.nodes):
+            await self.stop_broker(broker_id, graceful=False)
+        self.stores.close()

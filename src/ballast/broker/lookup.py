@@ -1,0 +1,275 @@
+"""Topic lookup (Pulsar's ``NamespaceService.findBrokerServiceUrl``, seeds 000 and 003): topic
+→ bundle → owner.
+
+- The bundle comes from the namespace's boundaries; an unknown namespace is an error.
+- A heartbeat namespace (``pulsar/<host:port>``) belongs to its broker only.
+- An owned bundle is answered with its owner's URLs (Connect). A bundle being assigned,
+  unloaded, transferred or split answers a retryable error: the client looks up again.
+- An unowned bundle is placed by the leader (centralised assignment): a follower redirects the
+  lookup to the leader; the leader picks a broker with the placement pipeline and redirects,
+  ``authoritative``, to it; a broker asked authoritatively takes the bundle itself.
+- ``read_only`` never triggers an assignment; ``load_topics_in_bundle`` preloads the bundle's
+  topics when ownership is taken.
+- Concurrent lookups of one bundle share one future.
+
+Answers are data (:class:`LookupAnswer`); the HTTP and binary-protocol shells map them to
+their own responses.
+
+Concurrency contract: one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import msgspec
+
+from ballast.broker.caches import NamespaceBundlesCache, NamespaceNotFoundError, OwnershipCache
+from ballast.broker.identity import BrokerIdentity
+from ballast.controller.controller import NoBrokerError
+from ballast.coordination.ownership import Owner, OwnershipState
+from ballast.coordination.registry import BrokerRegistry
+from ballast.metadata.store import MetadataError
+from ballast.model.bundles import BundleName
+from ballast.model.codec import ModelError
+from ballast.model.loaddata import LocalBrokerData
+from ballast.model.naming import HEARTBEAT_TENANT, TopicName
+
+
+class AnswerKind(enum.Enum):
+    CONNECT = "connect"
+    REDIRECT = "redirect"
+    ERROR = "error"
+
+
+class LookupErrorKind(enum.Enum):
+    NOT_READY = "ServiceNotReady"  # the bundle is moving: retry
+    NAMESPACE_NOT_FOUND = "NamespaceNotFound"
+    NO_BROKER = "NoBrokerAvailable"  # nothing to place it on: retry later
+    METADATA = "MetadataError"  # the store failed: retry later
+
+    @property
+    def retryable(self) -> bool:
+        return self is not LookupErrorKind.NAMESPACE_NOT_FOUND
+
+
+class LookupAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """A lookup's outcome: connect to (or be redirected to) a broker's URLs, or an error."""
+
+    kind: AnswerKind
+    broker_id: str | None = None
+    broker_url: str | None = None
+    broker_url_tls: str | None = None
+    http_url: str | None = None
+    http_url_tls: str | None = None
+    authoritative: bool = False
+    error: LookupErrorKind | None = None
+    message: str = ""
+
+    @property
+    def retryable(self) -> bool:
+        return self.error is not None and self.error.retryable
+
+
+@dataclass(frozen=True, slots=True)
+class LookupOptions:
+    authoritative: bool = False
+    read_only: bool = False
+    load_topics_in_bundle: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerUrls:
+    broker_id: str
+    broker_url: str | None
+    broker_url_tls: str | None
+    http_url: str | None
+    http_url_tls: str | None
+
+
+def error(kind: LookupErrorKind, message: str) -> LookupAnswer:
+    return LookupAnswer(kind=AnswerKind.ERROR, error=kind, message=message)
+
+
+def _answer(kind: AnswerKind, urls: BrokerUrls, authoritative: bool = False) -> LookupAnswer:
+    return LookupAnswer(
+        kind=kind,
+        broker_id=urls.broker_id,
+        broker_url=urls.broker_url,
+        broker_url_tls=urls.broker_url_tls,
+        http_url=urls.http_url,
+        http_url_tls=urls.http_url_tls,
+        authoritative=authoritative,
+    )
+
+
+Placer = Callable[[BundleName], Awaitable[str]]
+Acquirer = Callable[[BundleName, bool], Awaitable[Owner]]
+
+
+@dataclass(slots=True)
+class LookupStats:
+    lookups: int = 0
+    redirects: int = 0
+    errors: int = 0
+
+
+class LookupService:
+    """One broker's lookup answers."""
+
+    def __init__(
+        self,
+        identity: BrokerIdentity,
+        bundles: NamespaceBundlesCache,
+        owners: OwnershipCache,
+        registry: BrokerRegistry,
+        acquire: Acquirer,
+        leader_id: Callable[[], Awaitable[str | None]],
+        placer: Callable[[], Placer | None],
+    ) -> None:
+        self._identity = identity
+        self._bundles = bundles
+        self._owners = owners
+        self._registry = registry
+        self._acquire = acquire
+        self._leader_id = leader_id
+        self._placer = placer
+        self._inflight: dict[tuple[BundleName, LookupOptions], asyncio.Future[LookupAnswer]] = {}
+        self._url_cache: dict[tuple[str, int], BrokerUrls] = {}
+        self.stats = LookupStats()
+
+    async def bundle_of(self, topic: TopicName) -> BundleName:
+        """The bundle serving ``topic`` (NamespaceNotFoundError if the namespace is unknown)."""
+        return (await self._bundles.bundles(topic.namespace)).find(topic)
+
+    async def lookup(self, topic: TopicName, options: LookupOptions = LookupOptions()) -> LookupAnswer:
+        self.stats.lookups += 1
+        try:
+            bundle = await self.bundle_of(topic)
+        except NamespaceNotFoundError as exc:
+            self.stats.errors += 1
+            return error(LookupErrorKind.NAMESPACE_NOT_FOUND, str(exc))
+        except (MetadataError, ModelError) as exc:
+            self.stats.errors += 1
+            return error(LookupErrorKind.METADATA, str(exc))
+        answer = await self.lookup_bundle(bundle, options)
+        if answer.kind is AnswerKind.REDIRECT:
+            self.stats.redirects += 1
+        elif answer.kind is AnswerKind.ERROR:
+            self.stats.errors += 1
+        return answer
+
+    async def lookup_bundle(self, bundle: BundleName, options: LookupOptions) -> LookupAnswer:
+        """The answer for ``bundle``; concurrent lookups with the same options share one."""
+        key = (bundle, options)
+        pending = self._inflight.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[LookupAnswer] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            answer = await self._find(bundle, options)
+        except (MetadataError, ModelError) as exc:
+            answer = error(LookupErrorKind.METADATA, str(exc))
+        finally:
+            del self._inflight[key]
+        future.set_result(answer)
+        return answer
+
+    async def _find(self, bundle: BundleName, options: LookupOptions) -> LookupAnswer:
+        namespace = bundle.namespace
+        if namespace.tenant == HEARTBEAT_TENANT and namespace.is_system_service and (
+            namespace.local_name != "system"
+        ):
+            return await self._heartbeat(bundle, namespace.local_name, options)
+        owner = await self._owners.owner(bundle)
+        if owner is not None:
+            return await self._owned(owner)
+        if options.read_only:
+            return error(LookupErrorKind.NOT_READY, f"bundle {bundle} has no owner")
+        if options.authoritative:
+            # The leader chose this broker: take the bundle.
+            return await self._take(bundle, options)
+        placer = self._placer()
+        if placer is None:
+            leader = await self._leader_id()
+            if leader is None:
+                return error(LookupErrorKind.NOT_READY, "no leader elected yet")
+            urls = await self.urls_of(leader)
+            if urls is None:
+                return error(LookupErrorKind.NOT_READY, f"leader {leader} is not registered")
+            return _answer(AnswerKind.REDIRECT, urls, authoritative=False)
+        try:
+            chosen = await placer(bundle)
+        except NoBrokerError as exc:
+            return error(LookupErrorKind.NO_BROKER, str(exc))
+        if chosen == self._identity.broker_id:
+            return await self._take(bundle, options)
+        urls = await self.urls_of(chosen)
+        if urls is None:
+            return error(LookupErrorKind.NOT_READY, f"broker {chosen} is not registered")
+        return _answer(AnswerKind.REDIRECT, urls, authoritative=True)
+
+    async def _owned(self, owner: Owner) -> LookupAnswer:
+        if owner.state is not OwnershipState.OWNED:
+            return error(
+                LookupErrorKind.NOT_READY,
+                f"bundle {owner.bundle} is {owner.state.value} on {owner.broker_id}; retry",
+            )
+        data = owner.data
+        return LookupAnswer(
+            kind=AnswerKind.CONNECT,
+            broker_id=owner.broker_id,
+            broker_url=data.native_url,
+            broker_url_tls=data.native_url_tls,
+            http_url=data.http_url,
+            http_url_tls=data.http_url_tls,
+        )
+
+    async def _take(self, bundle: BundleName, options: LookupOptions) -> LookupAnswer:
+        owner = await self._acquire(bundle, options.load_topics_in_bundle)
+        self._owners.invalidate(bundle)
+        return await self._owned(owner)
+
+    async def _heartbeat(
+        self, bundle: BundleName, broker_id: str, options: LookupOptions
+    ) -> LookupAnswer:
+        """A broker's heartbeat namespace is served by that broker alone."""
+        if broker_id == self._identity.broker_id:
+            owner = await self._owners.owner(bundle)
+            if owner is None and not options.read_only:
+                return await self._take(bundle, options)
+            if owner is None:
+                return error(LookupErrorKind.NOT_READY, f"bundle {bundle} has no owner")
+            return await self._owned(owner)
+        urls = await self.urls_of(broker_id)
+        if urls is None:
+            return error(LookupErrorKind.NOT_READY, f"broker {broker_id} is not registered")
+        return _answer(AnswerKind.REDIRECT, urls, authoritative=True)
+
+    async def urls_of(self, broker_id: str) -> BrokerUrls | None:
+        """A registered broker's URLs, from its registry record."""
+        entry = self._registry.brokers().get(broker_id)
+        if entry is None:
+            return None
+        key = (broker_id, entry.version)
+        cached = self._url_cache.get(key)
+        if cached is None:
+            try:
+                data = LocalBrokerData.from_json(entry.data)
+            except ModelError:
+                return None
+            cached = BrokerUrls(
+                broker_id,
+                data.pulsar_service_url,
+                data.pulsar_service_url_tls,
+                data.web_service_url,
+                data.web_service_url_tls,
+            )
+            if len(self._url_cache) > 4096:
+                self._url_cache.clear()
+            self._url_cache[key] = cached
+        return cached

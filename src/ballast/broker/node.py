@@ -1,0 +1,338 @@
+"""One broker (seeds 000 and 003): it registers with its lookup data and load report, owns
+bundles through the ownership recipe, serves their topics, answers lookups, campaigns for
+leadership (running the controller while it leads), and carries out the leader's commands —
+assign, unload, transfer, take over, split — rejecting those from a stale epoch.
+
+The same code runs on virtual time with the memory store (tests, simulator), several brokers in
+one process (standalone) and one broker per process on ZooKeeper.
+
+Concurrency contract: one event loop; commands and lookups may interleave at awaits, and every
+ownership change goes through the versioned, transition-checked ownership recipe.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ballast.broker.caches import NamespaceBundlesCache, OwnershipCache
+from ballast.broker.host_usage import HostUsageProvider
+from ballast.broker.identity import BrokerIdentity
+from ballast.broker.lookup import LookupAnswer, LookupOptions, LookupService, Placer
+from ballast.broker.reporter import LoadReporter
+from ballast.broker.splitting import execute_split
+from ballast.broker.topics import NamespaceTopicIndex, ServedTopics
+from ballast.broker.traffic import TrafficSource
+from ballast.clock import Clock
+from ballast.controller.commands import (
+    AnyCommand,
+    AssignBundle,
+    CommandReply,
+    ForgetBundle,
+    SplitBundle,
+    TakeOverBundle,
+    TransferBundle,
+    TransportError,
+    UnloadBundle,
+)
+from ballast.controller.controller import Controller
+from ballast.controller.requests import ClusterTransport, DrainBroker
+from ballast.coordination.election import LeaderElection, LeaderInfo, Leadership, read_leader
+from ballast.coordination.ownership import (
+    BundleOwnership,
+    Owner,
+    OwnershipError,
+    OwnershipState,
+    read_owner,
+)
+from ballast.coordination.registry import BrokerRegistration, BrokerRegistry
+from ballast.metadata.store import MetadataError, MetadataStore
+from ballast.model.bundles import BundleName, NamespaceBundles
+from ballast.model.config import ReportConfig, Settings, SplitConfig
+from ballast.model.loaddata import NamespaceBundleStats
+from ballast.model.naming import TopicName, heartbeat_namespace
+from ballast.tasks import spawn
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStats:
+    commands: int = 0
+    stale_commands: int = 0
+
+
+class BrokerNode:
+    """A broker of the cluster."""
+
+    def __init__(
+        self,
+        identity: BrokerIdentity,
+        store: MetadataStore,
+        settings: Settings,
+        clock: Clock,
+        transport: ClusterTransport,
+        traffic: TrafficSource,
+        host_usage: HostUsageProvider,
+        rng: random.Random,
+    ) -> None:
+        self.identity = identity
+        self.broker_id = identity.broker_id
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self.transport = transport
+        self.traffic = traffic
+        self._rng = rng
+        self._split_config = SplitConfig.from_settings(settings)
+        self.registration = BrokerRegistration(store, self.broker_id, clock)
+        self.registry = BrokerRegistry(store)
+        self.ownership = BundleOwnership(store, self.broker_id, identity.ownership_template())
+        self.bundles = NamespaceBundlesCache(store)
+        self.owners = OwnershipCache(store)
+        self.topic_index = NamespaceTopicIndex(store)
+        self.served = ServedTopics()
+        self.reporter = LoadReporter(
+            identity,
+            self.registration,
+            host_usage,
+            self.bundle_stats,
+            ReportConfig.from_settings(settings),
+            clock,
+        )
+        self.election = LeaderElection(
+            store, LeaderInfo(broker_id=self.broker_id, service_url=identity.web_service_url), clock
+        )
+        self.controller: Controller | None = None
+        self.lookups = LookupService(
+            identity,
+            self.bundles,
+            self.owners,
+            self.registry,
+            self.acquire,
+            self.leader_id,
+            self._placer,
+        )
+        self._highest_epoch = 0
+        self.commands = 0
+        self.stale_commands = 0
+        self.heartbeat_bundle = NamespaceBundles.equal(
+            heartbeat_namespace(self.broker_id), 1
+        ).bundles[0]
+        self.ownership.add_lost_listener(self._on_bundle_lost)
+        self.stopped = False
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Register, start reporting, campaign for leadership, own the heartbeat namespace."""
+        await self.registry.start()
+        await self.reporter.register()
+        self.election.add_listener(self._on_leadership)
+        await self.election.start()
+        await self.acquire(self.heartbeat_bundle, False)
+        self.reporter.start()
+
+    async def stop(self, *, graceful: bool = True, timeout_s: float | None = None) -> None:
+        """Leave the cluster. Graceful: step down as leader, ask the leader to move this
+        broker's bundles elsewhere and wait until they are owned elsewhere (or the deadline
+        passes) before unregistering — the controlled shutdown that makes rolling restarts
+        cheap. Not graceful: just end the session."""
+        if self.stopped:
+            return
+        self.stopped = True
+        if timeout_s is None:
+            timeout_s = self.settings.get_int("brokerShutdownTimeoutMs") / 1000
+        deadline = self.clock.monotonic() + timeout_s
+        await self.election.stop()  # resigns: another broker takes over the controller
+        await self._stop_controller()
+        if graceful:
+            await self._drain(deadline)
+        await self.reporter.stop()
+        await self.registry.stop()
+        await self.ownership.close()
+        self.bundles.close()
+        self.owners.close()
+        self.topic_index.close()
+        await self.store.close()
+
+    async def kill(self) -> None:
+        """Stop every task at once, touching nothing in the store (``kill -9``): what the
+        broker held lapses with its session."""
+        if self.stopped:
+            return
+        self.stopped = True
+        await self.election.abandon()
+        if self.controller is not None:
+            controller, self.controller = self.controller, None
+            controller.abandon()
+            await controller.stop()
+        await self.reporter.stop()
+        await self.registry.stop()
+        await self.ownership.close()
+        await self.registration.abandon()
+
+    async def _drain(self, deadline: float) -> None:
+        while self.clock.monotonic() < deadline:
+            if not self._movable_bundles():
+                break
+            leader = await self.leader_id()
+            if leader is not None and leader != self.broker_id:
+                try:
+                    reply = await self.transport.call_leader(leader, DrainBroker(broker=self.broker_id))
+                    if not reply.ok:
+                        log.warning("drain of %s refused: %s", self.broker_id, reply.message)
+                except TransportError:
+                    pass
+            await self._wait_for_empty(min(deadline, self.clock.monotonic() + 5.0))
+        left = self._movable_bundles()
+        if left:
+            log.warning("%s leaves with %d bundles not moved", self.broker_id, len(left))
+
+    async def _wait_for_empty(self, until: float) -> None:
+        while self.clock.monotonic() < until and self._movable_bundles():
+            await self.clock.sleep(0.1)
+
+    def _movable_bundles(self) -> list[BundleName]:
+        return [b for b in self.ownership.owned() if b != self.heartbeat_bundle]
+
+    # -- leadership -------------------------------------------------------------------------
+
+    def _on_leadership(self, leadership: Leadership | None) -> None:
+        if leadership is None:
+            if self.controller is not None:
+                controller, self.controller = self.controller, None
+                controller.abandon()  # stop acting now; clean up in the background
+                spawn(f"controller-stop-{self.broker_id}", controller.stop())
+            return
+        self.controller = Controller(
+            leadership=leadership,
+            election=self.election,
+            store=self.store,
+            settings=self.settings,
+            clock=self.clock,
+            transport=self.transport,
+            rng=random.Random(self._rng.random()),
+            leader_id=self.broker_id,
+        )
+        spawn(f"controller-start-{self.broker_id}", self.controller.start())
+
+    async def _stop_controller(self) -> None:
+        if self.controller is not None:
+            controller, self.controller = self.controller, None
+            await controller.stop()
+
+    def _placer(self) -> Placer | None:
+        controller = self.controller
+        return None if controller is None or not controller.running else controller.place
+
+    async def leader_id(self) -> str | None:
+        if self.controller is not None and self.controller.running:
+            return self.broker_id
+        leader = await read_leader(self.store)
+        return None if leader is None else leader.broker_id
+
+    # -- ownership and topics ---------------------------------------------------------------
+
+    async def acquire(self, bundle: BundleName, load_topics: bool = True) -> Owner:
+        """Own ``bundle`` (or learn who does) and, if ours, load its topics."""
+        owner = await self.ownership.acquire(bundle)
+        if owner.session == self.store.session_id and bundle not in self.served:
+            topics = await self.topic_index.topics_in(bundle) if load_topics else []
+            self.served.add_bundle(bundle, topics)
+        self.owners.invalidate(bundle)
+        return owner
+
+    def _on_bundle_lost(self, bundle: BundleName) -> None:
+        self.served.remove_bundle(bundle)
+        self.owners.invalidate(bundle)
+
+    def bundle_stats(self) -> dict[str, NamespaceBundleStats]:
+        """Stats of every bundle this broker serves (the ``lastStats`` of its report)."""
+        owned = self.ownership.owned()
+        return {
+            str(bundle): self.traffic.bundle_stats(self.served.topics(bundle))
+            for bundle in self.served.bundles()
+            if owned.get(bundle) is OwnershipState.OWNED
+        }
+
+    async def lookup(self, topic: TopicName, options: LookupOptions = LookupOptions()) -> LookupAnswer:
+        return await self.lookups.lookup(topic, options)
+
+    # -- commands from the leader -----------------------------------------------------------
+
+    async def handle_command(self, command: AnyCommand) -> CommandReply:
+        """Carry out a leader's command; commands from an epoch older than the newest seen are
+        rejected (a deposed leader cannot move bundles)."""
+        self.commands += 1
+        if command.epoch < self._highest_epoch:
+            self.stale_commands += 1
+            return CommandReply(
+                ok=False,
+                stale_epoch=True,
+                message=f"epoch {command.epoch} < {self._highest_epoch}: not the current leader",
+            )
+        self._highest_epoch = command.epoch
+        try:
+            bundle = BundleName.parse(command.bundle)
+            return await self._dispatch(bundle, command)
+        except (OwnershipError, MetadataError, ValueError) as exc:
+            return CommandReply(ok=False, message=str(exc))
+
+    async def _dispatch(self, bundle: BundleName, command: AnyCommand) -> CommandReply:
+        if isinstance(command, AssignBundle):
+            owner = await self.acquire(bundle)
+            if owner.broker_id != self.broker_id:
+                return CommandReply(ok=False, message=f"{bundle} is owned by {owner.broker_id}")
+            return CommandReply(ok=True)
+        if isinstance(command, UnloadBundle):
+            await self.unload(bundle)
+            return CommandReply(ok=True)
+        if isinstance(command, TransferBundle):
+            await self.ownership.transition(
+                bundle, OwnershipState.RELEASING, transfer_to=command.destination
+            )
+            self.served.remove_bundle(bundle)  # stop serving: clients look up again
+            self.owners.invalidate(bundle)
+            return CommandReply(ok=True)
+        if isinstance(command, TakeOverBundle):
+            current = await read_owner(self.store, bundle)
+            if current is None:
+                owner = await self.acquire(bundle)  # the source gave up: just own it
+            else:
+                owner = await self.ownership.take_over(current)
+                self.served.add_bundle(bundle, await self.topic_index.topics_in(bundle))
+                self.owners.invalidate(bundle)
+            ok = owner.broker_id == self.broker_id
+            return CommandReply(ok=ok, message="" if ok else f"owned by {owner.broker_id}")
+        if isinstance(command, ForgetBundle):
+            await self.ownership.forget(bundle)
+            self.served.remove_bundle(bundle)
+            self.owners.invalidate(bundle)
+            return CommandReply(ok=True)
+        if isinstance(command, SplitBundle):
+            children = await execute_split(self, bundle, command, self._split_config)
+            return CommandReply(ok=bool(children), children=tuple(str(c) for c in children),
+                                message="" if children else "no split boundary found")
+        raise ValueError(f"unknown command {type(command).__name__}")
+
+    async def unload(self, bundle: BundleName) -> None:
+        """Pulsar's unload: mark the bundle disabled, close its topics, release ownership."""
+        if self.ownership.state_of(bundle) is OwnershipState.OWNED:
+            await self.ownership.transition(bundle, OwnershipState.RELEASING)
+        self.served.remove_bundle(bundle)
+        await self.ownership.release(bundle)
+        self.owners.invalidate(bundle)
+
+    def status(self) -> dict[str, object]:
+        """A summary for consoles and tests."""
+        return {
+            "broker": self.broker_id,
+            "leader": self.controller is not None,
+            "bundles": sorted(str(b) for b in self.ownership.owned()),
+        }
+
+
+NodeFactory = Callable[[BrokerIdentity], BrokerNode]

@@ -1,0 +1,120 @@
+"""Splitting a bundle on its owner, on the leader's command (Pulsar's
+``NamespaceService.splitAndOwnBundle``): cut points from the named algorithm over the topics the
+broker serves, the namespace's boundaries rewritten in ``/admin/local-policies`` with a
+versioned write retried on conflict (up to 7 times, ``BUNDLE_SPLIT_RETRY_LIMIT``), the children
+owned by this broker, the parent released, the children optionally unloaded.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from ballast.controller.commands import SplitBundle
+from ballast.coordination.ownership import OwnershipError, OwnershipState
+from ballast.metadata import paths
+from ballast.metadata.store import BadVersionError, NodeExistsError
+from ballast.model.bundles import BundleName, InvalidBundle, NamespaceBundles
+from ballast.model.config import SplitConfig
+from ballast.model.policies import BundlesData, LocalPolicies
+from ballast.model.split_algorithms import SplitRequest, TopicLoad, split_algorithm
+
+if TYPE_CHECKING:
+    from ballast.broker.node import BrokerNode
+
+log = logging.getLogger(__name__)
+
+SPLIT_RETRY_LIMIT = 7
+
+
+class SplitFailedError(OwnershipError):
+    pass
+
+
+async def execute_split(
+    node: BrokerNode, bundle: BundleName, command: SplitBundle, config: SplitConfig
+) -> list[BundleName]:
+    """Split ``bundle`` (which ``node`` must own); returns the children, or ``[]`` when the
+    algorithm finds no cut point (the bundle stays as it was)."""
+    if node.ownership.state_of(bundle) is not OwnershipState.OWNED:
+        raise SplitFailedError(bundle, f"{node.broker_id} does not own it")
+    if command.algorithm not in config.supported_algorithms:
+        raise SplitFailedError(bundle, f"split algorithm {command.algorithm} is not supported")
+    algorithm = split_algorithm(command.algorithm)
+    topics = [
+        TopicLoad(
+            str(topic),
+            stats.msg_rate_in,
+            stats.msg_rate_out,
+            stats.msg_throughput_in,
+            stats.msg_throughput_out,
+        )
+        for topic in sorted(node.served.topics(bundle), key=str)
+        for stats in (node.traffic.topic_stats(topic),)
+    ]
+    found = algorithm(
+        SplitRequest(
+            bundle=bundle.range,
+            topics=topics,
+            positions=command.boundaries,
+            thresholds=config.flow_or_qps,
+        )
+    )
+    if not found.found:
+        log.info("split of %s found no boundary: %s", bundle, found.reason)
+        return []
+    await node.ownership.transition(bundle, OwnershipState.SPLITTING)
+    try:
+        updated = await _rewrite_boundaries(node, bundle, found.points)
+    except Exception:
+        await node.ownership.transition(bundle, OwnershipState.OWNED)
+        raise
+    children = [
+        child for child in updated.bundles if bundle.range.lower <= child.range.lower
+        and child.range.upper <= bundle.range.upper
+    ]
+    for child in children:
+        await node.ownership.acquire(child)
+        node.owners.invalidate(child)
+    node.served.split(bundle, children)
+    await node.ownership.release(bundle)
+    node.owners.invalidate(bundle)
+    node.bundles.invalidate(bundle.namespace)
+    if command.unload:
+        for child in children:
+            await node.unload(child)
+    return children
+
+
+async def _rewrite_boundaries(
+    node: BrokerNode, bundle: BundleName, points: tuple[int, ...]
+) -> NamespaceBundles:
+    """Read the namespace's boundaries, cut the bundle, write them back at the version read;
+    on a concurrent change read again (at most :data:`SPLIT_RETRY_LIMIT` times)."""
+    namespace = bundle.namespace
+    path = paths.local_policies(namespace)
+    for _ in range(SPLIT_RETRY_LIMIT):
+        node.bundles.invalidate(namespace)
+        current = await node.bundles.bundles(namespace)
+        record = await node.store.get(path)
+        local = LocalPolicies()
+        if record is not None and record.value:
+            local = msgspec.json.decode(record.value, type=LocalPolicies)
+        try:
+            updated = current.with_split(bundle.range, points)
+        except InvalidBundle as exc:
+            raise SplitFailedError(bundle, str(exc)) from None
+        body = msgspec.json.encode(
+            msgspec.structs.replace(local, bundles=BundlesData.of(updated))
+        )
+        try:
+            if record is None:
+                await node.store.put(path, body, -1)
+            else:
+                await node.store.put(path, body, record.stat.version)
+            return updated
+        except (BadVersionError, NodeExistsError):
+            continue  # someone else changed the boundaries: read them again
+    raise SplitFailedError(bundle, f"boundaries kept changing ({SPLIT_RETRY_LIMIT} attempts)")

@@ -1,0 +1,122 @@
+"""The topics a broker serves, by bundle, and the index it loads them from.
+
+Pulsar preloads a bundle's topics when a broker takes ownership (``loadNamespaceTopics``): it
+lists the namespace's managed ledgers and keeps those whose hash falls in the bundle. The
+:class:`NamespaceTopicIndex` keeps each namespace's topics sorted by hash (refreshed by a watch
+on ``/managed-ledgers/<ns>/persistent``), so a bundle's topics are one range query.
+:class:`ServedTopics` is the broker's topic → bundle map, re-cut when a bundle splits
+(``refreshTopicToStatsMaps``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+
+from ballast.broker.caches import WatchedCache
+from ballast.metadata import paths
+from ballast.metadata.store import MetadataStore
+from ballast.model.bundles import BundleName, topic_hash
+from ballast.model.naming import (
+    InvalidNameError,
+    NamespaceName,
+    TopicDomain,
+    TopicName,
+    java_url_decode,
+)
+
+
+class NamespaceTopicIndex:
+    """Each namespace's persistent topics, sorted by hash."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self._store = store
+        self._cache: WatchedCache[NamespaceName, tuple[list[int], list[TopicName]]] = (
+            WatchedCache(
+                store,
+                self._load,
+                lambda ns: [paths.namespace_topics(ns, TopicDomain.PERSISTENT)],
+            )
+        )
+
+    async def topics_in(self, bundle: BundleName) -> list[TopicName]:
+        """The namespace's topics whose hash falls in ``bundle``."""
+        hashes, topics = await self._cache.get(bundle.namespace)
+        low = bisect.bisect_left(hashes, bundle.range.lower)
+        if bundle.range.upper_closed:
+            high = bisect.bisect_right(hashes, bundle.range.upper)
+        else:
+            high = bisect.bisect_left(hashes, bundle.range.upper)
+        return topics[low:high]
+
+    async def create(self, topic: TopicName) -> None:
+        """Record a persistent topic (its managed ledger), as creating a topic does."""
+        if topic.is_persistent:
+            await self._store.put(paths.managed_ledger(topic), b"")
+            self._cache.invalidate(topic.namespace)
+
+    async def _load(self, namespace: NamespaceName) -> tuple[list[int], list[TopicName]]:
+        names = await self._store.children(
+            paths.namespace_topics(namespace, TopicDomain.PERSISTENT)
+        )
+        entries: list[tuple[int, TopicName]] = []
+        for name in names:
+            try:
+                topic = TopicName.of(TopicDomain.PERSISTENT, namespace, java_url_decode(name))
+            except InvalidNameError:
+                continue  # a ledger name that is not a topic of ours
+            entries.append((topic_hash(topic), topic))
+        entries.sort(key=lambda entry: (entry[0], str(entry[1])))
+        return [h for h, _ in entries], [t for _, t in entries]
+
+    def close(self) -> None:
+        self._cache.close()
+
+
+class ServedTopics:
+    """The broker's topic → bundle map for the bundles it owns."""
+
+    def __init__(self) -> None:
+        self._by_bundle: dict[BundleName, set[TopicName]] = {}
+        self._bundle_of: dict[TopicName, BundleName] = {}
+
+    def add_bundle(self, bundle: BundleName, topics: Iterable[TopicName]) -> None:
+        served = self._by_bundle.setdefault(bundle, set())
+        for topic in topics:
+            served.add(topic)
+            self._bundle_of[topic] = bundle
+
+    def add_topic(self, topic: TopicName, bundle: BundleName) -> None:
+        self.add_bundle(bundle, [topic])
+
+    def remove_bundle(self, bundle: BundleName) -> set[TopicName]:
+        topics = self._by_bundle.pop(bundle, set())
+        for topic in topics:
+            self._bundle_of.pop(topic, None)
+        return topics
+
+    def split(self, parent: BundleName, children: Iterable[BundleName]) -> None:
+        """Re-cut the parent's topics into its children (Pulsar's
+        ``refreshTopicToStatsMaps``)."""
+        topics = self.remove_bundle(parent)
+        ordered = list(children)
+        for child in ordered:
+            self._by_bundle.setdefault(child, set())
+        for topic in topics:
+            key = topic_hash(topic)
+            for child in ordered:
+                if child.range.contains(key):
+                    self.add_topic(topic, child)
+                    break
+
+    def bundles(self) -> list[BundleName]:
+        return sorted(self._by_bundle)
+
+    def topics(self, bundle: BundleName) -> set[TopicName]:
+        return self._by_bundle.get(bundle, set())
+
+    def bundle_of(self, topic: TopicName) -> BundleName | None:
+        return self._bundle_of.get(topic)
+
+    def __contains__(self, bundle: object) -> bool:
+        return bundle in self._by_bundle

@@ -1,0 +1,118 @@
+"""Where a broker's traffic figures come from. A :class:`TrafficSource` answers, for the topics
+a broker serves, their message rates, throughputs and connections. The synthetic
+:class:`WorkloadTraffic` (tests, ``ballast standalone``'s load generator, the simulator) holds
+rates set by a workload; brokers speaking the binary protocol measure real traffic instead."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ballast.model.loaddata import NamespaceBundleStats
+from ballast.model.naming import TopicName
+
+
+@dataclass(frozen=True, slots=True)
+class TopicStats:
+    """One topic's traffic: msg/s and bytes/s each way, and its connections."""
+
+    msg_rate_in: float = 0.0
+    msg_rate_out: float = 0.0
+    msg_throughput_in: float = 0.0
+    msg_throughput_out: float = 0.0
+    producers: int = 0
+    consumers: int = 0
+
+    @classmethod
+    def of(
+        cls, rate_in: float, size_bytes: float, *, fan_out: float = 1.0, producers: int = 1,
+        consumers: int = 1,
+    ) -> TopicStats:
+        """Traffic of ``rate_in`` messages/s of ``size_bytes``, each delivered ``fan_out``
+        times."""
+        return cls(
+            rate_in, rate_in * fan_out, rate_in * size_bytes, rate_in * size_bytes * fan_out,
+            producers, consumers,
+        )
+
+
+IDLE = TopicStats()
+
+
+class TrafficSource(Protocol):
+    def topic_stats(self, topic: TopicName) -> TopicStats:
+        """The topic's current traffic (zero when unknown)."""
+        ...
+
+    def bundle_stats(self, topics: Iterable[TopicName]) -> NamespaceBundleStats:
+        """The sum over ``topics``, as Pulsar's per-bundle stats."""
+        ...
+
+
+def sum_stats(stats: Iterable[TopicStats]) -> NamespaceBundleStats:
+    rate_in = rate_out = tput_in = tput_out = 0.0
+    producers = consumers = topics = 0
+    for s in stats:
+        rate_in += s.msg_rate_in
+        rate_out += s.msg_rate_out
+        tput_in += s.msg_throughput_in
+        tput_out += s.msg_throughput_out
+        producers += s.producers
+        consumers += s.consumers
+        topics += 1
+    return NamespaceBundleStats(
+        msg_rate_in=rate_in,
+        msg_rate_out=rate_out,
+        msg_throughput_in=tput_in,
+        msg_throughput_out=tput_out,
+        producer_count=producers,
+        consumer_count=consumers,
+        topics=topics,
+    )
+
+
+def sum_stats_of(stats: Iterable[NamespaceBundleStats]) -> NamespaceBundleStats:
+    """The total over several bundles (a broker's traffic)."""
+    rate_in = rate_out = tput_in = tput_out = 0.0
+    producers = consumers = topics = 0
+    for s in stats:
+        rate_in += s.msg_rate_in
+        rate_out += s.msg_rate_out
+        tput_in += s.msg_throughput_in
+        tput_out += s.msg_throughput_out
+        producers += s.producer_count
+        consumers += s.consumer_count
+        topics += s.topics
+    return NamespaceBundleStats(
+        msg_rate_in=rate_in,
+        msg_rate_out=rate_out,
+        msg_throughput_in=tput_in,
+        msg_throughput_out=tput_out,
+        producer_count=producers,
+        consumer_count=consumers,
+        topics=topics,
+    )
+
+
+class WorkloadTraffic:
+    """Traffic set by a workload, shared by every broker of a process: whichever broker serves
+    a topic reports its rates."""
+
+    def __init__(self, rates: Mapping[TopicName, TopicStats] | None = None) -> None:
+        self._rates: dict[TopicName, TopicStats] = dict(rates or {})
+
+    def set(self, topic: TopicName, stats: TopicStats) -> None:
+        self._rates[topic] = stats
+
+    def set_many(self, rates: Mapping[TopicName, TopicStats]) -> None:
+        self._rates.update(rates)
+
+    def topics(self) -> list[TopicName]:
+        return list(self._rates)
+
+    def topic_stats(self, topic: TopicName) -> TopicStats:
+        return self._rates.get(topic, IDLE)
+
+    def bundle_stats(self, topics: Iterable[TopicName]) -> NamespaceBundleStats:
+        return sum_stats(self._rates.get(t, IDLE) for t in topics)

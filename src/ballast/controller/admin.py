@@ -1,0 +1,334 @@
+"""Admin requests the controller serves, with Pulsar's status codes: unload and split of a
+bundle, draining a broker before it stops, tenants, namespaces (created with N bundles or given
+boundaries) and the policies placement reads (isolation, anti-affinity, failure domains).
+
+Every write goes through the leader's epoch fence. A request that starts a move completes when
+the move does: the handler returns a future that the caller awaits outside the event queue.
+
+Concurrency contract: handlers run in the controller's event task.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ballast.controller.requests import (
+    AnyRequest,
+    CreateNamespace,
+    CreateTenant,
+    DeleteNamespace,
+    DeleteTenant,
+    DrainBroker,
+    RequestReply,
+    SetAntiAffinityGroup,
+    SetFailureDomain,
+    SetIsolationPolicy,
+    SplitRequest,
+    UnloadRequest,
+)
+from ballast.metadata import paths
+from ballast.metadata.store import Check, Create, Delete, NodeExistsError, Op, SetValue
+from ballast.model.bundles import (
+    BundleName,
+    InvalidBundle,
+    NamespaceBundles,
+    equal_boundaries,
+    parse_boundaries,
+)
+from ballast.model.codec import ModelError
+from ballast.model.naming import InvalidNameError, NamespaceName, validate_tenant
+from ballast.model.policies import BundlesData, FailureDomain, IsolationPolicies, LocalPolicies
+
+if TYPE_CHECKING:
+    from ballast.controller.controller import Controller
+
+
+def ok(message: str = "", **result: Any) -> RequestReply:
+    return RequestReply(ok=True, status=200, message=message, result=result)
+
+
+def failed(status: int, message: str) -> RequestReply:
+    return RequestReply(ok=False, status=status, message=message)
+
+
+class TenantInfo(msgspec.Struct, kw_only=True, rename="camel"):
+    """Pulsar's ``TenantInfo`` at ``/admin/policies/<tenant>``."""
+
+    admin_roles: list[str] = []
+    allowed_clusters: list[str] = []
+
+
+class AdminHandlers:
+    def __init__(self, controller: Controller) -> None:
+        self.c = controller
+
+    async def handle(self, request: AnyRequest) -> Any:
+        """A :class:`RequestReply`, or a future of one for requests that start a move."""
+        handler = getattr(self, "_" + type(request).__name__, None)
+        if handler is None:
+            return failed(400, f"unsupported request {type(request).__name__}")
+        return await handler(request)
+
+    # -- load management ------------------------------------------------------------------------
+
+    def _bundle(self, text: str) -> BundleName | RequestReply:
+        try:
+            bundle = BundleName.parse(text)
+        except InvalidBundle as exc:
+            return failed(412, str(exc))
+        if bundle.namespace not in self.c.image.namespaces:
+            return failed(404, f"namespace {bundle.namespace} does not exist")
+        if not self.c.image.bundle_exists(bundle):
+            return failed(412, f"{bundle.range} is not a bundle of {bundle.namespace}")
+        return bundle
+
+    async def _UnloadRequest(self, request: UnloadRequest) -> Any:  # noqa: N802
+        bundle = self._bundle(request.bundle)
+        if isinstance(bundle, RequestReply):
+            return bundle
+        name = str(bundle)
+        owner = self.c.image.owners.get(name)
+        if owner is None:
+            return ok(f"{name} is not owned: nothing to unload")
+        if name in self.c.image.moving:
+            return failed(409, f"{name} is already being moved")
+        now = self.c.clock.wall_ms()
+        self.c.image.moving.add(name)
+        self.c.image.recently_unloaded_bundles[name] = now
+        done = self.c.completion(name)
+        if request.destination is not None and request.destination != owner:
+            if request.destination not in self.c.image.brokers:
+                self.c.image.moving.discard(name)
+                return failed(412, f"destination broker {request.destination} is not available")
+            self.c._log("transfer", name, owner, request.destination, "admin unload")
+            self.c.moves.transfer(name, owner, request.destination)
+        else:
+            self.c._log("unload", name, owner, None, "admin unload")
+            self.c.moves.unload(name, owner)
+        return done
+
+    async def _SplitRequest(self, request: SplitRequest) -> Any:  # noqa: N802
+        text = request.bundle
+        if text.endswith("/LARGEST"):
+            found = self._largest(text[: -len("/LARGEST")])
+            if isinstance(found, RequestReply):
+                return found
+            text = found
+        bundle = self._bundle(text)
+        if isinstance(bundle, RequestReply):
+            return bundle
+        algorithm = request.algorithm or self.c.split_config.default_algorithm
+        if algorithm not in self.c.split_config.supported_algorithms:
+            return failed(412, f"unsupported split algorithm {algorithm}")
+        if algorithm == "specified_positions_divide" and not request.boundaries:
+            return failed(412, "specified_positions_divide needs split boundaries")
+        if not bundle.range.can_split:
+            return failed(412, f"{bundle} can't be split further")
+        name = str(bundle)
+        owner = self.c.image.owners.get(name)
+        if owner is None:
+            return failed(412, f"{name} is not owned by any broker")
+        if name in self.c.image.moving:
+            return failed(409, f"{name} is already being moved")
+        self.c.image.moving.add(name)
+        done = self.c.completion(name)
+        self.c._log("split", name, owner, None, f"admin split ({algorithm})")
+        self.c.moves.split(name, owner, algorithm, request.boundaries, request.unload)
+        return done
+
+    def _largest(self, namespace_text: str) -> str | RequestReply:
+        try:
+            namespace = NamespaceName.parse(namespace_text)
+        except InvalidNameError as exc:
+            return failed(400, str(exc))
+        bundles = self.c.image.namespaces.get(namespace)
+        if bundles is None:
+            return failed(404, f"namespace {namespace} does not exist")
+        data = self.c.image.bundle_data
+        return str(max(bundles.bundles, key=lambda b: (data[str(b)].topics if str(b) in data else 0)))
+
+    async def _DrainBroker(self, request: DrainBroker) -> RequestReply:  # noqa: N802
+        view = self.c.image.brokers.get(request.broker)
+        if view is None:
+            return failed(404, f"broker {request.broker} is not registered")
+        view.draining = True
+        moved = 0
+        for bundle in self.c.image.bundles_owned_by(request.broker):
+            parsed = BundleName.parse(bundle)
+            if parsed.namespace.is_system_service or bundle in self.c.image.moving:
+                continue
+            destination = self.c.choose(parsed)
+            if destination is None or destination == request.broker:
+                continue
+            self.c.image.moving.add(bundle)
+            self.c._log("transfer", bundle, request.broker, destination, "broker is stopping")
+            self.c.moves.transfer(bundle, request.broker, destination)
+            moved += 1
+        return ok(f"moving {moved} bundles off {request.broker}", moving=moved)
+
+    # -- tenants and namespaces -----------------------------------------------------------------
+
+    async def _CreateTenant(self, request: CreateTenant) -> RequestReply:  # noqa: N802
+        try:
+            validate_tenant(request.tenant)
+        except InvalidNameError as exc:
+            return failed(400, str(exc))
+        path = paths.tenant(request.tenant)
+        if await self.c.store.exists(path) is not None:
+            return failed(409, f"tenant {request.tenant} already exists")
+        info = TenantInfo(
+            admin_roles=list(request.admin_roles),
+            allowed_clusters=list(request.allowed_clusters) or [self.c.cluster],
+        )
+        await self._ensure(paths.POLICIES)
+        await self.c.election.fenced_multi([Create(path, msgspec.json.encode(info))])
+        return ok(f"tenant {request.tenant} created")
+
+    async def _DeleteTenant(self, request: DeleteTenant) -> RequestReply:  # noqa: N802
+        path = paths.tenant(request.tenant)
+        stat = await self.c.store.exists(path)
+        if stat is None:
+            return failed(404, f"tenant {request.tenant} does not exist")
+        if await self.c.store.children(path):
+            return failed(409, f"tenant {request.tenant} still has namespaces")
+        await self.c.election.fenced_multi([Delete(path, stat.version)])
+        return ok(f"tenant {request.tenant} deleted")
+
+    async def _CreateNamespace(self, request: CreateNamespace) -> RequestReply:  # noqa: N802
+        try:
+            namespace = NamespaceName.parse(request.namespace)
+        except InvalidNameError as exc:
+            return failed(400, str(exc))
+        if not namespace.is_v2:
+            return failed(400, "only v2 namespaces (tenant/namespace) can be created")
+        if await self.c.store.exists(paths.tenant(namespace.tenant)) is None:
+            return failed(404, f"tenant {namespace.tenant} does not exist")
+        if await self.c.store.exists(paths.namespace_policies(namespace)) is not None:
+            return failed(409, f"namespace {namespace} already exists")
+        try:
+            if request.boundaries:
+                boundaries = parse_boundaries(request.boundaries)
+            else:
+                boundaries = equal_boundaries(
+                    request.bundles or self.c.namespace_config.default_bundles
+                )
+        except InvalidBundle as exc:
+            return failed(400, str(exc))
+        bundles = BundlesData.of(NamespaceBundles(namespace, boundaries))
+        policies = {
+            "bundles": msgspec.to_builtins(bundles),
+            "replication_clusters": [self.c.cluster],
+        }
+        local = LocalPolicies(bundles=bundles)
+        await self._ensure(paths.LOCAL_POLICIES + f"/{namespace.tenant}")
+        await self.c.election.fenced_multi(
+            [
+                Create(paths.namespace_policies(namespace), msgspec.json.encode(policies)),
+                Create(paths.local_policies(namespace), msgspec.json.encode(local)),
+            ]
+        )
+        await self.c.track_namespace(namespace)
+        return ok(f"namespace {namespace} created", numBundles=len(boundaries) - 1)
+
+    async def _DeleteNamespace(self, request: DeleteNamespace) -> Any:  # noqa: N802
+        try:
+            namespace = NamespaceName.parse(request.namespace)
+        except InvalidNameError as exc:
+            return failed(400, str(exc))
+        policy = await self.c.store.exists(paths.namespace_policies(namespace))
+        if policy is None:
+            return failed(404, f"namespace {namespace} does not exist")
+        ledgers = paths.MANAGED_LEDGERS + f"/{namespace}"
+        has_topics = False
+        for domain in ("persistent", "non-persistent"):
+            has_topics = has_topics or bool(await self.c.store.children(f"{ledgers}/{domain}"))
+        if has_topics and not request.force:
+            return failed(409, f"cannot delete non empty namespace {namespace}")
+        for bundle, owner in sorted(self.c.image.owners.items()):
+            if BundleName.parse(bundle).namespace == namespace and bundle not in self.c.image.moving:
+                self.c.image.moving.add(bundle)
+                self.c.moves.unload(bundle, owner)
+        ops: list[Op] = [Delete(paths.namespace_policies(namespace), policy.version)]
+        local = await self.c.store.exists(paths.local_policies(namespace))
+        if local is not None:
+            ops.append(Delete(paths.local_policies(namespace), local.version))
+        await self.c.election.fenced_multi(ops)
+        await self.c.store.delete_recursive(ledgers)
+        await self.c.store.delete_recursive(paths.BUNDLE_DATA + f"/{namespace}")
+        self.c.untrack_namespace(namespace)
+        return ok(f"namespace {namespace} deleted")
+
+    # -- policies -----------------------------------------------------------------------------
+
+    async def _SetAntiAffinityGroup(self, request: SetAntiAffinityGroup) -> RequestReply:  # noqa: N802
+        try:
+            namespace = NamespaceName.parse(request.namespace)
+        except InvalidNameError as exc:
+            return failed(400, str(exc))
+        if namespace not in self.c.image.namespaces:
+            return failed(404, f"namespace {namespace} does not exist")
+        path = paths.local_policies(namespace)
+        record = await self.c.store.get(path)
+        local = LocalPolicies()
+        if record is not None and record.value:
+            local = msgspec.json.decode(record.value, type=LocalPolicies)
+        updated = msgspec.structs.replace(local, namespace_anti_affinity_group=request.group)
+        body = msgspec.json.encode(updated)
+        op: Op = Create(path, body) if record is None else SetValue(path, body, record.stat.version)
+        await self.c.election.fenced_multi([op])
+        if request.group:
+            self.c.image.anti_affinity[str(namespace)] = request.group
+        else:
+            self.c.image.anti_affinity.pop(str(namespace), None)
+        return ok()
+
+    async def _SetIsolationPolicy(self, request: SetIsolationPolicy) -> RequestReply:  # noqa: N802
+        path = paths.isolation_policies(self.c.cluster)
+        record = await self.c.store.get(path)
+        current: dict[str, Any] = {}
+        if record is not None and record.value:
+            current = msgspec.json.decode(record.value)
+        if request.policy is None:
+            if request.name not in current:
+                return failed(404, f"isolation policy {request.name} does not exist")
+            current.pop(request.name)
+        else:
+            current[request.name] = request.policy
+        try:
+            policies = IsolationPolicies.from_mapping(current)
+        except ModelError as exc:
+            return failed(400, str(exc))
+        body = msgspec.json.encode(policies.to_json_dict())
+        await self._ensure(paths.cluster(self.c.cluster))
+        op: Op = Create(path, body) if record is None else SetValue(path, body, record.stat.version)
+        await self.c.election.fenced_multi([op])
+        self.c.image.isolation = policies
+        return ok()
+
+    async def _SetFailureDomain(self, request: SetFailureDomain) -> RequestReply:  # noqa: N802
+        path = paths.failure_domain(self.c.cluster, request.domain)
+        stat = await self.c.store.exists(path)
+        if request.brokers is None:
+            if stat is None:
+                return failed(404, f"failure domain {request.domain} does not exist")
+            await self.c.election.fenced_multi([Delete(path, stat.version)])
+            self.c.image.failure_domains.pop(request.domain, None)
+            return ok()
+        body = msgspec.json.encode(FailureDomain(brokers=list(request.brokers)))
+        await self._ensure(paths.failure_domains(self.c.cluster))
+        ops: list[Op] = (
+            [Create(path, body)] if stat is None else [Check(path, stat.version), SetValue(path, body)]
+        )
+        await self.c.election.fenced_multi(ops)
+        self.c.image.failure_domains[request.domain] = tuple(request.brokers)
+        return ok()
+
+    async def _ensure(self, path: str) -> None:
+        """Create a structural parent record if it is missing (not a decision: unfenced)."""
+        if await self.c.store.exists(path) is None:
+            try:
+                await self.c.store.put(path, b"", -1)
+            except NodeExistsError:
+                pass

@@ -1,0 +1,517 @@
+"""The controller: what the elected leader runs (Pulsar's leader-only load-manager tasks, with
+Kafka's controller structure).
+
+One :class:`~ballast.controller.events.EventManager` serialises everything: reports arriving
+(Pulsar's ``updateAll``, debounced), membership changes (a dead or bounced broker's bundles are
+placed at once), ownership changes, placement of unowned bundles, the periodic shedding cycle,
+split checks, the periodic writes of broker time averages and bundle data, and admin requests.
+Handlers decide from the image; moves go to brokers through the command channel stamped with
+the leader's epoch; every store write of the leader is fenced by that epoch.
+
+A new leader rebuilds its image from the store (brokers, namespaces, policies, owners, bundle
+data). When leadership is lost the node calls :meth:`Controller.abandon` first — the controller
+stops acting at once — then :meth:`Controller.stop` cleans up.
+
+Concurrency contract: one event loop; image changes happen only in the event task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from ballast.balance.cycle import run_shedding_cycle
+from ballast.balance.decisions import Transfer, Unload
+from ballast.balance.placement.select import select_broker_for_assignment
+from ballast.balance.placement.strategies import PlacementState
+from ballast.balance.shedding.registry import shedding_strategy
+from ballast.balance.split import run_split_cycle
+from ballast.clock import Clock
+from ballast.controller.admin import AdminHandlers
+from ballast.controller.channel import ControllerChannel
+from ballast.controller.events import ControllerEvent, EventManager
+from ballast.controller.image import ClusterImage
+from ballast.controller.loading import (
+    is_heartbeat,
+    list_namespaces,
+    load_bundle_data,
+    load_failure_domains,
+    load_isolation,
+    load_namespace,
+    scan_owners,
+)
+from ballast.controller.moves import MoveExecutor, MoveFinished
+from ballast.controller.requests import AnyRequest, ClusterTransport, RequestReply
+from ballast.coordination.election import LeaderElection, Leadership
+from ballast.coordination.registry import BrokerRegistry, MembershipChange
+from ballast.metadata import paths
+from ballast.metadata.store import (
+    MetadataStore,
+    NodeExistsError,
+    Notification,
+    SetValue,
+    WatchHandle,
+)
+from ballast.model.bundles import BundleName
+from ballast.model.codec import ModelError
+from ballast.model.config import (
+    NamespaceConfig,
+    PlacementConfig,
+    SheddingConfig,
+    Settings,
+    SplitConfig,
+)
+from ballast.model.loaddata import LocalBrokerData
+from ballast.model.naming import NamespaceName
+
+log = logging.getLogger(__name__)
+
+UPDATE_DEBOUNCE_S = 0.1
+
+
+class NoBrokerError(Exception):
+    """Placement found no broker for the bundle."""
+
+
+@dataclass(frozen=True)
+class UpdateAll(ControllerEvent):
+    name = "update-all"
+
+
+@dataclass(frozen=True)
+class MembershipEvent(ControllerEvent):
+    name = "membership"
+    change: MembershipChange
+
+
+@dataclass(frozen=True)
+class OwnershipChanged(ControllerEvent):
+    name = "ownership-changed"
+    namespace: NamespaceName
+
+
+@dataclass(frozen=True)
+class SheddingTick(ControllerEvent):
+    name = "shedding"
+
+
+@dataclass(frozen=True)
+class WriteLoadData(ControllerEvent):
+    name = "write-load-data"
+
+
+@dataclass(frozen=True)
+class PlaceBundle(ControllerEvent):
+    name = "place"
+    bundle: BundleName
+
+
+@dataclass(frozen=True)
+class RequestEvent(ControllerEvent):
+    name = "request"
+    request: AnyRequest
+
+
+class Controller:
+    """The leader's cluster manager, for one leadership term."""
+
+    def __init__(
+        self,
+        *,
+        leadership: Leadership,
+        election: LeaderElection,
+        store: MetadataStore,
+        settings: Settings,
+        clock: Clock,
+        transport: ClusterTransport,
+        rng: random.Random,
+        leader_id: str,
+    ) -> None:
+        self.leadership = leadership
+        self.epoch = leadership.epoch
+        self.election = election
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self.rng = rng
+        self.leader_id = leader_id
+        self.cluster = settings.get_str("clusterName")
+        self.shedding_config = SheddingConfig.from_settings(settings)
+        self.placement_config = PlacementConfig.from_settings(settings)
+        self.split_config = SplitConfig.from_settings(settings)
+        self.namespace_config = NamespaceConfig.from_settings(settings)
+        self.shedder = shedding_strategy(self.shedding_config.strategy)
+        self.strategy_config = self.shedder.config_from_settings(settings)
+        self.strategy_state: Any = self.shedder.initial_state()
+        self.placement_state = PlacementState()
+        self.image = ClusterImage()
+        self.events = EventManager(clock, on_lost_leadership=self._lost, name="controller")
+        self.channel = ControllerChannel(transport, clock)
+        self.moves = MoveExecutor(self.channel, self.epoch, self._move_finished)
+        self.registry = BrokerRegistry(store)
+        self.admin = AdminHandlers(self)
+        self._ownership_watches: dict[NamespaceName, WatchHandle] = {}
+        self._waiters: dict[str, list[asyncio.Future[RequestReply]]] = {}
+        self.running = False
+        self.last_shedding: dict[str, Any] = {}
+        self.decisions_log: list[dict[str, Any]] = []
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Rebuild the image from the store and start deciding."""
+        self._register_handlers()
+        await self.registry.start()
+        await self._rebuild()
+        self.registry.add_listener(self._on_membership)
+        self.events.start()
+        self.running = True
+        self.events.put(UpdateAll())
+        self._schedule_shedding()
+        self.events.defer(
+            "write-load-data",
+            self.settings.get_int("loadBalancerResourceQuotaUpdateIntervalMinutes") * 60,
+            WriteLoadData,
+        )
+        log.info("controller of epoch %d started on %s", self.epoch, self.leader_id)
+
+    def abandon(self) -> None:
+        """Leadership is gone: stop acting now (nothing more is decided or sent)."""
+        self.running = False
+
+    async def stop(self) -> None:
+        self.running = False
+        await self.events.stop()
+        await self.moves.stop()
+        await self.channel.stop()
+        await self.registry.stop()
+        for watch in self._ownership_watches.values():
+            watch.cancel()
+        self._ownership_watches.clear()
+
+    def _lost(self, reason: str) -> None:
+        log.warning("controller of epoch %d lost leadership: %s", self.epoch, reason)
+        self.abandon()
+
+    def _register_handlers(self) -> None:
+        self.events.register(UpdateAll, self._update_all)
+        self.events.register(MembershipEvent, self._membership)
+        self.events.register(OwnershipChanged, self._ownership_changed)
+        self.events.register(SheddingTick, self._shedding)
+        self.events.register(WriteLoadData, self._write_load_data)
+        self.events.register(PlaceBundle, self._place)
+        self.events.register(MoveFinished, self._apply_move)
+        self.events.register(RequestEvent, self._request)
+
+    async def _rebuild(self) -> None:
+        """A new leader's image, from the store (Kafka's replay of the metadata)."""
+        image = self.image
+        for namespace in await list_namespaces(self.store):
+            await self.track_namespace(namespace)
+        image.isolation = await load_isolation(self.store, self.cluster)
+        image.failure_domains = await load_failure_domains(self.store, self.cluster)
+        image.bundle_data = await load_bundle_data(self.store)
+        for broker in self.registry.brokers():
+            self.channel.add_broker(broker)
+
+    async def track_namespace(self, namespace: NamespaceName) -> None:
+        """Load a namespace into the image and watch its bundles' owners."""
+        state = await load_namespace(self.store, namespace)
+        if state is None:
+            return
+        self.image.namespaces[namespace] = state.bundles
+        if state.anti_affinity_group:
+            self.image.anti_affinity[str(namespace)] = state.anti_affinity_group
+        if namespace not in self._ownership_watches:
+            self._ownership_watches[namespace] = await self.store.watch(
+                paths.namespace_ownership(namespace), self._on_ownership(namespace)
+            )
+        self.image.set_owners(namespace, await scan_owners(self.store, namespace))
+
+    def untrack_namespace(self, namespace: NamespaceName) -> None:
+        watch = self._ownership_watches.pop(namespace, None)
+        if watch is not None:
+            watch.cancel()
+        self.image.namespaces.pop(namespace, None)
+        self.image.anti_affinity.pop(str(namespace), None)
+        self.image.set_owners(namespace, {})
+
+    # -- entry points for the broker ----------------------------------------------------------
+
+    async def place(self, bundle: BundleName) -> str:
+        """Choose the broker for an unowned bundle (a lookup at the leader)."""
+        result: str = await self.events.put(PlaceBundle(bundle)).result
+        return result
+
+    async def request(self, request: AnyRequest) -> RequestReply:
+        """Carry out an admin (or drain) request, serialised with every other decision; a
+        request that starts a move returns when the move has finished."""
+        if not self.running:
+            return RequestReply(ok=False, status=503, message="not the leader")
+        reply = await self.events.put(RequestEvent(request)).result
+        if isinstance(reply, asyncio.Future):
+            reply = await reply
+        assert isinstance(reply, RequestReply)
+        return reply
+
+    def completion(self, bundle: str) -> asyncio.Future[RequestReply]:
+        """A future resolved when the move of ``bundle`` under way finishes."""
+        future: asyncio.Future[RequestReply] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(bundle, []).append(future)
+        return future
+
+    def choose(self, bundle: BundleName) -> str | None:
+        """Placement for ``bundle`` (recording the preallocation)."""
+        return self._choose(bundle)
+
+    # -- event sources ----------------------------------------------------------------------
+
+    def _on_membership(self, change: MembershipChange) -> None:
+        if self.running:
+            self.events.put(MembershipEvent(change))
+
+    def _on_ownership(self, namespace: NamespaceName) -> Any:
+        def changed(_notification: Notification) -> None:
+            if self.running:
+                self.events.defer(
+                    f"owners-{namespace}", UPDATE_DEBOUNCE_S, lambda: OwnershipChanged(namespace)
+                )
+
+        return changed
+
+    def _move_finished(self, event: MoveFinished) -> None:
+        if self.running:
+            self.events.put(event)
+
+    def _schedule_shedding(self) -> None:
+        self.events.defer("shedding", self.shedding_config.interval_ms / 1000, SheddingTick)
+
+    # -- handlers ---------------------------------------------------------------------------
+
+    async def _update_all(self, _event: UpdateAll) -> None:
+        """Pulsar's ``updateAll``: take every broker's report, update bundle data and time
+        averages, then check for bundles to split."""
+        reports: dict[str, tuple[LocalBrokerData, int | None]] = {}
+        for broker, entry in self.registry.brokers().items():
+            try:
+                reports[broker] = (LocalBrokerData.from_json(entry.data), entry.session)
+            except ModelError:
+                log.warning("report of %s is unreadable; broker ignored", broker)
+        draining = {b for b, v in self.image.brokers.items() if v.draining}
+        self.image.update_all(reports)
+        for broker in draining & self.image.brokers.keys():
+            self.image.brokers[broker].draining = True
+        self._check_splits()
+
+    def _check_splits(self) -> None:
+        if not self.running or not self.split_config.enabled or len(self.image.brokers) <= 1:
+            return
+        result = run_split_cycle(self.image.snapshot(), self.split_config)
+        for split in result.decisions:
+            bundle = str(split.bundle)
+            owner = self.image.owners.get(bundle) or split.broker
+            if bundle in self.image.moving or not self.image.bundle_exists(split.bundle):
+                continue
+            self.image.moving.add(bundle)
+            self._log("split", bundle, owner, None, str(split.reason))
+            self.moves.split(
+                bundle,
+                owner,
+                self.split_config.default_algorithm,
+                (),
+                self.split_config.unload_after_split,
+            )
+
+    async def _membership(self, event: MembershipEvent) -> None:
+        change = event.change
+        for broker in change.joined:
+            self.channel.add_broker(broker)
+        for broker in (*change.left, *change.bounced):
+            if broker in change.left:
+                await self.channel.remove_broker(broker)
+            orphans = [b for b in self.image.bundles_owned_by(broker) if b not in self.image.moving]
+            for bundle in orphans:
+                self.image.owners.pop(bundle, None)
+            await self._update_all(UpdateAll())
+            for bundle in orphans:
+                self._assign(BundleName.parse(bundle), f"its broker {broker} left")
+        if change.updated and not change.membership_changed:
+            self.events.defer("update-all", UPDATE_DEBOUNCE_S, UpdateAll)
+        elif change.membership_changed:
+            self.events.defer("update-all", UPDATE_DEBOUNCE_S, UpdateAll)
+
+    async def _ownership_changed(self, event: OwnershipChanged) -> None:
+        namespace = event.namespace
+        if namespace not in self.image.namespaces:
+            return
+        previous = {b: o for b, o in self.image.owners.items()}
+        lost = self.image.set_owners(namespace, await scan_owners(self.store, namespace))
+        registered = self.registry.brokers()
+        for bundle in lost:
+            if previous.get(bundle) not in registered and bundle not in self.image.moving:
+                parsed = BundleName.parse(bundle)
+                if self.image.bundle_exists(parsed):
+                    self._assign(parsed, f"its owner {previous.get(bundle)} is gone")
+
+    async def _place(self, event: PlaceBundle) -> str:
+        bundle = event.bundle
+        owner = self.image.owners.get(str(bundle))
+        if owner is not None and owner in self.image.brokers:
+            return owner
+        broker = self._choose(bundle)
+        if broker is None:
+            raise NoBrokerError(f"no broker can take bundle {bundle}")
+        self.image.moving.add(str(bundle))
+        self.moves.assign(str(bundle), broker)
+        return broker
+
+    def _choose(self, bundle: BundleName) -> str | None:
+        """Placement with preallocation bookkeeping (Pulsar's ``selectBrokerForAssignment``)."""
+        if is_heartbeat(bundle.namespace):
+            return None  # only its own broker may own a heartbeat bundle
+        snapshot = self.image.snapshot()
+        if not snapshot.brokers:
+            return None
+        result = select_broker_for_assignment(
+            snapshot, str(bundle), self.placement_config, self.placement_state, self.rng
+        )
+        self.placement_state = result.state
+        if result.decision is None:
+            return None
+        if result.preallocation is not None:
+            p = result.preallocation
+            self.image.preallocate(p.bundle, p.broker, p.data, p.new_bundle_data)
+        self._log("assign", str(bundle), None, result.decision.broker, str(result.decision.reason))
+        return result.decision.broker
+
+    def _assign(self, bundle: BundleName, why: str) -> None:
+        broker = self._choose(bundle)
+        if broker is None:
+            log.warning("cannot place %s (%s): no broker", bundle, why)
+            return
+        self.image.moving.add(str(bundle))
+        self.moves.assign(str(bundle), broker)
+
+    async def _shedding(self, _event: SheddingTick) -> None:
+        """Every ``loadBalancerSheddingIntervalMinutes``: the shedding cycle, its moves issued
+        as transfers (or unloads) and recorded as recently unloaded."""
+        self._schedule_shedding()
+        if not self.running:
+            return
+        now_ms = self.clock.wall_ms()
+        snapshot = self.image.snapshot()
+        result = run_shedding_cycle(
+            snapshot,
+            self.shedder,
+            self.strategy_state,
+            self.strategy_config,
+            shedding=self.shedding_config,
+            placement=self.placement_config,
+            placement_state=self.placement_state,
+            rng=self.rng,
+            now_ms=now_ms,
+        )
+        self.strategy_state = result.strategy_state
+        self.placement_state = result.placement_state
+        self.last_shedding = dict(result.stats)
+        for bundle in result.expired_unloaded_bundles:
+            self.image.recently_unloaded_bundles.pop(bundle, None)
+        for broker in result.expired_unloaded_brokers:
+            self.image.recently_unloaded_brokers.pop(broker, None)
+        for move in result.decisions:
+            bundle = str(move.bundle)
+            if bundle in self.image.moving:
+                continue
+            self.image.moving.add(bundle)
+            self.image.recently_unloaded_bundles[bundle] = now_ms
+            if isinstance(move, Transfer):
+                self.image.recently_unloaded_brokers[move.broker] = now_ms
+                self.image.recently_unloaded_brokers[move.destination] = now_ms
+                self._log("transfer", bundle, move.broker, move.destination, str(move.reason))
+                self.moves.transfer(bundle, move.broker, move.destination)
+            elif isinstance(move, Unload):
+                self.image.recently_unloaded_brokers[move.broker] = now_ms
+                self._log("unload", bundle, move.broker, None, str(move.reason))
+                self.moves.unload(bundle, move.broker)
+
+    async def _apply_move(self, event: MoveFinished) -> None:
+        """The one place a finished move changes the image."""
+        self.image.moving.discard(event.bundle)
+        if event.kind == "split" and event.ok:
+            parsed = BundleName.parse(event.bundle)
+            self.image.forget_bundle(event.bundle)
+            await self.track_namespace(parsed.namespace)
+        elif event.owner is None:
+            self.image.owners.pop(event.bundle, None)
+        else:
+            self.image.owners[event.bundle] = event.owner
+        for waiter in self._waiters.pop(event.bundle, []):
+            if not waiter.done():
+                waiter.set_result(
+                    RequestReply(
+                        ok=event.ok,
+                        status=200 if event.ok else 500,
+                        message=event.message or f"{event.kind} of {event.bundle} done",
+                        result={"owner": event.owner, "children": list(event.children)},
+                    )
+                )
+
+    async def _write_load_data(self, _event: WriteLoadData) -> None:
+        """Every ``loadBalancerResourceQuotaUpdateIntervalMinutes``: broker time averages and
+        the top bundle data, fenced by the epoch (Pulsar's ``writeBundleDataOnZooKeeper``)."""
+        self.events.defer(
+            "write-load-data",
+            self.settings.get_int("loadBalancerResourceQuotaUpdateIntervalMinutes") * 60,
+            WriteLoadData,
+        )
+        ops = []
+        for broker, view in sorted(self.image.brokers.items()):
+            ops.append(SetValue(paths.broker_time_average(broker), view.time_average.to_json()))
+        top = self.settings.get_int("loadBalancerMaxNumberOfBundlesInBundleLoadReport")
+        data = sorted(
+            self.image.bundle_data.items(),
+            key=lambda item: -item[1].short_term_data.total_msg_throughput,
+        )
+        if top > 0:
+            data = data[: top * max(len(self.image.brokers), 1)]
+        excluded = self.shedding_config.excluded_namespaces
+        for bundle, bundle_data in data:
+            if bundle.rpartition("/")[0] in excluded:
+                continue
+            ops.append(SetValue(paths.bundle_data(BundleName.parse(bundle)), bundle_data.to_json()))
+        await self._fenced_put_all(ops)
+
+    async def _fenced_put_all(self, ops: list[SetValue]) -> None:
+        """Write records under the epoch fence (missing ones are first created empty: a
+        structural step, the fenced write sets the value)."""
+        for op in ops:
+            if await self.store.exists(op.path) is None:
+                try:
+                    await self.store.put(op.path, b"", -1)
+                except NodeExistsError:
+                    pass
+        for start in range(0, len(ops), 100):
+            await self.election.fenced_multi(ops[start : start + 100])
+
+    async def _request(self, event: RequestEvent) -> Any:
+        """A RequestReply, or a future of one (requests that start a move)."""
+        return await self.admin.handle(event.request)
+
+    # -- bookkeeping ------------------------------------------------------------------------
+
+    def _log(self, action: str, bundle: str, source: str | None, destination: str | None,
+             reason: str) -> None:
+        entry = {
+            "at": self.clock.wall_ms(),
+            "action": action,
+            "bundle": bundle,
+            "broker": source,
+            "destination": destination,
+            "reason": reason,
+        }
+        self.decisions_log.append(entry)
+        if len(self.decisions_log) > 1000:
+            del self.decisions_log[:500]

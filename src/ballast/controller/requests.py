@@ -1,0 +1,123 @@
+"""What brokers and administrators ask of the leader. Any broker may receive an admin request;
+it forwards the request to the leader, whose controller serialises it with every other
+decision. msgspec structs tagged by kind, so the HTTP shell carries them as JSON unchanged."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import msgspec
+
+from ballast.controller.commands import AdminTransport
+
+
+class ControllerRequest(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+    pass
+
+
+class UnloadRequest(ControllerRequest, frozen=True, kw_only=True, tag="unload"):
+    """Unload a bundle; with ``destination`` (a broker id) it is transferred there."""
+
+    bundle: str
+    destination: str | None = None
+
+
+class SplitRequest(ControllerRequest, frozen=True, kw_only=True, tag="split"):
+    """Split a bundle (``bundle`` may be a bundle name or ``<namespace>/LARGEST``)."""
+
+    bundle: str
+    algorithm: str | None = None
+    boundaries: tuple[int, ...] = ()
+    unload: bool = False
+
+
+class DrainBroker(ControllerRequest, frozen=True, kw_only=True, tag="drain"):
+    """A broker is shutting down: move its bundles elsewhere, place nothing on it."""
+
+    broker: str
+
+
+class CreateTenant(ControllerRequest, frozen=True, kw_only=True, tag="create-tenant"):
+    tenant: str
+    admin_roles: tuple[str, ...] = ()
+    allowed_clusters: tuple[str, ...] = ()
+
+
+class DeleteTenant(ControllerRequest, frozen=True, kw_only=True, tag="delete-tenant"):
+    tenant: str
+
+
+class CreateNamespace(ControllerRequest, frozen=True, kw_only=True, tag="create-namespace"):
+    """Create a namespace with ``bundles`` equal bundles, or at ``boundaries`` (hex strings)."""
+
+    namespace: str
+    bundles: int | None = None
+    boundaries: tuple[str, ...] = ()
+
+
+class DeleteNamespace(ControllerRequest, frozen=True, kw_only=True, tag="delete-namespace"):
+    namespace: str
+    force: bool = False
+
+
+class SetAntiAffinityGroup(ControllerRequest, frozen=True, kw_only=True, tag="anti-affinity"):
+    """Set (or with ``group`` None, remove) a namespace's anti-affinity group."""
+
+    namespace: str
+    group: str | None = None
+
+
+class SetIsolationPolicy(ControllerRequest, frozen=True, kw_only=True, tag="isolation"):
+    """Set (or with ``policy`` None, remove) a namespace isolation policy of the cluster, in
+    Pulsar's JSON shape."""
+
+    name: str
+    policy: dict[str, object] | None = None
+
+
+class SetFailureDomain(ControllerRequest, frozen=True, kw_only=True, tag="failure-domain"):
+    """Set (or with ``brokers`` None, remove) a failure domain."""
+
+    domain: str
+    brokers: tuple[str, ...] | None = None
+
+
+AnyRequest = (
+    UnloadRequest
+    | SplitRequest
+    | DrainBroker
+    | CreateTenant
+    | DeleteTenant
+    | CreateNamespace
+    | DeleteNamespace
+    | SetAntiAffinityGroup
+    | SetIsolationPolicy
+    | SetFailureDomain
+)
+
+
+class RequestReply(msgspec.Struct, frozen=True, kw_only=True):
+    """``ok``; otherwise ``status`` says how it failed (Pulsar's HTTP codes: 400 bad request,
+    404 not found, 409 conflict, 412 precondition failed, 503 not the leader / unavailable)."""
+
+    ok: bool
+    status: int = 200
+    message: str = ""
+    result: dict[str, object] = {}
+
+
+class ClusterTransport(AdminTransport, Protocol):
+    """Both directions between the members of a cluster: the controller's commands to
+    brokers, and requests to the current leader."""
+
+    async def call_leader(self, leader_id: str, request: AnyRequest) -> RequestReply:
+        """Deliver ``request`` to the controller of ``leader_id``; TransportError if it
+        cannot."""
+        ...
+
+
+_REQUEST_DECODER: msgspec.json.Decoder[AnyRequest] = msgspec.json.Decoder(AnyRequest)
+
+
+def decode_request(data: bytes) -> AnyRequest:
+    return _REQUEST_DECODER.decode(data)
