@@ -6,7 +6,8 @@ from ballast.balance.decisions import ReasonKind
 from ballast.balance.shedding.common import NoState
 from ballast.balance.shedding.overload import find_bundles_to_unload
 from ballast.model.config import OverloadShedderConfig
-from tests.balance.build import MB, data, names, report, settings, snapshot
+from ballast.model.loaddata import BundleData
+from tests.balance.build import MB, averages, data, names, report, settings, snapshot
 
 CONFIG = OverloadShedderConfig.from_settings(settings())
 B = [f"t/ns/0x{i:08x}_0x{i + 1:08x}" for i in range(6)]
@@ -102,3 +103,17 @@ def test_every_overloaded_broker_sheds_in_snapshot_order() -> None:
     )
     result = find_bundles_to_unload(snap, NoState(), CONFIG, 0)
     assert [(d.broker, str(d.bundle)) for d in result.decisions] == [("a", B[0]), ("b", B[2])]
+
+
+def test_bundles_are_ordered_by_short_term_throughput() -> None:
+    def both(short_mb: float, long_mb: float) -> BundleData:
+        return BundleData(
+            short_term_data=averages(short_mb * MB),
+            long_term_data=averages(long_mb * MB, samples=1000),
+        )
+
+    snap = snapshot(
+        {"a": report(cpu=99, tput=10 * MB, bundles=B[:2])},
+        {B[0]: both(short_mb=1, long_mb=90), B[1]: both(short_mb=5, long_mb=1)},
+    )
+    assert shed(snap) == [B[1]]

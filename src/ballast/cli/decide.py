@@ -45,7 +45,7 @@ decide_app = typer.Typer(
 )
 
 
-class ShedScope(StrEnum):
+class Scope(StrEnum):
     cycle = "cycle"
     strategy = "strategy"
 
@@ -151,13 +151,13 @@ def shed_command(
         ),
     ] = None,
     scope: Annotated[
-        ShedScope,
+        Scope,
         typer.Option(
             "--scope",
             help="cycle: the load manager's whole shedding cycle (grace period, policy checks, "
             "a destination for each move); strategy: the strategy's own answer.",
         ),
-    ] = ShedScope.cycle,
+    ] = Scope.cycle,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
     now_ms: NowOpt = None,
@@ -174,7 +174,7 @@ def shed_command(
     now = now_ms if now_ms is not None else _wall_clock_ms()
     strategy_config = shedder.config_from_settings(settings)
     state = _state_of(parsed, shedder.name, shedder.state_type)
-    if scope is ShedScope.strategy:
+    if scope is Scope.strategy:
         result = shedder.find(parsed.snapshot, state, strategy_config, now)
         stats = dict(result.stats)
         if result.expired_unloaded_brokers:
@@ -206,13 +206,13 @@ def shed_command(
 def split_command(
     snapshot: SnapshotArg,
     scope: Annotated[
-        ShedScope,
+        Scope,
         typer.Option(
             "--scope",
             help="strategy (default): Pulsar's BundleSplitterTask; cycle: also the load "
             "manager's checks (auto split enabled, two brokers or more, bundle still splittable).",
         ),
-    ] = ShedScope.strategy,
+    ] = Scope.strategy,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
     now_ms: NowOpt = None,
@@ -223,7 +223,7 @@ def split_command(
     settings = settings_from(config, overrides)
     parsed = load_snapshot(snapshot)
     split_config = SplitConfig.from_settings(settings)
-    if scope is ShedScope.cycle:
+    if scope is Scope.cycle:
         result = run_split_cycle(parsed.snapshot, split_config)
     else:
         result = find_bundles_to_split(parsed.snapshot, split_config)
