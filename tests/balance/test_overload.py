@@ -5,6 +5,7 @@ from __future__ import annotations
 from ballast.balance.decisions import ReasonKind
 from ballast.balance.shedding.common import NoState
 from ballast.balance.shedding.overload import find_bundles_to_unload
+from ballast.balance.snapshot import LoadSnapshot
 from ballast.model.config import OverloadShedderConfig
 from ballast.model.loaddata import BundleData
 from tests.balance.build import MB, averages, data, names, report, settings, snapshot
@@ -13,8 +14,8 @@ CONFIG = OverloadShedderConfig.from_settings(settings())
 B = [f"t/ns/0x{i:08x}_0x{i + 1:08x}" for i in range(6)]
 
 
-def shed(snap: object, config: OverloadShedderConfig = CONFIG) -> list[str]:
-    return names(find_bundles_to_unload(snap, NoState(), config, 0).decisions)  # type: ignore[arg-type]
+def shed(snap: LoadSnapshot, config: OverloadShedderConfig = CONFIG) -> list[str]:
+    return names(find_bundles_to_unload(snap, NoState(), config, 0).decisions)
 
 
 def test_sheds_heaviest_bundles_until_the_excess_plus_margin_is_marked() -> None:

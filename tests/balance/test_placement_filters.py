@@ -18,7 +18,7 @@ from ballast.balance.placement.filters import (
     should_anti_affinity_unload,
 )
 from ballast.balance.placement.versions import parse_version
-from ballast.balance.snapshot import Policies
+from ballast.balance.snapshot import LoadSnapshot, Policies
 from ballast.model.loaddata import LocalBrokerData
 from ballast.model.policies import IsolationPolicies
 from tests.balance.build import data, report, snapshot
@@ -90,7 +90,7 @@ def test_large_topic_count_counts_preallocated_topics_and_never_empties() -> Non
     assert filter_large_topic_count(snap, ("b", "c"), 49999) == ("b", "c")
 
 
-def group_snapshot(owned: dict[str, int], domains: dict[str, str] | None = None) -> object:
+def group_snapshot(owned: dict[str, int], domains: dict[str, str] | None = None) -> LoadSnapshot:
     """Each broker serves ``owned[broker]`` namespaces of anti-affinity group "grp"."""
     brokers = {}
     groups = {"t/new": "GRP"}
@@ -113,14 +113,14 @@ def test_anti_affinity_prefers_brokers_without_the_group_then_the_fewest() -> No
     snap = group_snapshot({"b1": 2, "b2": 0, "b3": 1})
     assert filter_anti_affinity(snap, ("b1", "b2", "b3"), NEW, failure_domains_enabled=False) == (
         "b2",
-    )  # type: ignore[arg-type]
+    )
     snap = group_snapshot({"b1": 2, "b2": 1, "b3": 1})
     assert filter_anti_affinity(snap, ("b1", "b2", "b3"), NEW, failure_domains_enabled=False) == (
         "b2",
         "b3",
-    )  # type: ignore[arg-type]
+    )
     unrelated = group_snapshot({"b1": 2})
-    assert filter_anti_affinity(unrelated, ("b1",), PLAIN, failure_domains_enabled=False) == ("b1",)  # type: ignore[arg-type]
+    assert filter_anti_affinity(unrelated, ("b1",), PLAIN, failure_domains_enabled=False) == ("b1",)
 
 
 def test_anti_affinity_over_failure_domains() -> None:
@@ -130,19 +130,19 @@ def test_anti_affinity_over_failure_domains() -> None:
     domains = {"b1": "d1", "b2": "d1", "b3": "d2", "b4": "d2", "b5": "d3", "b6": "d3"}
     snap = group_snapshot(owned, domains)
     everyone = tuple(owned)
-    assert filter_anti_affinity(snap, everyone, NEW, failure_domains_enabled=True) == ("b2", "b4")  # type: ignore[arg-type]
-    assert filter_anti_affinity(snap, everyone, NEW, failure_domains_enabled=False) == ("b2", "b4")  # type: ignore[arg-type]
+    assert filter_anti_affinity(snap, everyone, NEW, failure_domains_enabled=True) == ("b2", "b4")
+    assert filter_anti_affinity(snap, everyone, NEW, failure_domains_enabled=False) == ("b2", "b4")
 
 
 def test_should_anti_affinity_unload() -> None:
     # Pulsar's test: unload is pointless once every candidate serves one namespace of the group.
     brokers = ("broker-0", "broker-1", "broker-2")
-    assert should_anti_affinity_unload(group_snapshot({"broker-0": 1}), NEW, "broker-0", brokers)  # type: ignore[arg-type]
+    assert should_anti_affinity_unload(group_snapshot({"broker-0": 1}), NEW, "broker-0", brokers)
     two = group_snapshot({"broker-0": 1, "broker-1": 1})
-    assert should_anti_affinity_unload(two, NEW, "broker-0", brokers)  # type: ignore[arg-type]
+    assert should_anti_affinity_unload(two, NEW, "broker-0", brokers)
     three = group_snapshot({"broker-0": 1, "broker-1": 1, "broker-2": 1})
-    assert not should_anti_affinity_unload(three, NEW, "broker-0", brokers)  # type: ignore[arg-type]
-    assert should_anti_affinity_unload(three, PLAIN, "broker-0", brokers)  # type: ignore[arg-type]
+    assert not should_anti_affinity_unload(three, NEW, "broker-0", brokers)
+    assert should_anti_affinity_unload(three, PLAIN, "broker-0", brokers)
 
 
 def test_least_servicing_brokers_for_the_namespace() -> None:

@@ -4,6 +4,7 @@ and the load manager's checks around it."""
 from __future__ import annotations
 
 from ballast.balance.decisions import ReasonKind
+from ballast.balance.snapshot import LoadSnapshot
 from ballast.balance.split import find_bundles_to_split, run_split_cycle
 from ballast.model.bundles import NamespaceBundles
 from ballast.model.config import SplitConfig
@@ -14,8 +15,8 @@ CONFIG = SplitConfig.from_settings(settings())
 B = [f"t/n/0x{i:08x}_0x{i + 1:08x}" for i in range(6)]
 
 
-def split(snap: object, config: SplitConfig = CONFIG) -> list[str]:
-    return names(find_bundles_to_split(snap, config).decisions)  # type: ignore[arg-type]
+def split(snap: LoadSnapshot, config: SplitConfig = CONFIG) -> list[str]:
+    return names(find_bundles_to_split(snap, config).decisions)
 
 
 def test_each_threshold_is_strictly_exceeded() -> None:

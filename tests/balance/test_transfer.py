@@ -8,6 +8,7 @@ import pytest
 
 from ballast.balance.decisions import ReasonKind, Transfer, Unload
 from ballast.balance.javamap import java_hash_map_order, java_string_hash
+from ballast.balance.shedding.common import SheddingResult
 from ballast.balance.shedding.transfer import find_bundles_to_unload
 from ballast.balance.shedding.transfer_data import TransferState, top_bundles
 from ballast.balance.snapshot import BrokerLoad, LoadSnapshot, Policies
@@ -41,13 +42,13 @@ def five_brokers(**overrides: object) -> dict[str, object]:
 
 def run(
     snap: LoadSnapshot, config: TransferShedderConfig = CONFIG, state: TransferState | None = None
-) -> object:
+) -> SheddingResult[TransferState]:
     return find_bundles_to_unload(snap, state or TransferState(), config, NOW)
 
 
-def moves(result: object) -> list[tuple[str, str, str | None]]:
+def moves(result: SheddingResult[TransferState]) -> list[tuple[str, str, str | None]]:
     out = []
-    for d in result.decisions:  # type: ignore[attr-defined]
+    for d in result.decisions:
         if isinstance(d, Transfer):
             out.append((str(d.bundle), d.source, d.destination))
         else:
@@ -62,19 +63,19 @@ def test_heaviest_pairs_with_lightest_and_never_moves_the_last_top_bundle() -> N
         (bundle("ns5", 0), "broker5:8080", "broker1:8080"),
         (bundle("ns4", 0), "broker4:8080", "broker2:8080"),
     ]
-    assert result.stats["loadAvg"] == pytest.approx(0.364)  # type: ignore[attr-defined]
-    assert result.decisions[0].reason.kind is ReasonKind.OVERLOADED  # type: ignore[attr-defined]
-    assert result.state.hit_count == 0  # type: ignore[attr-defined]
+    assert result.stats["loadAvg"] == pytest.approx(0.364)
+    assert result.decisions[0].reason.kind is ReasonKind.OVERLOADED
+    assert result.state.hit_count == 0
 
 
 def test_cool_down_stops_the_run_and_old_entries_expire() -> None:
     recent = snapshot(five_brokers(), unloaded_brokers={"broker1:8080": T - 60_000})
     result = run(recent)
-    assert result.decisions == () and result.stats["reason"] == "CoolDown"  # type: ignore[attr-defined]
+    assert result.decisions == () and result.stats["reason"] == "CoolDown"
     old = snapshot(five_brokers(), unloaded_brokers={"broker1:8080": T - 181_000})
     result = run(old)
-    assert len(result.decisions) == 2  # type: ignore[attr-defined]
-    assert result.expired_unloaded_brokers == ("broker1:8080",)  # type: ignore[attr-defined]
+    assert len(result.decisions) == 2
+    assert result.expired_unloaded_brokers == ("broker1:8080",)
 
 
 def test_outdated_data_is_ignored() -> None:
@@ -107,7 +108,7 @@ def test_balanced_cluster_resets_the_hit_count() -> None:
         for i in range(3)
     }
     result = run(snapshot(even), state=TransferState(hit_count=5))
-    assert result.decisions == () and result.state.hit_count == 0  # type: ignore[attr-defined]
+    assert result.decisions == () and result.state.hit_count == 0
 
 
 def test_without_transfer_it_unloads() -> None:
@@ -207,7 +208,7 @@ def test_underloaded_reason_when_the_spread_is_small() -> None:
         }
     )
     result = run(snap)
-    assert result.decisions[0].reason.kind is ReasonKind.UNDERLOADED  # type: ignore[attr-defined]
+    assert result.decisions[0].reason.kind is ReasonKind.UNDERLOADED
     # 5 MB overshoots the 0.83 MB target; sending one of idle's tiny bundles back balances it.
     assert moves(result) == [
         (bundle("i", 1), "idle", "busy"),
@@ -218,15 +219,15 @@ def test_underloaded_reason_when_the_spread_is_small() -> None:
 def test_load_averages_come_from_state_reports_or_given_data() -> None:
     snap = snapshot(five_brokers())
     first = run(snap)
-    assert first.state.broker_load["broker5:8080"] == BrokerLoad(  # type: ignore[attr-defined]
+    assert first.state.broker_load["broker5:8080"] == BrokerLoad(
         weighted_max_ema=0.9, msg_throughput_ema=9 * MB, updated_at_ms=T
     )
-    again = run(snap, state=first.state)  # type: ignore[attr-defined]
-    assert again.state.broker_load == first.state.broker_load  # type: ignore[attr-defined]
+    again = run(snap, state=first.state)
+    assert again.state.broker_load == first.state.broker_load
     newer = snapshot(
         five_brokers(**{"broker5:8080": report(cpu=10, tput=9 * MB, last_update=T + 1)})
     )
-    ema = run(newer, state=first.state).state.broker_load["broker5:8080"]  # type: ignore[attr-defined]
+    ema = run(newer, state=first.state).state.broker_load["broker5:8080"]
     assert ema.weighted_max_ema == pytest.approx(0.9 * 0.9 + 0.1 * 0.1)
     given = snapshot(
         five_brokers(),
@@ -269,8 +270,8 @@ def test_debug_mode_counts_swapped_traffic_as_pulsar_does() -> None:
     debug = TransferShedderConfig.from_settings(
         settings(loadBalancerDebugModeEnabled=True, **EAGER)
     )
-    plain_std = run(snap).stats["stdAfter"]  # type: ignore[attr-defined]
-    debug_std = run(snap, debug).stats["stdAfter"]  # type: ignore[attr-defined]
+    plain_std = run(snap).stats["stdAfter"]
+    debug_std = run(snap, debug).stats["stdAfter"]
     # Without debug the 1 MB coming back is not subtracted: 5 MB * 0.9 / 10 MB = 0.45 of load
     # is taken as moved (loads 0.45 / 0.55); with it, 4 MB: 0.36 (0.54 / 0.46). Two brokers:
     # std = |load - avg|.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ballast.balance.shedding.common import NoState, java_int, java_int_add
 from ballast.balance.shedding.uniform import find_bundles_to_unload
+from ballast.balance.snapshot import LoadSnapshot
 from ballast.model.config import UniformShedderConfig
 from tests.balance.build import MB, data, names, report, settings, snapshot
 
@@ -11,8 +12,8 @@ CONFIG = UniformShedderConfig.from_settings(settings())
 B = [f"t/ns/0x{i:08x}_0x{i + 1:08x}" for i in range(12)]
 
 
-def shed(snap: object, config: UniformShedderConfig = CONFIG) -> list[str]:
-    return names(find_bundles_to_unload(snap, NoState(), config, 0).decisions)  # type: ignore[arg-type]
+def shed(snap: LoadSnapshot, config: UniformShedderConfig = CONFIG) -> list[str]:
+    return names(find_bundles_to_unload(snap, NoState(), config, 0).decisions)
 
 
 def test_throughput_gap_against_a_new_empty_broker() -> None:
