@@ -12,6 +12,7 @@ from ballast import __version__
 from ballast.cli.bundle import bundle_app
 from ballast.cli.config import config_app
 from ballast.cli.metadata import metadata_app
+from ballast.cli.decide import decide_app
 from ballast.cli.topic import topic_command
 
 app = typer.Typer(
@@ -26,6 +27,7 @@ app.command("topic")(topic_command)
 app.add_typer(bundle_app, name="bundle")
 app.add_typer(config_app, name="config")
 app.add_typer(metadata_app, name="metadata")
+app.add_typer(decide_app, name="decide")
 
 
 def _version(value: bool) -> None:

@@ -153,6 +153,7 @@ class TransferShedderConfig:
     history_percentage: float
     weights: ResourceWeights
     excluded_namespaces: frozenset[str]
+    failure_domains_enabled: bool  # the anti-affinity filter of the transferability check
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TransferShedderConfig:
@@ -175,6 +176,7 @@ class TransferShedderConfig:
             excluded_namespaces=frozenset(
                 settings.get_list("loadBalancerSheddingExcludedNamespaces")
             ),
+            failure_domains_enabled=settings.get_bool("failureDomainsEnabled"),
         )
 
 
@@ -232,6 +234,7 @@ class PlacementConfig:
     failure_domains_enabled: bool
     excluded_namespaces: frozenset[str]
     weights: ResourceWeights
+    load_manager_class: str  # brokers reporting another class are filtered out
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PlacementConfig:
@@ -252,6 +255,7 @@ class PlacementConfig:
                 settings.get_list("loadBalancerSheddingExcludedNamespaces")
             ),
             weights=resource_weights(settings),
+            load_manager_class=settings.get_str("loadManagerClassName"),
         )
 
 

@@ -1,0 +1,203 @@
+"""Placement (broker scoring) strategies, by name: Pulsar's ``ModularLoadManagerStrategy``
+implementations. Each chooses one of the candidates the filter pipeline left, from the snapshot,
+its explicit memory (:class:`PlacementState`) and an injected ``random.Random``; it returns the
+choice and the new memory.
+
+- ``least_long_term_message_rate`` (Pulsar's default): score = long-term message rate of the
+  broker (its time averages) plus that of its preallocated bundles; a broker whose weighted max
+  usage is above the overload threshold scores +infinity; uniformly random among the lowest
+  scores (exact ties), so if every candidate is overloaded, among all of them.
+- ``least_resource_usage_with_weight``: smoothed weighted usage per broker (history restarted
+  for a broker with no bundles or no message rate); the best are those at least
+  ``loadBalancerAverageResourceUsageDifferenceThresholdPercentage`` below the candidates'
+  average; random among them, or among all candidates if none is.
+- ``round_robin``: the next candidate in turn (see :func:`round_robin`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import msgspec
+
+from ballast.balance.decisions import BrokerId, percent
+from ballast.balance.placement.filters import Candidates
+from ballast.balance.snapshot import LoadSnapshot
+from ballast.model.config import PlacementConfig
+
+_INT_MAX = 2**31 - 1
+
+
+class RoundRobinState(msgspec.Struct, frozen=True, kw_only=True):
+    """Pulsar's ``RoundRobinBrokerSelector``: the turn counter and the candidate order it last
+    used (kept while the candidates stay the same size and still contain the pick)."""
+
+    counter: int = 0
+    order: tuple[str, ...] = ()
+
+
+class PlacementState(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What placement remembers between selections: ``least_resource_usage_with_weight``'s
+    smoothed usage per broker, the configured round-robin strategy's turn, and the turn of the
+    round-robin selector Pulsar keeps for namespaces excluded from shedding."""
+
+    usage_history: dict[str, float] = {}
+    round_robin: RoundRobinState = RoundRobinState()
+    excluded_round_robin: RoundRobinState = RoundRobinState()
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The chosen broker (None: no candidate) and a readable why."""
+
+    broker: BrokerId | None
+    detail: str
+
+
+def long_term_message_rate_score(
+    snapshot: LoadSnapshot, broker: BrokerId, config: PlacementConfig
+) -> float:
+    """Pulsar's ``LeastLongTermMessageRate.getScore``."""
+    data = snapshot.brokers[broker]
+    if data.local_data.max_resource_usage_with_weight(config.weights) > config.overloaded_threshold:
+        return math.inf
+    total = 0.0
+    for bundle in data.preallocated_bundle_data.values():
+        total += bundle.long_term_data.msg_rate_in + bundle.long_term_data.msg_rate_out
+    averages = data.time_average_data
+    return total + (averages.long_term_msg_rate_in + averages.long_term_msg_rate_out)
+
+
+def least_long_term_message_rate(
+    snapshot: LoadSnapshot,
+    candidates: Candidates,
+    config: PlacementConfig,
+    state: PlacementState,
+    rng: random.Random,
+) -> tuple[Choice, PlacementState]:
+    best: list[BrokerId] = []
+    lowest = math.inf
+    for broker in candidates:
+        score = long_term_message_rate_score(snapshot, broker, config)
+        if score < lowest:
+            best = [broker]
+            lowest = score
+        elif score == lowest:
+            best.append(broker)
+    if not best:
+        best = list(candidates)
+    if not best:
+        return Choice(None, "no candidate broker"), state
+    chosen = best[rng.randrange(len(best))]
+    if math.isinf(lowest):
+        detail = f"all {len(candidates)} candidates are overloaded; chosen at random"
+    else:
+        detail = (
+            f"least long-term message rate {lowest:g} msg/s, "
+            f"{len(best)} of {len(candidates)} candidates tied"
+        )
+    return Choice(chosen, detail), state
+
+
+def least_resource_usage_with_weight(
+    snapshot: LoadSnapshot,
+    candidates: Candidates,
+    config: PlacementConfig,
+    state: PlacementState,
+    rng: random.Random,
+) -> tuple[Choice, PlacementState]:
+    if not candidates:
+        return Choice(None, "no candidate broker"), state
+    # Pulsar's onActiveBrokersChange: forget brokers that are gone.
+    history = {b: v for b, v in state.usage_history.items() if b in snapshot.brokers}
+    keep = config.history_percentage
+    total = 0.0
+    for broker in candidates:
+        local = snapshot.local(broker)
+        previous = history.get(broker)
+        if not snapshot.bundles_of(broker) or (local.msg_rate_in == 0 and local.msg_rate_out == 0):
+            previous = None  # a restarted or idle broker starts its history again
+        usage = local.max_resource_usage_with_weight(config.weights)
+        smoothed = usage if previous is None else previous * keep + (1 - keep) * usage
+        history[broker] = smoothed
+        total += smoothed
+    average = total / len(candidates)
+    difference = config.usage_difference_threshold
+    best = [b for b in candidates if history.get(b, 1.0) + difference <= average]
+    if best:
+        detail = (
+            f"usage at least {percent(difference)} below the candidates' average "
+            f"{percent(average)} ({len(best)} of {len(candidates)})"
+        )
+    else:
+        best = list(candidates)
+        detail = f"no candidate well below the average {percent(average)}; chosen at random"
+    chosen = best[rng.randrange(len(best))]
+    return Choice(chosen, detail), msgspec.structs.replace(state, usage_history=history)
+
+
+def round_robin_turn(
+    candidates: Candidates, turn: RoundRobinState
+) -> tuple[BrokerId | None, RoundRobinState]:
+    """Pulsar's ``RoundRobinBrokerSelector.selectBroker``: the candidate at ``counter % n`` of
+    the remembered order, re-taken from the candidates (sorted, for a deterministic order) when
+    their number changed or the remembered pick is no longer a candidate; the counter then
+    advances, wrapping from ``Integer.MAX_VALUE`` to 0. No candidates: nothing, counter kept."""
+    if not candidates:
+        return None, turn
+    fresh = tuple(sorted(candidates))
+    index = turn.counter % len(fresh)
+    order = turn.order
+    if len(order) <= index or len(order) != len(fresh):
+        order = fresh
+    chosen = order[index]
+    if chosen not in candidates:
+        order = fresh
+        chosen = order[index]
+    counter = 0 if turn.counter == _INT_MAX else turn.counter + 1
+    return chosen, RoundRobinState(counter=counter, order=order)
+
+
+def round_robin(
+    snapshot: LoadSnapshot,
+    candidates: Candidates,
+    config: PlacementConfig,
+    state: PlacementState,
+    rng: random.Random,
+) -> tuple[Choice, PlacementState]:
+    del snapshot, config, rng
+    chosen, turn = round_robin_turn(candidates, state.round_robin)
+    detail = f"round robin turn {state.round_robin.counter} over {len(candidates)} candidates"
+    return Choice(chosen, detail), msgspec.structs.replace(state, round_robin=turn)
+
+
+PlacementStrategy = Callable[
+    [LoadSnapshot, Candidates, PlacementConfig, PlacementState, random.Random],
+    tuple[Choice, PlacementState],
+]
+
+PLACEMENT_STRATEGIES: Mapping[str, PlacementStrategy] = {
+    "least_long_term_message_rate": least_long_term_message_rate,
+    "least_resource_usage_with_weight": least_resource_usage_with_weight,
+    "round_robin": round_robin,
+}
+
+
+class UnknownPlacementStrategy(ValueError):
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def placement_strategy(name: str) -> PlacementStrategy:
+    """The strategy registered as ``name``; raises :class:`UnknownPlacementStrategy` listing the
+    valid names."""
+    try:
+        return PLACEMENT_STRATEGIES[name]
+    except KeyError:
+        valid = ", ".join(PLACEMENT_STRATEGIES)
+        raise UnknownPlacementStrategy(
+            f'unknown placement strategy "{name}" (valid: {valid})'
+        ) from None

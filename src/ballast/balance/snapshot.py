@@ -1,0 +1,254 @@
+"""The frozen load snapshot every balancing decision reads: what Pulsar's leader keeps in its
+``LoadData`` (brokers' reports, time averages, preallocations, bundle data, recently unloaded
+bundles), plus what the extensible load manager adds (recently unloaded brokers, per-broker load
+averages) and the policies placement obeys (namespace bundle boundaries, isolation,
+anti-affinity groups, failure domains).
+
+The snapshot is built directly from values (the controller builds it from its in-memory image;
+``ballast decide`` from JSON via :mod:`ballast.balance.snapshot_json`). It is immutable: a
+strategy never changes it, and derived indexes are computed once, when it is built, in linear
+time.
+
+Iteration order is part of the contract: Pulsar iterates Java hash maps whose order is arbitrary;
+Ballast iterates ``brokers`` and ``bundles`` in the order the snapshot gives them (insertion
+order), so decisions are deterministic.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import msgspec
+
+from ballast.balance.decisions import BrokerId
+from ballast.model.bundles import BundleName, NamespaceBundles
+from ballast.model.loaddata import BrokerData, BundleData, LocalBrokerData
+from ballast.model.naming import NamespaceName
+from ballast.model.policies import IsolationPolicies
+
+
+def _empty() -> Mapping[Any, Any]:
+    return MappingProxyType({})
+
+
+@functools.lru_cache(maxsize=65536)
+def bundle_name(text: str) -> BundleName:
+    """The parsed form of a canonical bundle name (cached: names repeat every cycle)."""
+    return BundleName.parse(text)
+
+
+def bundle_namespace(text: str) -> str:
+    """The namespace part of a bundle name (Pulsar's ``getNamespaceNameFromBundleName``)."""
+    return text.rpartition("/")[0]
+
+
+@functools.lru_cache(maxsize=16384)
+def is_system_namespace(namespace: str) -> bool:
+    """``pulsar/system`` and the heartbeat / SLA-monitor namespaces, which Pulsar never sheds."""
+    try:
+        return NamespaceName.parse(namespace).is_system_service
+    except ValueError:
+        return False
+
+
+class BrokerLoad(msgspec.Struct, frozen=True, kw_only=True):
+    """A broker's load as the extensible load manager keeps it (``BrokerLoadData``):
+    ``weighted_max_ema`` (a fraction), ``msg_throughput_ema`` (bytes/s) and when it was last
+    updated (epoch ms). JSON names are Pulsar's."""
+
+    weighted_max_ema: float = msgspec.field(name="weightedMaxEMA")
+    msg_throughput_ema: float = msgspec.field(name="msgThroughputEMA")
+    updated_at_ms: int = msgspec.field(default=0, name="updatedAt")
+
+
+@dataclass(frozen=True, slots=True)
+class Policies:
+    """The policies placement and the shedding guards read: isolation policies, each
+    namespace's anti-affinity group (``namespace -> group``, from its local policies) and each
+    broker's failure domain (``broker -> domain``; brokers in none are in ``default``)."""
+
+    isolation: IsolationPolicies = field(default_factory=IsolationPolicies)
+    anti_affinity_groups: Mapping[str, str] = field(default_factory=_empty)
+    broker_domains: Mapping[BrokerId, str] = field(default_factory=_empty)
+
+    def anti_affinity_group(self, namespace: str) -> str | None:
+        """The namespace's group, or None when it has none (a blank group counts as none, as
+        Pulsar's ``StringUtils.isNotBlank``)."""
+        group = self.anti_affinity_groups.get(namespace)
+        if group is None or not group.strip():
+            return None
+        return group
+
+    def has_isolation_policy(self, namespace: str) -> bool:
+        return self.isolation.policy_for(namespace) is not None
+
+    def has_policies(self, namespace: str) -> bool:
+        """An isolation policy or an anti-affinity group applies to the namespace."""
+        return (
+            self.has_isolation_policy(namespace) or self.anti_affinity_group(namespace) is not None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotIndex:
+    """Lookups derived from a snapshot's brokers and bundles (built once, O(bundles))."""
+
+    broker_bundles: Mapping[BrokerId, frozenset[str]]
+    """Bundles each broker reports: its ``bundles`` plus the keys of its ``lastStats``."""
+    owners: Mapping[str, BrokerId]
+    """Bundle → the broker serving it (the first reporter in broker order)."""
+    preallocated: Mapping[str, BrokerId]
+    """Bundle → the broker it is preallocated to."""
+    broker_namespaces: Mapping[BrokerId, Mapping[str, frozenset[str]]]
+    """Broker → namespace → bundles it serves or has preallocated (Pulsar's
+    ``brokerToNamespaceToBundleRange``)."""
+    bundle_order: Mapping[str, int]
+    """Position of each bundle in ``bundles`` (the order Pulsar's stable sorts keep)."""
+    seen_bundle_counts: Mapping[str, int]
+    """Namespace → distinct bundles seen in bundle data and reports."""
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSnapshot:
+    """Everything a balancing decision may read. Bundle names are canonical (lowercase hex);
+    broker ids are any strings (Pulsar's ``host:port``).
+
+    - ``brokers``: the live brokers, in iteration order, each with its report, time averages
+      and preallocated bundles (Pulsar's ``BrokerData``).
+    - ``bundles``: the leader's bundle data (short/long-term averages), in iteration order.
+    - ``recently_unloaded_bundles`` / ``recently_unloaded_brokers``: epoch ms of the last move.
+    - ``namespaces``: the authoritative bundle boundaries of the namespaces that have them.
+    - ``policies``: isolation, anti-affinity groups, failure domains.
+    - ``broker_load``: the extensible manager's per-broker averages where known.
+    """
+
+    brokers: Mapping[BrokerId, BrokerData]
+    bundles: Mapping[str, BundleData] = field(default_factory=_empty)
+    recently_unloaded_bundles: Mapping[str, int] = field(default_factory=_empty)
+    recently_unloaded_brokers: Mapping[BrokerId, int] = field(default_factory=_empty)
+    namespaces: Mapping[str, NamespaceBundles] = field(default_factory=_empty)
+    policies: Policies = field(default_factory=Policies)
+    broker_load: Mapping[BrokerId, BrokerLoad] = field(default_factory=_empty)
+    index: SnapshotIndex = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", _build_index(self.brokers, self.bundles))
+
+    # -- lookups ------------------------------------------------------------------------------
+
+    def local(self, broker: BrokerId) -> LocalBrokerData:
+        return self.brokers[broker].local_data
+
+    def bundles_of(self, broker: BrokerId) -> frozenset[str]:
+        """The bundles ``broker`` reports (``bundles`` and ``lastStats`` keys)."""
+        return self.index.broker_bundles.get(broker, frozenset())
+
+    def owner(self, bundle: str) -> BrokerId | None:
+        return self.index.owners.get(bundle)
+
+    def bundle_data_or_default(self, bundle: str) -> BundleData:
+        """The bundle's data, or Pulsar's default for a bundle never seen (50 msg/s and
+        50000 B/s each way)."""
+        data = self.bundles.get(bundle)
+        return data if data is not None else BundleData.new_default()
+
+    def bundle_count(self, namespace: str) -> int:
+        """The namespace's number of bundles: from ``namespaces`` when given, else the
+        distinct bundles of it seen in bundle data and reports."""
+        bundles = self.namespaces.get(namespace)
+        if bundles is not None:
+            return bundles.count
+        return self.index.seen_bundle_counts.get(namespace, 0)
+
+    def namespace_bundle_count(self, broker: BrokerId, namespace: str) -> int:
+        """Bundles of ``namespace`` that ``broker`` serves or has preallocated."""
+        return len(self.index.broker_namespaces.get(broker, {}).get(namespace, ()))
+
+    def with_recently_unloaded(
+        self,
+        bundles: Mapping[str, int] | None = None,
+        brokers: Mapping[BrokerId, int] | None = None,
+    ) -> LoadSnapshot:
+        """The same snapshot with other recently-unloaded maps."""
+        return LoadSnapshot(
+            brokers=self.brokers,
+            bundles=self.bundles,
+            recently_unloaded_bundles=(
+                self.recently_unloaded_bundles
+                if bundles is None
+                else MappingProxyType(dict(bundles))
+            ),
+            recently_unloaded_brokers=(
+                self.recently_unloaded_brokers
+                if brokers is None
+                else MappingProxyType(dict(brokers))
+            ),
+            namespaces=self.namespaces,
+            policies=self.policies,
+            broker_load=self.broker_load,
+        )
+
+
+def reported_bundles(local: LocalBrokerData) -> frozenset[str]:
+    """What a report says the broker serves: ``bundles`` and the keys of ``lastStats`` (equal in
+    a report Pulsar wrote; hand-made snapshots may give only one of them)."""
+    if not local.last_stats:
+        return local.bundles
+    return local.bundles | local.last_stats.keys()
+
+
+def _build_index(
+    brokers: Mapping[BrokerId, BrokerData], bundles: Mapping[str, BundleData]
+) -> SnapshotIndex:
+    broker_bundles: dict[BrokerId, frozenset[str]] = {}
+    owners: dict[str, BrokerId] = {}
+    duplicates: dict[str, list[BrokerId]] = {}
+    preallocated: dict[str, BrokerId] = {}
+    broker_namespaces: dict[BrokerId, Mapping[str, frozenset[str]]] = {}
+    seen: set[str] = set(bundles)
+    for broker, data in brokers.items():
+        served = reported_bundles(data.local_data)
+        broker_bundles[broker] = served
+        # Sorted: a report's bundle set has no order of its own, and ownership of a bundle
+        # reported twice must not depend on hash order.
+        for bundle in sorted(served):
+            first = owners.setdefault(bundle, broker)
+            if first != broker:
+                duplicates.setdefault(bundle, [first]).append(broker)
+        for bundle in data.preallocated_bundle_data:
+            preallocated.setdefault(bundle, broker)
+        by_namespace: dict[str, set[str]] = {}
+        for bundle in _chain(served, data.preallocated_bundle_data):
+            by_namespace.setdefault(bundle_namespace(bundle), set()).add(bundle)
+        broker_namespaces[broker] = MappingProxyType(
+            {ns: frozenset(members) for ns, members in by_namespace.items()}
+        )
+        seen.update(served)
+    counts: dict[str, int] = {}
+    for bundle in seen:
+        namespace = bundle_namespace(bundle)
+        counts[namespace] = counts.get(namespace, 0) + 1
+    warnings = tuple(
+        f"bundle {bundle} is reported by {len(reporters)} brokers ({', '.join(reporters)}); "
+        f"{reporters[0]} is taken as its owner"
+        for bundle, reporters in sorted(duplicates.items())
+    )
+    return SnapshotIndex(
+        broker_bundles=MappingProxyType(broker_bundles),
+        owners=MappingProxyType(owners),
+        preallocated=MappingProxyType(preallocated),
+        broker_namespaces=MappingProxyType(broker_namespaces),
+        bundle_order=MappingProxyType({bundle: i for i, bundle in enumerate(bundles)}),
+        seen_bundle_counts=MappingProxyType(counts),
+        warnings=warnings,
+    )
+
+
+def _chain(first: Iterable[str], second: Iterable[str]) -> Iterable[str]:
+    yield from first
+    yield from second

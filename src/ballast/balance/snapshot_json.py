@@ -1,0 +1,247 @@
+"""The JSON form of a :class:`LoadSnapshot` (the input of ``ballast decide``, documented in
+``docs/decide.md``), and the assembly of a dump of Pulsar's ``/loadbalance`` tree into it.
+
+Pure: the caller reads files; errors are :class:`~ballast.model.codec.ModelError` naming the
+JSON path of the problem (``$.brokers["b1"].cpu.usage``). Every part is optional except
+``brokers``; unknown top-level keys are reported as warnings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+import msgspec
+
+from ballast.balance.snapshot import BrokerLoad, LoadSnapshot, Policies, reported_bundles
+from ballast.model.bundles import NamespaceBundles
+from ballast.model.codec import ModelError, convert, key_path, to_builtins
+from ballast.model.loaddata import BrokerData, BundleData, LocalBrokerData, TimeAverageBrokerData
+from ballast.model.loaddata.local import canonical_bundle_key, canonicalize_bundles
+from ballast.model.naming import InvalidNameError, NamespaceName
+from ballast.model.policies import BundlesData, FailureDomain, IsolationPolicies, broker_domains
+
+T = TypeVar("T")
+
+KNOWN_KEYS = (
+    "brokers",
+    "timeAverages",
+    "bundles",
+    "recentlyUnloadedBundles",
+    "recentlyUnloadedBrokers",
+    "namespaces",
+    "policies",
+    "brokerLoadData",
+    "state",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedSnapshot:
+    """A snapshot read from JSON, the raw ``state`` object (each strategy reads its own part,
+    see :func:`strategy_state`) and warnings for the user."""
+
+    snapshot: LoadSnapshot
+    state: Mapping[str, Any]
+    warnings: tuple[str, ...]
+
+
+def _object(value: Any, path: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ModelError(path, f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def parse_snapshot(data: bytes | str) -> ParsedSnapshot:
+    """Parse a snapshot document; raises :class:`ModelError` naming the path."""
+    try:
+        obj = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ModelError("$", f"not valid JSON ({exc})") from None
+    return snapshot_from_object(obj)
+
+
+def snapshot_from_object(obj: Any) -> ParsedSnapshot:
+    """Build the snapshot from already-decoded JSON (dicts keep their order: it is the
+    iteration order of the decisions)."""
+    root = _object(obj, "$")
+    warnings: list[str] = [f"unknown key {key} ignored" for key in root if key not in KNOWN_KEYS]
+    if "brokers" not in root:
+        raise ModelError("$.brokers", "is required (an object of broker id -> LocalBrokerData)")
+    bundles = _bundles(_object(root.get("bundles"), "$.bundles"))
+    locals_by_broker: dict[str, LocalBrokerData] = {}
+    for broker, raw in _object(root["brokers"], "$.brokers").items():
+        path = f"$.brokers{key_path(broker)}"
+        if not isinstance(raw, dict):
+            raise ModelError(path, "expected a LocalBrokerData object")
+        local = convert(raw, LocalBrokerData, root=path)
+        locals_by_broker[broker] = canonicalize_bundles(local, root=path)
+    averages_raw = _object(root.get("timeAverages"), "$.timeAverages")
+    brokers: dict[str, BrokerData] = {}
+    for broker, local in locals_by_broker.items():
+        raw_average = averages_raw.get(broker)
+        if raw_average is None:
+            # Pulsar's leader recomputes these from bundle data on every update.
+            average = TimeAverageBrokerData.from_bundles(sorted(reported_bundles(local)), bundles)
+        else:
+            path = f"$.timeAverages{key_path(broker)}"
+            average = convert(raw_average, TimeAverageBrokerData, root=path)
+        brokers[broker] = BrokerData(local_data=local, time_average_data=average)
+    warnings.extend(
+        f"timeAverages of unknown broker {broker} ignored"
+        for broker in averages_raw
+        if broker not in brokers
+    )
+    unloaded_raw = convert(
+        _object(root.get("recentlyUnloadedBundles"), "$.recentlyUnloadedBundles"),
+        dict[str, int],
+        root="$.recentlyUnloadedBundles",
+    )
+    recently_unloaded = {
+        canonical_bundle_key(name, f"$.recentlyUnloadedBundles{key_path(name)}"): ts
+        for name, ts in unloaded_raw.items()
+    }
+    unloaded_brokers = convert(
+        _object(root.get("recentlyUnloadedBrokers"), "$.recentlyUnloadedBrokers"),
+        dict[str, int],
+        root="$.recentlyUnloadedBrokers",
+    )
+    broker_load, load_warnings = _broker_load(
+        _object(root.get("brokerLoadData"), "$.brokerLoadData"), locals_by_broker
+    )
+    warnings.extend(load_warnings)
+    snapshot = LoadSnapshot(
+        brokers=MappingProxyType(brokers),
+        bundles=MappingProxyType(bundles),
+        recently_unloaded_bundles=MappingProxyType(recently_unloaded),
+        recently_unloaded_brokers=MappingProxyType(unloaded_brokers),
+        namespaces=MappingProxyType(_namespaces(_object(root.get("namespaces"), "$.namespaces"))),
+        policies=_policies(_object(root.get("policies"), "$.policies")),
+        broker_load=MappingProxyType(broker_load),
+    )
+    warnings.extend(snapshot.index.warnings)
+    state = _object(root.get("state"), "$.state")
+    return ParsedSnapshot(snapshot, MappingProxyType(state), tuple(warnings))
+
+
+def _bundles(raw: dict[str, Any]) -> dict[str, BundleData]:
+    bundles: dict[str, BundleData] = {}
+    for name, value in raw.items():
+        path = f"$.bundles{key_path(name)}"
+        canonical = canonical_bundle_key(name, path)
+        if canonical in bundles:
+            raise ModelError(
+                path, f"bundle {canonical} is given twice (names are case-insensitive)"
+            )
+        bundles[canonical] = convert(value, BundleData, root=path)
+    return bundles
+
+
+def _broker_load(
+    raw: dict[str, Any], locals_by_broker: Mapping[str, LocalBrokerData]
+) -> tuple[dict[str, BrokerLoad], list[str]]:
+    loads: dict[str, BrokerLoad] = {}
+    warnings: list[str] = []
+    for broker, value in raw.items():
+        path = f"$.brokerLoadData{key_path(broker)}"
+        load = convert(value, BrokerLoad, root=path)
+        local = locals_by_broker.get(broker)
+        if local is None:
+            warnings.append(f"brokerLoadData of unknown broker {broker} ignored")
+            continue
+        if isinstance(value, dict) and "updatedAt" not in value:
+            load = msgspec.structs.replace(load, updated_at_ms=local.last_update)
+        loads[broker] = load
+    return loads, warnings
+
+
+def _namespaces(raw: dict[str, Any]) -> dict[str, NamespaceBundles]:
+    namespaces: dict[str, NamespaceBundles] = {}
+    for name, value in raw.items():
+        path = f"$.namespaces{key_path(name)}"
+        try:
+            namespace = NamespaceName.parse(name)
+        except InvalidNameError as exc:
+            raise ModelError(path, exc.args[0]) from None
+        data = convert(value, BundlesData, root=path)
+        namespaces[str(namespace)] = data.to_bundles(namespace, path=path)
+    return namespaces
+
+
+def _policies(raw: dict[str, Any]) -> Policies:
+    isolation = IsolationPolicies.from_mapping(
+        _object(raw.get("isolation"), "$.policies.isolation"), path="$.policies.isolation"
+    )
+    groups = convert(
+        _object(raw.get("antiAffinityGroups"), "$.policies.antiAffinityGroups"),
+        dict[str, str],
+        root="$.policies.antiAffinityGroups",
+    )
+    domains = convert(
+        _object(raw.get("failureDomains"), "$.policies.failureDomains"),
+        dict[str, FailureDomain | list[str]],
+        root="$.policies.failureDomains",
+    )
+    return Policies(
+        isolation=isolation,
+        anti_affinity_groups=MappingProxyType(groups),
+        broker_domains=MappingProxyType(broker_domains(domains)),
+    )
+
+
+def strategy_state(state: Mapping[str, Any], key: str, type_: type[T]) -> T:
+    """The part of a snapshot's ``state`` that belongs to ``key`` (a strategy name or
+    ``placement``), as ``type_``; its initial state when absent. Raises :class:`ModelError`
+    naming ``$.state.<key>...``."""
+    raw = state.get(key)
+    if raw is None:
+        return convert({}, type_, root=f"$.state.{key}")
+    return convert(raw, type_, root=f"$.state.{key}")
+
+
+def state_with(state: Mapping[str, Any], updates: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``state`` to print: the input state with the parts of the strategies that ran
+    replaced by their new memory (JSON-ready)."""
+    merged = dict(state)
+    for key, value in updates.items():
+        merged[key] = to_builtins(value)
+    return merged
+
+
+_DUMP_PARTS = {
+    "brokers": "brokers",
+    "broker-time-average": "timeAverages",
+    "bundle-data": "bundles",
+}
+
+
+def dump_to_object(files: Mapping[str, bytes]) -> tuple[dict[str, Any], list[str]]:
+    """Assemble a dump of Pulsar's ``/loadbalance`` tree into a snapshot object. ``files`` maps
+    each file's path relative to the dump (``brokers/10.0.0.1:8080``,
+    ``broker-time-average/10.0.0.1:8080``, ``bundle-data/tenant/ns/0x00000000_0x40000000``; a
+    ``.json`` suffix is ignored) to its bytes. Files elsewhere are skipped with a warning."""
+    obj: dict[str, dict[str, Any]] = {part: {} for part in _DUMP_PARTS.values()}
+    warnings: list[str] = []
+    for relative in sorted(files):
+        parts = relative.split("/")
+        section = _DUMP_PARTS.get(parts[0])
+        if section is None or len(parts) < 2:
+            warnings.append(f"{relative}: not part of a /loadbalance dump, skipped")
+            continue
+        name = "/".join(parts[1:])
+        if name.endswith(".json"):
+            name = name[: -len(".json")]
+        try:
+            value = msgspec.json.decode(files[relative])
+        except msgspec.DecodeError as exc:
+            raise ModelError(
+                f"$.{section}{key_path(name)}", f"{relative}: not valid JSON ({exc})"
+            ) from None
+        obj[section][name] = value
+    if not obj["brokers"]:
+        warnings.append("the dump has no brokers/ entries")
+    return {key: value for key, value in obj.items()}, warnings

@@ -1,0 +1,125 @@
+"""Which bundles to split: Pulsar's ``BundleSplitterTask`` (modular load manager), and the
+checks its load manager applies around it (``checkNamespaceBundleSplit``).
+
+Rules of :func:`find_bundles_to_split`, per broker (snapshot order), per bundle of its report's
+``lastStats`` (report order):
+
+- a bundle with fewer than 2 topics is never split (it could not be cut usefully);
+- it qualifies when its topics exceed ``loadBalancerNamespaceBundleMaxTopics`` (1000), or its
+  sessions (consumers + producers) exceed ``loadBalancerNamespaceBundleMaxSessions`` (1000; 0 or
+  less disables this check), or its *long-term* message rate (in + out, from bundle data; 0
+  without data) exceeds ``loadBalancerNamespaceBundleMaxMsgRate`` (30000 msg/s), or its
+  long-term throughput exceeds ``loadBalancerNamespaceBundleMaxBandwidthMbytes`` MiB/s (100);
+- the namespace must stay below ``loadBalancerNamespaceMaximumBundles`` (128) counting the
+  splits already chosen in this run: ``bundles + chosen < max``.
+
+Each split uses ``defaultNamespaceBundleSplitAlgorithm``.
+
+Worked example: ``t/n`` has 2 bundles; ``b1`` reports ``t/n/0x00000000_0x80000000`` with 1001
+topics > 1000: it is split (2 + 0 < 128).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ballast.balance.decisions import BrokerId, JsonValue, Reason, ReasonKind, Split, mib
+from ballast.balance.snapshot import LoadSnapshot, bundle_name, bundle_namespace
+from ballast.model.config import SplitConfig
+from ballast.model.loaddata import NamespaceBundleStats
+
+
+@dataclass(frozen=True, slots=True)
+class SplitResult:
+    """The splits, in the order they were chosen, and figures (bundles that qualified but
+    could not be split, and why)."""
+
+    decisions: tuple[Split, ...]
+    stats: Mapping[str, JsonValue]
+
+
+def _exceeded(
+    snapshot: LoadSnapshot, bundle: str, stats: NamespaceBundleStats, config: SplitConfig
+) -> list[tuple[ReasonKind, str]]:
+    rate = 0.0
+    throughput = 0.0
+    data = snapshot.bundles.get(bundle)
+    if data is not None:
+        rate = data.long_term_data.total_msg_rate
+        throughput = data.long_term_data.total_msg_throughput
+    found: list[tuple[ReasonKind, str]] = []
+    if stats.topics > config.max_topics:
+        found.append((ReasonKind.TOPICS, f"topics {stats.topics} > {config.max_topics}"))
+    sessions = stats.consumer_count + stats.producer_count
+    if config.max_sessions > 0 and sessions > config.max_sessions:
+        found.append((ReasonKind.SESSIONS, f"sessions {sessions} > {config.max_sessions}"))
+    if rate > config.max_msg_rate:
+        found.append((ReasonKind.MSG_RATE, f"msg rate {rate:g} > {config.max_msg_rate:g} msg/s"))
+    if throughput > config.max_bandwidth_bytes:
+        found.append(
+            (
+                ReasonKind.BANDWIDTH,
+                f"throughput {mib(throughput)} > {mib(config.max_bandwidth_bytes)}",
+            )
+        )
+    return found
+
+
+def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitResult:
+    """Pulsar's ``BundleSplitterTask.findBundlesToSplit`` (master). A bundle reported by two
+    brokers is chosen once, attributed to the last reporter (it counts once per report against
+    the namespace's limit, as in Pulsar)."""
+    chosen: dict[str, tuple[BrokerId, Reason]] = {}
+    added: dict[str, int] = {}
+    refused: list[JsonValue] = []
+    for broker, data in snapshot.brokers.items():
+        for bundle, bundle_stats in data.local_data.last_stats.items():
+            if bundle_stats.topics < 2:
+                continue
+            exceeded = _exceeded(snapshot, bundle, bundle_stats, config)
+            if not exceeded:
+                continue
+            namespace = bundle_namespace(bundle)
+            count = snapshot.bundle_count(namespace)
+            if count + added.get(namespace, 0) < config.max_bundles:
+                reason = Reason(exceeded[0][0], "; ".join(text for _, text in exceeded))
+                chosen[bundle] = (broker, reason)
+                added[namespace] = added.get(namespace, 0) + 1
+            else:
+                why = f"namespace {namespace} has {count} bundles (maximum {config.max_bundles})"
+                refused.append({"bundle": bundle, "broker": broker, "why": why})
+    decisions = tuple(
+        Split(bundle_name(bundle), broker, config.default_algorithm, reason)
+        for bundle, (broker, reason) in chosen.items()
+    )
+    return SplitResult(
+        decisions, {"outcome": "Success" if decisions else "Skip", "refused": refused}
+    )
+
+
+def run_split_cycle(snapshot: LoadSnapshot, config: SplitConfig) -> SplitResult:
+    """The load manager's ``checkNamespaceBundleSplit`` around :func:`find_bundles_to_split`:
+    nothing when auto split is disabled or fewer than two brokers are known; a chosen bundle is
+    dropped when it cannot be cut any more or (if the namespace's boundaries are known) is no
+    longer one of its bundles."""
+    if not config.enabled:
+        return SplitResult((), {"outcome": "Skip", "detail": "auto bundle split is disabled"})
+    if len(snapshot.brokers) <= 1:
+        return SplitResult((), {"outcome": "Skip", "detail": "fewer than two brokers"})
+    found = find_bundles_to_split(snapshot, config)
+    kept: list[Split] = []
+    previous = found.stats.get("refused")
+    refused: list[JsonValue] = list(previous) if isinstance(previous, list) else []
+    for split in found.decisions:
+        namespace_bundles = snapshot.namespaces.get(str(split.bundle.namespace))
+        if not split.bundle.range.can_split:
+            why = "bundle cannot be split further"
+        elif namespace_bundles is not None and not namespace_bundles.contains(split.bundle.range):
+            why = "no longer a bundle of its namespace"
+        else:
+            kept.append(split)
+            continue
+        refused.append({"bundle": str(split.bundle), "broker": split.broker, "why": why})
+    stats: dict[str, JsonValue] = {"outcome": "Success" if kept else "Skip", "refused": refused}
+    return SplitResult(tuple(kept), stats)

@@ -1,0 +1,177 @@
+"""The snapshot's JSON form: every part, canonical names, defaults, and errors with paths."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ballast.balance.shedding.threshold import ThresholdState
+from ballast.balance.snapshot_json import (
+    dump_to_object,
+    parse_snapshot,
+    snapshot_from_object,
+    state_with,
+    strategy_state,
+)
+from ballast.model.codec import ModelError
+
+BROKER = {
+    "cpu": {"usage": 50.0, "limit": 100.0},
+    "msgThroughputIn": 10.0,
+    "lastUpdate": 1000,
+    "bundles": ["t/ns/0x00000000_0x8000000A"],
+    "lastStats": {"t/ns/0x8000000A_0xFFFFFFFF": {"topics": 3}},
+}
+BUNDLE = {
+    "shortTermData": {"maxSamples": 10, "numSamples": 10, "msgRateIn": 5.0},
+    "longTermData": {"maxSamples": 1000, "numSamples": 10, "msgRateIn": 4.0},
+    "topics": 2,
+}
+
+
+def full() -> dict[str, Any]:
+    return {
+        "brokers": {"b1:8080": BROKER, "b2:8080": {}},
+        "timeAverages": {"b2:8080": {"longTermMsgRateIn": 7.0}},
+        "bundles": {"t/ns/0x00000000_0x8000000A": BUNDLE},
+        "recentlyUnloadedBundles": {"t/ns/0x8000000A_0xFFFFFFFF": 99},
+        "recentlyUnloadedBrokers": {"b2:8080": 98},
+        "namespaces": {
+            "t/ns": {"numBundles": 2, "boundaries": ["0x00000000", "0x8000000A", "0xffffffff"]}
+        },
+        "policies": {
+            "isolation": {"p": {"namespaces": ["t/iso"], "primary": ["b1"]}},
+            "antiAffinityGroups": {"t/ns": "g"},
+            "failureDomains": {"d1": ["b1:8080"], "d2": {"brokers": ["b2:8080"]}},
+        },
+        "brokerLoadData": {"b1:8080": {"weightedMaxEMA": 0.5, "msgThroughputEMA": 10.0}},
+        "state": {"threshold": {"usageHistory": {"b1:8080": 0.4}}},
+    }
+
+
+def test_every_part_is_read() -> None:
+    parsed = snapshot_from_object(full())
+    snap = parsed.snapshot
+    assert list(snap.brokers) == ["b1:8080", "b2:8080"]
+    assert snap.bundles_of("b1:8080") == {
+        "t/ns/0x00000000_0x8000000a",
+        "t/ns/0x8000000a_0xffffffff",
+    }
+    assert snap.owner("t/ns/0x8000000a_0xffffffff") == "b1:8080"
+    # Time averages: computed from bundle data when absent (the default counts for unknowns).
+    assert snap.brokers["b1:8080"].time_average_data.long_term_msg_rate_in == 4.0 + 50.0
+    assert snap.brokers["b2:8080"].time_average_data.long_term_msg_rate_in == 7.0
+    assert snap.recently_unloaded_bundles == {"t/ns/0x8000000a_0xffffffff": 99}
+    assert snap.recently_unloaded_brokers == {"b2:8080": 98}
+    assert snap.bundle_count("t/ns") == 2
+    assert snap.policies.has_isolation_policy("t/iso")
+    assert snap.policies.anti_affinity_group("t/ns") == "g"
+    assert dict(snap.policies.broker_domains) == {"b1:8080": "d1", "b2:8080": "d2"}
+    load = snap.broker_load["b1:8080"]
+    assert (load.weighted_max_ema, load.msg_throughput_ema, load.updated_at_ms) == (0.5, 10.0, 1000)
+    assert strategy_state(parsed.state, "threshold", ThresholdState).usage_history == {
+        "b1:8080": 0.4
+    }
+    assert parsed.warnings == ()
+
+
+def test_only_brokers_is_required() -> None:
+    parsed = parse_snapshot('{"brokers": {"b": {}}}')
+    assert list(parsed.snapshot.brokers) == ["b"] and parsed.state == {}
+    assert strategy_state(parsed.state, "threshold", ThresholdState) == ThresholdState()
+
+
+def test_warnings_for_unknown_keys_brokers_and_double_reports() -> None:
+    parsed = snapshot_from_object(
+        {
+            "brokers": {
+                "a": {"bundles": ["t/n/0x00000000_0xffffffff"]},
+                "b": {"bundles": ["t/n/0x00000000_0xffffffff"]},
+            },
+            "timeAverages": {"zz": {}},
+            "extra": 1,
+        }
+    )
+    text = " | ".join(parsed.warnings)
+    assert "unknown key extra" in text and "unknown broker zz" in text
+    assert "reported by 2 brokers (a, b); a is taken as its owner" in text
+
+
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [
+        ("[1]", "$"),
+        ("{", "$"),
+        ("{}", "$.brokers"),
+        ('{"brokers": {"b1": {"cpu": {"usage": "high"}}}}', '$.brokers["b1"].cpu.usage'),
+        ('{"brokers": {"b1": {"lastStats": {"nope": {}}}}}', '$.brokers["b1"].lastStats["nope"]'),
+        (
+            '{"brokers": {}, "bundles": {"t/n/0x0_0x1": {"topics": -1}}}',
+            '$.bundles["t/n/0x0_0x1"].topics',
+        ),
+        ('{"brokers": {}, "bundles": {"bad": {}}}', '$.bundles["bad"]'),
+        (
+            '{"brokers": {}, "namespaces": {"t/n": {"boundaries": ["0x0", "0x10"]}}}',
+            '$.namespaces["t/n"].boundaries',
+        ),
+        ('{"brokers": {}, "namespaces": {"t": {}}}', '$.namespaces["t"]'),
+        (
+            '{"brokers": {}, "recentlyUnloadedBundles": {"t/n/0x0_0x1": "x"}}',
+            '$.recentlyUnloadedBundles["t/n/0x0_0x1"]',
+        ),
+        (
+            '{"brokers": {}, "policies": {"antiAffinityGroups": {"t/n": 3}}}',
+            '$.policies.antiAffinityGroups["t/n"]',
+        ),
+        (
+            '{"brokers": {"b": {}}, "brokerLoadData": {"b": {"weightedMaxEMA": 1}}}',
+            '$.brokerLoadData["b"]',
+        ),
+    ],
+)
+def test_errors_name_the_json_path(document: str, path: str) -> None:
+    with pytest.raises(ModelError) as caught:
+        parse_snapshot(document)
+    assert caught.value.path == path
+
+
+def test_duplicate_bundles_after_normalising_are_an_error() -> None:
+    doc = {
+        "brokers": {},
+        "bundles": {"t/n/0x0000000A_0xffffffff": {}, "t/n/0x0000000a_0xffffffff": {}},
+    }
+    with pytest.raises(ModelError, match="given twice"):
+        snapshot_from_object(doc)
+
+
+def test_bad_state_is_reported_under_state() -> None:
+    parsed = parse_snapshot('{"brokers": {}, "state": {"threshold": {"usageHistory": {"b": "x"}}}}')
+    with pytest.raises(ModelError) as caught:
+        strategy_state(parsed.state, "threshold", ThresholdState)
+    assert caught.value.path == '$.state.threshold.usageHistory["b"]'
+
+
+def test_state_output_keeps_other_parts() -> None:
+    merged = state_with(
+        {"placement": {"usageHistory": {}}}, {"threshold": ThresholdState(usage_history={"b": 0.5})}
+    )
+    assert merged == {"placement": {"usageHistory": {}}, "threshold": {"usageHistory": {"b": 0.5}}}
+
+
+def test_dump_directory_layout() -> None:
+    files = {
+        "brokers/10.0.0.1:8080": json.dumps(BROKER).encode(),
+        "broker-time-average/10.0.0.1:8080.json": b'{"longTermMsgRateIn": 1.0}',
+        "bundle-data/t/ns/0x00000000_0x8000000A": json.dumps(BUNDLE).encode(),
+        "leader": b"{}",
+    }
+    obj, warnings = dump_to_object(files)
+    assert list(obj["brokers"]) == ["10.0.0.1:8080"]
+    assert obj["timeAverages"] == {"10.0.0.1:8080": {"longTermMsgRateIn": 1.0}}
+    assert list(obj["bundles"]) == ["t/ns/0x00000000_0x8000000A"]
+    assert warnings == ["leader: not part of a /loadbalance dump, skipped"]
+    with pytest.raises(ModelError, match="brokers/x: not valid JSON") as caught:
+        dump_to_object({"brokers/x": b"{"})
+    assert caught.value.path == '$.brokers["x"]'

@@ -1,0 +1,100 @@
+"""BundleSplitterTask: the thresholds, the < 2 topics rule, the per-namespace count in a run,
+and the load manager's checks around it."""
+
+from __future__ import annotations
+
+from ballast.balance.decisions import ReasonKind
+from ballast.balance.snapshot import LoadSnapshot
+from ballast.balance.split import find_bundles_to_split, run_split_cycle
+from ballast.model.bundles import NamespaceBundles
+from ballast.model.config import SplitConfig
+from ballast.model.naming import NamespaceName
+from tests.balance.build import MB, data, names, report, settings, snapshot, stats
+
+CONFIG = SplitConfig.from_settings(settings())
+B = [f"t/n/0x{i:08x}_0x{i + 1:08x}" for i in range(6)]
+
+
+def split(snap: LoadSnapshot, config: SplitConfig = CONFIG) -> list[str]:
+    return names(find_bundles_to_split(snap, config).decisions)
+
+
+def test_each_threshold_is_strictly_exceeded() -> None:
+    brokers = {
+        "b1": report(
+            stats={
+                B[0]: stats(topics=1001),
+                B[1]: stats(topics=1000),
+                B[2]: stats(topics=2, sessions=1001),
+                B[3]: stats(topics=2),
+                B[4]: stats(topics=2),
+            }
+        )
+    }
+    bundles = {B[3]: data(rate=30001), B[4]: data(tput=100 * MB + 1)}
+    result = find_bundles_to_split(snapshot(brokers, bundles), CONFIG)
+    assert names(result.decisions) == [B[0], B[2], B[3], B[4]]
+    kinds = [d.reason.kind for d in result.decisions]
+    assert kinds == [
+        ReasonKind.TOPICS,
+        ReasonKind.SESSIONS,
+        ReasonKind.MSG_RATE,
+        ReasonKind.BANDWIDTH,
+    ]
+    assert {d.algorithm for d in result.decisions} == {"range_equally_divide"}
+    assert {d.broker for d in result.decisions} == {"b1"}
+
+
+def test_rates_are_long_term_and_fewer_than_two_topics_never_split() -> None:
+    hot_short = data(rate=10, long_rate=40000)
+    cold_long = data(rate=40000, long_rate=10)
+    brokers = {
+        "b1": report(stats={B[0]: stats(topics=2), B[1]: stats(topics=2), B[2]: stats(topics=1)})
+    }
+    bundles = {B[0]: hot_short, B[1]: cold_long, B[2]: data(rate=1e6)}
+    assert split(snapshot(brokers, bundles)) == [B[0]]
+
+
+def test_sessions_check_is_disabled_at_zero() -> None:
+    brokers = {"b1": report(stats={B[0]: stats(topics=2, sessions=5000)})}
+    off = SplitConfig.from_settings(settings(loadBalancerNamespaceBundleMaxSessions=0))
+    assert split(snapshot(brokers)) == [B[0]] and split(snapshot(brokers), off) == []
+
+
+def test_namespace_maximum_counts_splits_chosen_in_this_run() -> None:
+    brokers = {
+        "b1": report(stats={B[0]: stats(topics=2000), B[1]: stats(topics=2000)}),
+        "b2": report(stats={B[2]: stats(topics=2000)}),
+    }
+    namespaces = {"t/n": NamespaceBundles.equal(NamespaceName("t", "n"), 6)}
+    limit = SplitConfig.from_settings(settings(loadBalancerNamespaceMaximumBundles=8))
+    result = find_bundles_to_split(snapshot(brokers, namespaces=namespaces), limit)
+    assert names(result.decisions) == [B[0], B[1]]  # 6 + 0 < 8, 6 + 1 < 8, 6 + 2 is not
+    assert "maximum 8" in str(result.stats["refused"])
+
+
+def test_bundle_count_without_namespaces_is_the_bundles_seen() -> None:
+    brokers = {"b1": report(bundles=B[:3], stats={B[0]: stats(topics=2000)})}
+    limit = SplitConfig.from_settings(settings(loadBalancerNamespaceMaximumBundles=3))
+    assert split(snapshot(brokers), limit) == []  # three bundles seen: 3 + 0 is not < 3
+    assert split(snapshot(brokers, {}), SplitConfig.from_settings(settings())) == [B[0]]
+
+
+def test_cycle_needs_two_brokers_and_a_splittable_current_bundle() -> None:
+    half = "t/n/0x00000000_0x80000000"
+    hot = {half: stats(topics=2000)}
+    one = snapshot({"b1": report(stats=hot)})
+    assert find_bundles_to_split(one, CONFIG).decisions != ()
+    assert run_split_cycle(one, CONFIG).decisions == ()
+    two = snapshot({"b1": report(stats=hot), "b2": report()})
+    assert names(run_split_cycle(two, CONFIG).decisions) == [half]
+    tiny = B[5]  # one hash wide
+    unsplittable = snapshot({"b1": report(stats={tiny: stats(topics=2000)}), "b2": report()})
+    assert run_split_cycle(unsplittable, CONFIG).decisions == ()
+    moved_on = snapshot(
+        {"b1": report(stats=hot), "b2": report()},
+        namespaces={"t/n": NamespaceBundles.equal(NamespaceName("t", "n"), 4)},
+    )
+    assert run_split_cycle(moved_on, CONFIG).decisions == ()
+    disabled = SplitConfig.from_settings(settings(loadBalancerAutoBundleSplitEnabled=False))
+    assert run_split_cycle(two, disabled).decisions == ()

@@ -1,0 +1,219 @@
+"""End to end: ``ballast decide shed|split|place`` on the acceptance snapshots, the shipped
+example, Pulsar's sample reports, stdin, a /loadbalance dump directory, and bad input."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from subprocess import CompletedProcess
+from typing import Any
+
+import pytest
+
+Run = Callable[..., CompletedProcess[str]]
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "balance" / "data"
+EXAMPLES = json.loads((DATA / "decide-examples.json").read_text())
+EXAMPLE = REPO / "examples" / "cluster-snapshot.json"
+MODEL_DATA = REPO / "tests" / "model" / "data"
+
+
+def ok(result: CompletedProcess[str]) -> dict[str, Any]:
+    assert result.returncode == 0, result.stderr
+    body: dict[str, Any] = json.loads(result.stdout)
+    return body
+
+
+def summary(decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    keys = ("action", "bundle", "broker", "destination")
+    return [{k: d[k] for k in keys if k in d} for d in decisions]
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e["example"] for e in EXAMPLES])
+def test_acceptance_examples(ballast: Run, example: dict[str, Any]) -> None:
+    argv = shlex.split(example["command"])[1:]
+    argv = [str(DATA / a) if a.endswith(".snapshot.json") else a for a in argv]
+    body = ok(ballast(*argv))
+    assert summary(body["decisions"]) == example["expectedDecisions"]
+    for decision in body["decisions"]:
+        assert decision["reason"] and decision["reasonKind"]
+
+
+def test_transfer_example_reports_pulsars_figures(ballast: Run) -> None:
+    (example,) = [e for e in EXAMPLES if e["example"] == "tr-setup-overloaded"]
+    argv = [
+        str(DATA / a) if a.endswith(".snapshot.json") else a
+        for a in shlex.split(example["command"])[1:]
+    ]
+    stats = ok(ballast(*argv))["stats"]
+    assert stats["loadAvg"] == 0.36400000000000005
+    assert stats["loadStd"] == 0.3982762860126121
+    assert stats["outcome"] == "Success"
+    assert stats["expiredRecentlyUnloadedBrokers"] == ["broker1:8080"]
+
+
+def test_shipped_example_end_to_end(ballast: Run) -> None:
+    shed = ok(ballast("decide", "shed", str(EXAMPLE), "--now-ms", "1700000000000"))
+    assert summary(shed["decisions"]) == [
+        {
+            "action": "transfer",
+            "bundle": "public/default/0x00000000_0x40000000",
+            "broker": "10.0.0.1:8080",
+            "destination": "10.0.0.3:8080",
+        }
+    ]
+    assert set(shed["state"]) == {"threshold", "placement"}
+    split = ok(ballast("decide", "split", str(EXAMPLE)))
+    assert summary(split["decisions"]) == [
+        {
+            "action": "split",
+            "bundle": "tenant/orders/0x00000000_0x80000000",
+            "broker": "10.0.0.1:8080",
+        }
+    ]
+    place = ok(
+        ballast("decide", "place", str(EXAMPLE), "--bundle", "public/default/0x40000000_0x80000000")
+    )
+    assert [d["broker"] for d in place["decisions"]] == ["10.0.0.3:8080"]
+    assert place["stats"]["preallocation"]["broker"] == "10.0.0.3:8080"
+
+
+def test_state_fed_back_continues_the_strategy(ballast: Run) -> None:
+    first = ok(ballast("decide", "shed", str(EXAMPLE), "--scope", "strategy", "--now-ms", "1"))
+    history = first["state"]["threshold"]["usageHistory"]
+    assert history["10.0.0.1:8080"] == pytest.approx(0.88 * 0.9 + 0.1 * 0.92)
+    snapshot = json.loads(EXAMPLE.read_text())
+    snapshot["state"] = first["state"]
+    second = ok(
+        ballast(
+            "decide",
+            "shed",
+            "-",
+            "--scope",
+            "strategy",
+            "--now-ms",
+            "1",
+            stdin=json.dumps(snapshot),
+        )
+    )
+    assert second["state"]["threshold"]["usageHistory"]["10.0.0.1:8080"] == pytest.approx(
+        history["10.0.0.1:8080"] * 0.9 + 0.1 * 0.92
+    )
+
+
+def test_stdin_gives_the_same_answer_as_the_file(ballast: Run) -> None:
+    from_file = ok(ballast("decide", "split", str(DATA / "bsd-topics.snapshot.json")))
+    text = (DATA / "bsd-topics.snapshot.json").read_text()
+    from_stdin = ok(ballast("decide", "split", "-", stdin=text))
+    assert from_stdin == from_file
+
+
+def write_dump(root: Path, snapshot: dict[str, Any]) -> None:
+    for broker, report in snapshot["brokers"].items():
+        (root / "brokers").mkdir(parents=True, exist_ok=True)
+        (root / "brokers" / broker).write_text(json.dumps(report))
+    for bundle, data in snapshot.get("bundles", {}).items():
+        path = root / "bundle-data" / bundle
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data))
+
+
+def test_dump_directory_gives_the_same_decisions(ballast: Run, tmp_path: Path) -> None:
+    source = DATA / "os-multiple-bundles.snapshot.json"
+    write_dump(tmp_path, json.loads(source.read_text()))
+    args = ("--strategy", "overload", "--scope", "strategy", "--now-ms", "1700000001000")
+    from_dir = ok(ballast("decide", "shed", str(tmp_path), *args))
+    from_file = ok(ballast("decide", "shed", str(source), *args))
+    assert summary(from_dir["decisions"]) == summary(from_file["decisions"])
+    assert len(from_dir["decisions"]) == 2
+
+
+def test_seed002_sample_reports(ballast: Run, tmp_path: Path) -> None:
+    """Pulsar's stored JSON from seed 002 (a standalone broker), as a /loadbalance dump."""
+    broker = "localhost:8080"
+    bundle = "public/default/0x00000000_0xffffffff"
+    for folder, name, source in (
+        ("brokers", broker, "seed002_local_broker_data.json"),
+        ("broker-time-average", broker, "seed002_time_average_broker_data.json"),
+        ("bundle-data/public/default", "0x00000000_0xffffffff", "seed002_bundle_data.json"),
+    ):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(MODEL_DATA / source, tmp_path / folder / name)
+    shed = ok(ballast("decide", "shed", str(tmp_path), "--now-ms", "1668497351981"))
+    assert shed["decisions"] == [] and shed["stats"]["reason"] == "NoBrokers"
+    alone = ok(ballast("decide", "shed", str(tmp_path), "--scope", "strategy", "--now-ms", "1"))
+    assert alone["decisions"] == [] and alone["stats"]["reason"] == "NoLoadData"
+    place = ok(ballast("decide", "place", str(tmp_path), "--bundle", bundle))
+    assert summary(place["decisions"]) == [{"action": "assign", "bundle": bundle, "broker": broker}]
+    assert place["stats"]["preallocation"]["newBundleData"] is False
+    assert ok(ballast("decide", "split", str(tmp_path)))["decisions"] == []
+
+
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [
+        ('{"brokers": {"b1": {"cpu": {"usage": "lots"}}}}', '$.brokers["b1"].cpu.usage'),
+        ('{"bundles": {}}', "$.brokers"),
+        ('{"brokers": {}, "bundles": {"t/n/0xZZ_0x1": {}}}', '$.bundles["t/n/0xZZ_0x1"]'),
+        (
+            '{"brokers": {}, "state": {"threshold": {"usageHistory": []}}}',
+            "$.state.threshold.usageHistory",
+        ),
+        ("not json", "$"),
+    ],
+)
+def test_malformed_snapshot_exits_2_naming_the_path(ballast: Run, document: str, path: str) -> None:
+    result = ballast(
+        "decide", "shed", "-", "--strategy", "threshold", "--now-ms", "1", stdin=document
+    )
+    assert result.returncode == 2
+    assert f"malformed snapshot: {path}" in result.stderr
+    assert result.stdout == ""
+
+
+def test_bad_names_exit_2_with_the_valid_choices(ballast: Run) -> None:
+    snapshot = str(DATA / "bsd-topics.snapshot.json")
+    shed = ballast("decide", "shed", snapshot, "--strategy", "fastest")
+    assert shed.returncode == 2 and "valid: overload, threshold, uniform, transfer" in shed.stderr
+    place = ballast(
+        "decide", "place", snapshot, "--bundle", "t/n/0x00000000_0x80000000", "--strategy", "x"
+    )
+    assert place.returncode == 2 and "least_long_term_message_rate" in place.stderr
+    outside = ballast("decide", "place", snapshot, "--bundle", "t/n/0x00000000_0x40000000")
+    assert outside.returncode == 2 and "not a bundle of namespace t/n" in outside.stderr
+    bad = ballast("decide", "place", snapshot, "--bundle", "t/n/nope")
+    assert bad.returncode == 2
+
+
+def test_pulsar_class_names_are_accepted(ballast: Run) -> None:
+    argv = ["--scope", "strategy", "--now-ms", "1"]
+    short = ok(ballast("decide", "shed", str(EXAMPLE), "--strategy", "uniform", *argv))
+    long = ok(
+        ballast(
+            "decide",
+            "shed",
+            str(EXAMPLE),
+            "--strategy",
+            "org.apache.pulsar.broker.loadbalance.impl.UniformLoadShedder",
+            *argv,
+        )
+    )
+    assert short["decisions"] == long["decisions"] != []
+
+
+def test_placement_seed_makes_ties_reproducible(ballast: Run) -> None:
+    tie = json.dumps({"brokers": {"a:8080": {}, "b:8080": {}, "c:8080": {}}})
+    bundle = "t/n/0x00000000_0xffffffff"
+
+    def pick(seed: int) -> str:
+        body = ok(
+            ballast("decide", "place", "-", "--bundle", bundle, "--seed", str(seed), stdin=tie)
+        )
+        broker: str = body["decisions"][0]["broker"]
+        return broker
+
+    assert len({pick(seed) for seed in range(8)}) > 1
+    assert pick(4) == pick(4)
