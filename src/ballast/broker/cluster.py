@@ -58,7 +58,10 @@ class InProcessTransport:
 HostUsageFactory = Callable[[BrokerIdentity], HostUsageProvider]
 
 
-def modelled_usage(capacity: BrokerCapacity = BrokerCapacity()) -> HostUsageFactory:
+DEFAULT_CAPACITY = BrokerCapacity()
+
+
+def modelled_usage(capacity: BrokerCapacity = DEFAULT_CAPACITY) -> HostUsageFactory:
     return lambda _identity: ModelledHostUsage(capacity)
 
 

@@ -52,10 +52,9 @@ class ModelledHostUsage:
 
     def sample(self, traffic: NamespaceBundleStats) -> SystemResourceUsage:
         cap = self.capacity
-        busy_cores = (
-            (traffic.msg_rate_in + traffic.msg_rate_out) * cap.cpu_per_msg_s
-            + (traffic.msg_throughput_in + traffic.msg_throughput_out) * cap.cpu_per_byte_s
-        )
+        busy_cores = (traffic.msg_rate_in + traffic.msg_rate_out) * cap.cpu_per_msg_s + (
+            traffic.msg_throughput_in + traffic.msg_throughput_out
+        ) * cap.cpu_per_byte_s
         nic_kbits = cap.nic_bytes_per_s * 8 / 1000
         return SystemResourceUsage(
             cpu=ResourceUsage(usage=busy_cores * 100, limit=cap.cores * 100),
@@ -102,7 +101,11 @@ class PsutilHostUsage:
         counters = psutil.net_io_counters()
         rx_kbits = (counters.bytes_recv - self._last_rx) * 8 / 1000 / elapsed
         tx_kbits = (counters.bytes_sent - self._last_tx) * 8 / 1000 / elapsed
-        self._last_time, self._last_rx, self._last_tx = now, counters.bytes_recv, counters.bytes_sent
+        self._last_time, self._last_rx, self._last_tx = (
+            now,
+            counters.bytes_recv,
+            counters.bytes_sent,
+        )
         cores = psutil.cpu_count() or 1
         nic = nic_speed_kbits(self._override)
         return SystemResourceUsage(

@@ -81,6 +81,9 @@ class LookupOptions:
     load_topics_in_bundle: bool = True
 
 
+DEFAULT_OPTIONS = LookupOptions()
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerUrls:
     broker_id: str
@@ -145,7 +148,9 @@ class LookupService:
         """The bundle serving ``topic`` (NamespaceNotFoundError if the namespace is unknown)."""
         return (await self._bundles.bundles(topic.namespace)).find(topic)
 
-    async def lookup(self, topic: TopicName, options: LookupOptions = LookupOptions()) -> LookupAnswer:
+    async def lookup(
+        self, topic: TopicName, options: LookupOptions = DEFAULT_OPTIONS
+    ) -> LookupAnswer:
         self.stats.lookups += 1
         try:
             bundle = await self.bundle_of(topic)
@@ -181,8 +186,10 @@ class LookupService:
 
     async def _find(self, bundle: BundleName, options: LookupOptions) -> LookupAnswer:
         namespace = bundle.namespace
-        if namespace.tenant == HEARTBEAT_TENANT and namespace.is_system_service and (
-            namespace.local_name != "system"
+        if (
+            namespace.tenant == HEARTBEAT_TENANT
+            and namespace.is_system_service
+            and (namespace.local_name != "system")
         ):
             return await self._heartbeat(bundle, namespace.local_name, options)
         owner = await self._owners.owner(bundle)

@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from ballast.broker.caches import NamespaceBundlesCache, OwnershipCache
 from ballast.broker.host_usage import HostUsageProvider
 from ballast.broker.identity import BrokerIdentity
-from ballast.broker.lookup import LookupAnswer, LookupOptions, LookupService, Placer
+from ballast.broker.lookup import (
+    DEFAULT_OPTIONS,
+    LookupAnswer,
+    LookupOptions,
+    LookupService,
+    Placer,
+)
 from ballast.broker.reporter import LoadReporter
 from ballast.broker.splitting import execute_split
 from ballast.broker.topics import NamespaceTopicIndex, ServedTopics
@@ -181,7 +187,9 @@ class BrokerNode:
             leader = await self.leader_id()
             if leader is not None and leader != self.broker_id:
                 try:
-                    reply = await self.transport.call_leader(leader, DrainBroker(broker=self.broker_id))
+                    reply = await self.transport.call_leader(
+                        leader, DrainBroker(broker=self.broker_id)
+                    )
                     if not reply.ok:
                         log.warning("drain of %s refused: %s", self.broker_id, reply.message)
                 except TransportError:
@@ -258,7 +266,9 @@ class BrokerNode:
             if owned.get(bundle) is OwnershipState.OWNED
         }
 
-    async def lookup(self, topic: TopicName, options: LookupOptions = LookupOptions()) -> LookupAnswer:
+    async def lookup(
+        self, topic: TopicName, options: LookupOptions = DEFAULT_OPTIONS
+    ) -> LookupAnswer:
         return await self.lookups.lookup(topic, options)
 
     # -- commands from the leader -----------------------------------------------------------
@@ -314,8 +324,11 @@ class BrokerNode:
             return CommandReply(ok=True)
         if isinstance(command, SplitBundle):
             children = await execute_split(self, bundle, command, self._split_config)
-            return CommandReply(ok=bool(children), children=tuple(str(c) for c in children),
-                                message="" if children else "no split boundary found")
+            return CommandReply(
+                ok=bool(children),
+                children=tuple(str(c) for c in children),
+                message="" if children else "no split boundary found",
+            )
         raise ValueError(f"unknown command {type(command).__name__}")
 
     async def unload(self, bundle: BundleName) -> None:

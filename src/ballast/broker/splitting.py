@@ -72,8 +72,9 @@ async def execute_split(
         await node.ownership.transition(bundle, OwnershipState.OWNED)
         raise
     children = [
-        child for child in updated.bundles if bundle.range.lower <= child.range.lower
-        and child.range.upper <= bundle.range.upper
+        child
+        for child in updated.bundles
+        if bundle.range.lower <= child.range.lower and child.range.upper <= bundle.range.upper
     ]
     for child in children:
         await node.ownership.acquire(child)
@@ -106,9 +107,7 @@ async def _rewrite_boundaries(
             updated = current.with_split(bundle.range, points)
         except InvalidBundle as exc:
             raise SplitFailedError(bundle, str(exc)) from None
-        body = msgspec.json.encode(
-            msgspec.structs.replace(local, bundles=BundlesData.of(updated))
-        )
+        body = msgspec.json.encode(msgspec.structs.replace(local, bundles=BundlesData.of(updated)))
         try:
             if record is None:
                 await node.store.put(path, body, -1)

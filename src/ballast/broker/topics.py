@@ -31,12 +31,10 @@ class NamespaceTopicIndex:
 
     def __init__(self, store: MetadataStore) -> None:
         self._store = store
-        self._cache: WatchedCache[NamespaceName, tuple[list[int], list[TopicName]]] = (
-            WatchedCache(
-                store,
-                self._load,
-                lambda ns: [paths.namespace_topics(ns, TopicDomain.PERSISTENT)],
-            )
+        self._cache: WatchedCache[NamespaceName, tuple[list[int], list[TopicName]]] = WatchedCache(
+            store,
+            self._load,
+            lambda ns: [paths.namespace_topics(ns, TopicDomain.PERSISTENT)],
         )
 
     async def topics_in(self, bundle: BundleName) -> list[TopicName]:

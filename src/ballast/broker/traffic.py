@@ -26,14 +26,23 @@ class TopicStats:
 
     @classmethod
     def of(
-        cls, rate_in: float, size_bytes: float, *, fan_out: float = 1.0, producers: int = 1,
+        cls,
+        rate_in: float,
+        size_bytes: float,
+        *,
+        fan_out: float = 1.0,
+        producers: int = 1,
         consumers: int = 1,
     ) -> TopicStats:
         """Traffic of ``rate_in`` messages/s of ``size_bytes``, each delivered ``fan_out``
         times."""
         return cls(
-            rate_in, rate_in * fan_out, rate_in * size_bytes, rate_in * size_bytes * fan_out,
-            producers, consumers,
+            rate_in,
+            rate_in * fan_out,
+            rate_in * size_bytes,
+            rate_in * size_bytes * fan_out,
+            producers,
+            consumers,
         )
 
 

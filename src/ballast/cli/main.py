@@ -11,8 +11,8 @@ import typer
 from ballast import __version__
 from ballast.cli.bundle import bundle_app
 from ballast.cli.config import config_app
-from ballast.cli.metadata import metadata_app
 from ballast.cli.decide import decide_app
+from ballast.cli.metadata import metadata_app
 from ballast.cli.topic import topic_command
 
 app = typer.Typer(

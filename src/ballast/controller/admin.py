@@ -147,7 +147,7 @@ class AdminHandlers:
         if bundles is None:
             return failed(404, f"namespace {namespace} does not exist")
         data = self.c.image.bundle_data
-        return str(max(bundles.bundles, key=lambda b: (data[str(b)].topics if str(b) in data else 0)))
+        return str(max(bundles.bundles, key=lambda b: data[str(b)].topics if str(b) in data else 0))
 
     async def _DrainBroker(self, request: DrainBroker) -> RequestReply:  # noqa: N802
         view = self.c.image.brokers.get(request.broker)
@@ -247,7 +247,10 @@ class AdminHandlers:
         if has_topics and not request.force:
             return failed(409, f"cannot delete non empty namespace {namespace}")
         for bundle, owner in sorted(self.c.image.owners.items()):
-            if BundleName.parse(bundle).namespace == namespace and bundle not in self.c.image.moving:
+            if (
+                BundleName.parse(bundle).namespace == namespace
+                and bundle not in self.c.image.moving
+            ):
                 self.c.image.moving.add(bundle)
                 self.c.moves.unload(bundle, owner)
         ops: list[Op] = [Delete(paths.namespace_policies(namespace), policy.version)]
@@ -319,7 +322,9 @@ class AdminHandlers:
         body = msgspec.json.encode(FailureDomain(brokers=list(request.brokers)))
         await self._ensure(paths.failure_domains(self.c.cluster))
         ops: list[Op] = (
-            [Create(path, body)] if stat is None else [Check(path, stat.version), SetValue(path, body)]
+            [Create(path, body)]
+            if stat is None
+            else [Check(path, stat.version), SetValue(path, body)]
         )
         await self.c.election.fenced_multi(ops)
         self.c.image.failure_domains[request.domain] = tuple(request.brokers)

@@ -50,7 +50,9 @@ class SplitBundle(Command, frozen=True, kw_only=True, tag="split"):
     unload: bool = False
 
 
-AnyCommand = AssignBundle | UnloadBundle | TransferBundle | TakeOverBundle | ForgetBundle | SplitBundle
+AnyCommand = (
+    AssignBundle | UnloadBundle | TransferBundle | TakeOverBundle | ForgetBundle | SplitBundle
+)
 
 
 class CommandReply(msgspec.Struct, frozen=True, kw_only=True):

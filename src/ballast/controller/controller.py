@@ -60,8 +60,8 @@ from ballast.model.codec import ModelError
 from ballast.model.config import (
     NamespaceConfig,
     PlacementConfig,
-    SheddingConfig,
     Settings,
+    SheddingConfig,
     SplitConfig,
 )
 from ballast.model.loaddata import LocalBrokerData
@@ -338,9 +338,7 @@ class Controller:
             await self._update_all(UpdateAll())
             for bundle in orphans:
                 self._assign(BundleName.parse(bundle), f"its broker {broker} left")
-        if change.updated and not change.membership_changed:
-            self.events.defer("update-all", UPDATE_DEBOUNCE_S, UpdateAll)
-        elif change.membership_changed:
+        if (change.updated and not change.membership_changed) or change.membership_changed:
             self.events.defer("update-all", UPDATE_DEBOUNCE_S, UpdateAll)
 
     async def _ownership_changed(self, event: OwnershipChanged) -> None:
@@ -428,10 +426,10 @@ class Controller:
             self.image.moving.add(bundle)
             self.image.recently_unloaded_bundles[bundle] = now_ms
             if isinstance(move, Transfer):
-                self.image.recently_unloaded_brokers[move.broker] = now_ms
+                self.image.recently_unloaded_brokers[move.source] = now_ms
                 self.image.recently_unloaded_brokers[move.destination] = now_ms
-                self._log("transfer", bundle, move.broker, move.destination, str(move.reason))
-                self.moves.transfer(bundle, move.broker, move.destination)
+                self._log("transfer", bundle, move.source, move.destination, str(move.reason))
+                self.moves.transfer(bundle, move.source, move.destination)
             elif isinstance(move, Unload):
                 self.image.recently_unloaded_brokers[move.broker] = now_ms
                 self._log("unload", bundle, move.broker, None, str(move.reason))
@@ -502,8 +500,9 @@ class Controller:
 
     # -- bookkeeping ------------------------------------------------------------------------
 
-    def _log(self, action: str, bundle: str, source: str | None, destination: str | None,
-             reason: str) -> None:
+    def _log(
+        self, action: str, bundle: str, source: str | None, destination: str | None, reason: str
+    ) -> None:
         entry = {
             "at": self.clock.wall_ms(),
             "action": action,

@@ -96,8 +96,9 @@ class ClusterImage:
         """Replace the owners of ``namespace``'s bundles; returns bundles that lost theirs."""
         prefix = f"{namespace}/"
         lost = [
-            b for b in self.owners if b.startswith(prefix) and b[len(prefix):].count("/") == 0
-            and b not in owners
+            b
+            for b in self.owners
+            if b.startswith(prefix) and b[len(prefix) :].count("/") == 0 and b not in owners
         ]
         for bundle in lost:
             del self.owners[bundle]

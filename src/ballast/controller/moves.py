@@ -94,8 +94,9 @@ class MoveExecutor:
             if reply.ok:
                 self.stats.assigned += 1
             self._finish(
-                MoveFinished("assign", bundle, reply.ok, broker if reply.ok else None,
-                             message=reply.message)
+                MoveFinished(
+                    "assign", bundle, reply.ok, broker if reply.ok else None, message=reply.message
+                )
             )
 
         self._start(f"assign-{bundle}", run())
@@ -106,8 +107,14 @@ class MoveExecutor:
             if reply.ok:
                 self.stats.unloaded += 1
             self._finish(
-                MoveFinished("unload", bundle, reply.ok, None if reply.ok else owner,
-                             source=owner, message=reply.message)
+                MoveFinished(
+                    "unload",
+                    bundle,
+                    reply.ok,
+                    None if reply.ok else owner,
+                    source=owner,
+                    message=reply.message,
+                )
             )
 
         self._start(f"unload-{bundle}", run())
@@ -119,8 +126,11 @@ class MoveExecutor:
                 TransferBundle(epoch=self._epoch, bundle=bundle, destination=destination),
             )
             if not marked.ok:
-                self._finish(MoveFinished("transfer", bundle, False, source, source=source,
-                                          message=marked.message))
+                self._finish(
+                    MoveFinished(
+                        "transfer", bundle, False, source, source=source, message=marked.message
+                    )
+                )
                 return
             taken = await self._send(destination, TakeOverBundle(epoch=self._epoch, bundle=bundle))
             if taken.ok:
@@ -130,8 +140,9 @@ class MoveExecutor:
                 return
             # The destination could not take it: the source lets it go; lookups place it.
             await self._send(source, UnloadBundle(epoch=self._epoch, bundle=bundle))
-            self._finish(MoveFinished("transfer", bundle, False, None, source=source,
-                                      message=taken.message))
+            self._finish(
+                MoveFinished("transfer", bundle, False, None, source=source, message=taken.message)
+            )
 
         self._start(f"transfer-{bundle}", run())
 
@@ -141,14 +152,26 @@ class MoveExecutor:
         async def run() -> None:
             reply = await self._send(
                 owner,
-                SplitBundle(epoch=self._epoch, bundle=bundle, algorithm=algorithm,
-                            boundaries=boundaries, unload=unload),
+                SplitBundle(
+                    epoch=self._epoch,
+                    bundle=bundle,
+                    algorithm=algorithm,
+                    boundaries=boundaries,
+                    unload=unload,
+                ),
             )
             if reply.ok:
                 self.stats.split += 1
             self._finish(
-                MoveFinished("split", bundle, reply.ok, owner, source=owner,
-                             children=reply.children, message=reply.message)
+                MoveFinished(
+                    "split",
+                    bundle,
+                    reply.ok,
+                    owner,
+                    source=owner,
+                    children=reply.children,
+                    message=reply.message,
+                )
             )
 
         self._start(f"split-{bundle}", run())

@@ -118,6 +118,19 @@ class NamespaceName:
     def is_v2(self) -> bool:
         return self.cluster is None
 
+    def __lt__(self, other: NamespaceName) -> bool:
+        """Ordered by the canonical string (so bundles sort by namespace, then range)."""
+        return str(self) < str(other)
+
+    def __le__(self, other: NamespaceName) -> bool:
+        return str(self) <= str(other)
+
+    def __gt__(self, other: NamespaceName) -> bool:
+        return str(self) > str(other)
+
+    def __ge__(self, other: NamespaceName) -> bool:
+        return str(self) >= str(other)
+
     @property
     def is_system_service(self) -> bool:
         """The namespaces Pulsar keeps out of load shedding: ``pulsar/system`` and the
