@@ -161,11 +161,8 @@ def select_broker(
         candidates = policies_allow()
         stages.append(("emptyFallback", candidates))
     excluded = namespace in config.excluded_namespaces
-    kind = (
-        ReasonKind.ROUND_ROBIN
-        if excluded or config.strategy == "round_robin"
-        else (ReasonKind.LEAST_LOADED)
-    )
+    round_robin = excluded or config.strategy == "round_robin"
+    kind = ReasonKind.ROUND_ROBIN if round_robin else ReasonKind.LEAST_LOADED
     choice, state = _choose(
         strategy,
         excluded,
