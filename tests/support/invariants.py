@@ -62,8 +62,9 @@ async def check_invariants(cluster: LocalCluster, observer: MetadataStore) -> No
         assert pictured == stored, f"image {pictured} != store {stored} for {namespace}"
 
 
-async def settle_and_check(cluster: LocalCluster, observer: MetadataStore, clock: Clock,
-                           seconds: float = 1.0) -> None:
+async def settle_and_check(
+    cluster: LocalCluster, observer: MetadataStore, clock: Clock, seconds: float = 1.0
+) -> None:
     await clock.sleep(seconds)
     await check_invariants(cluster, observer)
 

@@ -41,7 +41,7 @@ class InProcessTransport:
 
     async def send(self, broker_id: str, command: AnyCommand) -> CommandReply:
         node = self.nodes.get(broker_id)
-        if node is None or node.stopped:
+        if node is None or node.closed:
             raise TransportError(f"broker {broker_id} is not reachable")
         return await node.handle_command(command)
 
@@ -115,8 +115,9 @@ class LocalCluster:
         return node
 
     async def stop_broker(self, broker_id: str, *, graceful: bool = True) -> None:
-        node = self.nodes.pop(broker_id)
+        node = self.nodes[broker_id]
         await node.stop(graceful=graceful)
+        del self.nodes[broker_id]
         self.transport.nodes.pop(broker_id, None)
 
     async def crash_broker(self, broker_id: str) -> None:

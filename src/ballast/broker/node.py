@@ -128,7 +128,8 @@ class BrokerNode:
             heartbeat_namespace(self.broker_id), 1
         ).bundles[0]
         self.ownership.add_lost_listener(self._on_bundle_lost)
-        self.stopped = False
+        self.stopped = False  # stop() began: no longer a member to route clients to
+        self.closed = False  # its session is gone: it takes no more commands
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -162,14 +163,16 @@ class BrokerNode:
         self.bundles.close()
         self.owners.close()
         self.topic_index.close()
+        self.closed = True
         await self.store.close()
 
     async def kill(self) -> None:
         """Stop every task at once, touching nothing in the store (``kill -9``): what the
         broker held lapses with its session."""
-        if self.stopped:
+        if self.closed:
             return
         self.stopped = True
+        self.closed = True
         await self.election.abandon()
         if self.controller is not None:
             controller, self.controller = self.controller, None

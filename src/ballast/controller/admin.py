@@ -95,19 +95,17 @@ class AdminHandlers:
         if name in self.c.image.moving:
             return failed(409, f"{name} is already being moved")
         now = self.c.clock.wall_ms()
-        self.c.image.moving.add(name)
-        self.c.image.recently_unloaded_bundles[name] = now
-        done = self.c.completion(name)
         if request.destination is not None and request.destination != owner:
             if request.destination not in self.c.image.brokers:
-                self.c.image.moving.discard(name)
                 return failed(412, f"destination broker {request.destination} is not available")
-            self.c._log("transfer", name, owner, request.destination, "admin unload")
-            self.c.moves.transfer(name, owner, request.destination)
-        else:
-            self.c._log("unload", name, owner, None, "admin unload")
-            self.c.moves.unload(name, owner)
-        return done
+            self.c.image.moving.add(name)
+            self.c.image.recently_unloaded_bundles[name] = now
+            self.c.log_decision("transfer", name, owner, request.destination, "admin unload")
+            return self.c.completion(self.c.moves.transfer(name, owner, request.destination))
+        self.c.image.moving.add(name)
+        self.c.image.recently_unloaded_bundles[name] = now
+        self.c.log_decision("unload", name, owner, None, "admin unload")
+        return self.c.completion(self.c.moves.unload(name, owner))
 
     async def _SplitRequest(self, request: SplitRequest) -> Any:  # noqa: N802
         text = request.bundle
@@ -133,10 +131,10 @@ class AdminHandlers:
         if name in self.c.image.moving:
             return failed(409, f"{name} is already being moved")
         self.c.image.moving.add(name)
-        done = self.c.completion(name)
-        self.c._log("split", name, owner, None, f"admin split ({algorithm})")
-        self.c.moves.split(name, owner, algorithm, request.boundaries, request.unload)
-        return done
+        self.c.log_decision("split", name, owner, None, f"admin split ({algorithm})")
+        return self.c.completion(
+            self.c.moves.split(name, owner, algorithm, request.boundaries, request.unload)
+        )
 
     def _largest(self, namespace_text: str) -> str | RequestReply:
         try:
@@ -163,7 +161,9 @@ class AdminHandlers:
             if destination is None or destination == request.broker:
                 continue
             self.c.image.moving.add(bundle)
-            self.c._log("transfer", bundle, request.broker, destination, "broker is stopping")
+            self.c.log_decision(
+                "transfer", bundle, request.broker, destination, "broker is stopping"
+            )
             self.c.moves.transfer(bundle, request.broker, destination)
             moved += 1
         return ok(f"moving {moved} bundles off {request.broker}", moving=moved)

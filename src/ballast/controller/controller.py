@@ -154,7 +154,7 @@ class Controller:
         self.registry = BrokerRegistry(store)
         self.admin = AdminHandlers(self)
         self._ownership_watches: dict[NamespaceName, WatchHandle] = {}
-        self._waiters: dict[str, list[asyncio.Future[RequestReply]]] = {}
+        self._waiters: dict[int, asyncio.Future[RequestReply]] = {}
         self.running = False
         self.last_shedding: dict[str, Any] = {}
         self.decisions_log: list[dict[str, Any]] = []
@@ -257,10 +257,10 @@ class Controller:
         assert isinstance(reply, RequestReply)
         return reply
 
-    def completion(self, bundle: str) -> asyncio.Future[RequestReply]:
-        """A future resolved when the move of ``bundle`` under way finishes."""
+    def completion(self, move_id: int) -> asyncio.Future[RequestReply]:
+        """A future resolved when move ``move_id`` finishes."""
         future: asyncio.Future[RequestReply] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(bundle, []).append(future)
+        self._waiters[move_id] = future
         return future
 
     def choose(self, bundle: BundleName) -> str | None:
@@ -316,7 +316,7 @@ class Controller:
             if bundle in self.image.moving or not self.image.bundle_exists(split.bundle):
                 continue
             self.image.moving.add(bundle)
-            self._log("split", bundle, owner, None, str(split.reason))
+            self.log_decision("split", bundle, owner, None, str(split.reason))
             self.moves.split(
                 bundle,
                 owner,
@@ -382,7 +382,9 @@ class Controller:
         if result.preallocation is not None:
             p = result.preallocation
             self.image.preallocate(p.bundle, p.broker, p.data, p.new_bundle_data)
-        self._log("assign", str(bundle), None, result.decision.broker, str(result.decision.reason))
+        self.log_decision(
+            "assign", str(bundle), None, result.decision.broker, str(result.decision.reason)
+        )
         return result.decision.broker
 
     def _assign(self, bundle: BundleName, why: str) -> None:
@@ -428,11 +430,13 @@ class Controller:
             if isinstance(move, Transfer):
                 self.image.recently_unloaded_brokers[move.source] = now_ms
                 self.image.recently_unloaded_brokers[move.destination] = now_ms
-                self._log("transfer", bundle, move.source, move.destination, str(move.reason))
+                self.log_decision(
+                    "transfer", bundle, move.source, move.destination, str(move.reason)
+                )
                 self.moves.transfer(bundle, move.source, move.destination)
             elif isinstance(move, Unload):
                 self.image.recently_unloaded_brokers[move.broker] = now_ms
-                self._log("unload", bundle, move.broker, None, str(move.reason))
+                self.log_decision("unload", bundle, move.broker, None, str(move.reason))
                 self.moves.unload(bundle, move.broker)
 
     async def _apply_move(self, event: MoveFinished) -> None:
@@ -446,16 +450,16 @@ class Controller:
             self.image.owners.pop(event.bundle, None)
         else:
             self.image.owners[event.bundle] = event.owner
-        for waiter in self._waiters.pop(event.bundle, []):
-            if not waiter.done():
-                waiter.set_result(
-                    RequestReply(
-                        ok=event.ok,
-                        status=200 if event.ok else 500,
-                        message=event.message or f"{event.kind} of {event.bundle} done",
-                        result={"owner": event.owner, "children": list(event.children)},
-                    )
+        waiter = self._waiters.pop(event.move_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(
+                RequestReply(
+                    ok=event.ok,
+                    status=200 if event.ok else 500,
+                    message=event.message or f"{event.kind} of {event.bundle} done",
+                    result={"owner": event.owner, "children": list(event.children)},
                 )
+            )
 
     async def _write_load_data(self, _event: WriteLoadData) -> None:
         """Every ``loadBalancerResourceQuotaUpdateIntervalMinutes``: broker time averages and
@@ -500,7 +504,7 @@ class Controller:
 
     # -- bookkeeping ------------------------------------------------------------------------
 
-    def _log(
+    def log_decision(
         self, action: str, bundle: str, source: str | None, destination: str | None, reason: str
     ) -> None:
         entry = {

@@ -14,6 +14,7 @@ own task so the event queue never waits on a broker; when a move ends, a
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ class MoveFinished(ControllerEvent):
     ``children`` the bundles a split produced."""
 
     name = "move-finished"
+    move_id: int
     kind: str
     bundle: str
     ok: bool
@@ -69,6 +71,7 @@ class MoveExecutor:
         self._epoch = epoch
         self._report = report
         self._tasks: set[asyncio.Task[None]] = set()
+        self._ids = itertools.count(1)
         self.stats = MoveStats()
 
     def _start(self, name: str, coro: object) -> None:
@@ -88,26 +91,38 @@ class MoveExecutor:
             log.info("%s of %s failed: %s", event.kind, event.bundle, event.message)
         self._report(event)
 
-    def assign(self, bundle: str, broker: str) -> None:
+    def assign(self, bundle: str, broker: str) -> int:
+        """Start the move; returns its id (carried by its MoveFinished)."""
+        move_id = next(self._ids)
+
         async def run() -> None:
             reply = await self._send(broker, AssignBundle(epoch=self._epoch, bundle=bundle))
             if reply.ok:
                 self.stats.assigned += 1
             self._finish(
                 MoveFinished(
-                    "assign", bundle, reply.ok, broker if reply.ok else None, message=reply.message
+                    move_id,
+                    "assign",
+                    bundle,
+                    reply.ok,
+                    broker if reply.ok else None,
+                    message=reply.message,
                 )
             )
 
         self._start(f"assign-{bundle}", run())
+        return move_id
 
-    def unload(self, bundle: str, owner: str) -> None:
+    def unload(self, bundle: str, owner: str) -> int:
+        move_id = next(self._ids)
+
         async def run() -> None:
             reply = await self._send(owner, UnloadBundle(epoch=self._epoch, bundle=bundle))
             if reply.ok:
                 self.stats.unloaded += 1
             self._finish(
                 MoveFinished(
+                    move_id,
                     "unload",
                     bundle,
                     reply.ok,
@@ -118,8 +133,11 @@ class MoveExecutor:
             )
 
         self._start(f"unload-{bundle}", run())
+        return move_id
 
-    def transfer(self, bundle: str, source: str, destination: str) -> None:
+    def transfer(self, bundle: str, source: str, destination: str) -> int:
+        move_id = next(self._ids)
+
         async def run() -> None:
             marked = await self._send(
                 source,
@@ -128,7 +146,13 @@ class MoveExecutor:
             if not marked.ok:
                 self._finish(
                     MoveFinished(
-                        "transfer", bundle, False, source, source=source, message=marked.message
+                        move_id,
+                        "transfer",
+                        bundle,
+                        False,
+                        source,
+                        source=source,
+                        message=marked.message,
                     )
                 )
                 return
@@ -136,19 +160,26 @@ class MoveExecutor:
             if taken.ok:
                 await self._send(source, ForgetBundle(epoch=self._epoch, bundle=bundle))
                 self.stats.transferred += 1
-                self._finish(MoveFinished("transfer", bundle, True, destination, source=source))
+                self._finish(
+                    MoveFinished(move_id, "transfer", bundle, True, destination, source=source)
+                )
                 return
             # The destination could not take it: the source lets it go; lookups place it.
             await self._send(source, UnloadBundle(epoch=self._epoch, bundle=bundle))
             self._finish(
-                MoveFinished("transfer", bundle, False, None, source=source, message=taken.message)
+                MoveFinished(
+                    move_id, "transfer", bundle, False, None, source=source, message=taken.message
+                )
             )
 
         self._start(f"transfer-{bundle}", run())
+        return move_id
 
     def split(
         self, bundle: str, owner: str, algorithm: str, boundaries: tuple[int, ...], unload: bool
-    ) -> None:
+    ) -> int:
+        move_id = next(self._ids)
+
         async def run() -> None:
             reply = await self._send(
                 owner,
@@ -164,6 +195,7 @@ class MoveExecutor:
                 self.stats.split += 1
             self._finish(
                 MoveFinished(
+                    move_id,
                     "split",
                     bundle,
                     reply.ok,
@@ -175,6 +207,7 @@ class MoveExecutor:
             )
 
         self._start(f"split-{bundle}", run())
+        return move_id
 
     @property
     def in_flight(self) -> int:

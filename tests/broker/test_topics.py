@@ -1,0 +1,55 @@
+"""The namespace topic index and the served-topic map."""
+
+from __future__ import annotations
+
+from ballast.broker.topics import NamespaceTopicIndex, ServedTopics
+from ballast.clock import Clock
+from ballast.metadata.factory import MetadataStores
+from ballast.model.bundles import BundleName, NamespaceBundles, topic_hash
+from ballast.model.naming import NamespaceName, TopicName
+
+NS = NamespaceName("t", "ns")
+
+
+async def test_topics_of_a_bundle_are_a_range_of_the_index(clock: Clock) -> None:
+    stores = MetadataStores(clock)
+    store = await stores.connect("memory:")
+    index = NamespaceTopicIndex(store)
+    topics = [TopicName.parse(f"persistent://t/ns/topic {i}%x") for i in range(50)]
+    for topic in topics[:40]:
+        await index.create(topic)
+    bundles = NamespaceBundles.equal(NS, 4)
+    for bundle in bundles.bundles:
+        expected = sorted(
+            (t for t in topics[:40] if bundle.range.contains(topic_hash(t))), key=topic_hash
+        )
+        assert sorted(await index.topics_in(bundle), key=topic_hash) == expected
+    # A topic created later shows up (the watch refreshes the index).
+    late = topics[45]
+    await store.put(f"/managed-ledgers/t/ns/persistent/{late.encoded_local_name}", b"")
+    await clock.sleep(0.01)
+    home = bundles.find(late)
+    assert late in await index.topics_in(home)
+    index.close()
+    await store.close()
+    stores.close()
+
+
+def test_served_topics_follow_a_split() -> None:
+    served = ServedTopics()
+    parent = BundleName.parse("t/ns/0x00000000_0xffffffff")
+    topics = [TopicName.parse(f"persistent://t/ns/x{i}") for i in range(30)]
+    served.add_bundle(parent, topics)
+    children = [
+        BundleName.parse("t/ns/0x00000000_0x80000000"),
+        BundleName.parse("t/ns/0x80000000_0xffffffff"),
+    ]
+    served.split(parent, children)
+    assert parent not in served
+    assert served.topics(children[0]) | served.topics(children[1]) == set(topics)
+    for topic in topics:
+        bundle = served.bundle_of(topic)
+        assert bundle is not None and bundle.range.contains(topic_hash(topic))
+    assert served.remove_bundle(children[0]) == {
+        t for t in topics if children[0].range.contains(topic_hash(t))
+    }

@@ -1,0 +1,81 @@
+"""The command channel: per-broker queues, retry with backoff, broker removal."""
+
+from __future__ import annotations
+
+import pytest
+
+from ballast.clock import Clock
+from ballast.controller.channel import BrokerGoneError, ControllerChannel
+from ballast.controller.commands import (
+    AnyCommand,
+    AssignBundle,
+    CommandReply,
+    SplitBundle,
+    TransportError,
+    decode_command,
+    encode_command,
+)
+
+
+class FlakyTransport:
+    """Fails the first ``failures`` sends to each broker, then answers."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.attempts: dict[str, int] = {}
+        self.delivered: list[tuple[str, AnyCommand]] = []
+
+    async def send(self, broker_id: str, command: AnyCommand) -> CommandReply:
+        self.attempts[broker_id] = self.attempts.get(broker_id, 0) + 1
+        if self.attempts[broker_id] <= self.failures:
+            raise TransportError("down")
+        self.delivered.append((broker_id, command))
+        return CommandReply(ok=True)
+
+
+async def test_retries_with_backoff_in_order(clock: Clock) -> None:
+    transport = FlakyTransport(failures=3)
+    channel = ControllerChannel(transport, clock, initial_backoff_s=1.0, max_backoff_s=4.0)
+    first = channel.send("b1", AssignBundle(epoch=1, bundle="t/ns/0x00000000_0xffffffff"))
+    second = channel.send("b1", AssignBundle(epoch=1, bundle="t/ns/0x00000000_0x80000000"))
+    assert (await first).ok and (await second).ok
+    assert clock.monotonic() == pytest.approx(1 + 2 + 4)  # 3 failures: 1s, 2s, 4s
+    assert [c.bundle for _, c in transport.delivered] == [
+        "t/ns/0x00000000_0xffffffff",
+        "t/ns/0x00000000_0x80000000",
+    ]
+    assert channel.stats.retries == 3 and channel.stats.sent == 2
+    await channel.stop()
+
+
+async def test_a_dead_broker_delays_only_its_own_lane(clock: Clock) -> None:
+    transport = FlakyTransport(failures=10**9)
+    channel = ControllerChannel(transport, clock)
+    stuck = channel.send("dead", AssignBundle(epoch=1, bundle="t/ns/0x00000000_0xffffffff"))
+
+    class Healthy(FlakyTransport):
+        async def send(self, broker_id: str, command: AnyCommand) -> CommandReply:
+            if broker_id == "dead":
+                raise TransportError("down")
+            return CommandReply(ok=True)
+
+    channel._transport = Healthy(0)
+    assert (
+        await channel.send("alive", AssignBundle(epoch=1, bundle="t/a/0x00000000_0xffffffff"))
+    ).ok
+    await channel.remove_broker("dead")
+    with pytest.raises(BrokerGoneError):
+        await stuck
+    await channel.stop()
+
+
+def test_commands_round_trip_as_json() -> None:
+    command = SplitBundle(
+        epoch=3,
+        bundle="t/ns/0x00000000_0xffffffff",
+        algorithm="range_equally_divide",
+        boundaries=(5, 9),
+        unload=True,
+    )
+    assert decode_command(encode_command(command)) == command
+    assert b'"kind":"split"' in encode_command(command)
