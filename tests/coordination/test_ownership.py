@@ -136,9 +136,11 @@ async def test_session_loss_reacquires_or_reports_lost(harness: Harness, clock: 
     assert (await b.acquire(other)).broker_id == "b:8080"
     await harness.heal(store_a)
     await eventually(
-        lambda: a.owned() == {BUNDLE: S.OWNED}, clock, what="a re-acquires", timeout_s=10
+        lambda: a.owned() == {BUNDLE: S.OWNED} and lost == [other],
+        clock,
+        what="a re-acquires one bundle and reports the other lost",
+        timeout_s=10,
     )
-    assert lost == [other]
     owner = await read_owner(store_b, BUNDLE)
     assert owner is not None and owner.session == store_a.session_id
 
