@@ -13,13 +13,15 @@ import random
 from collections.abc import Callable
 
 from ballast.broker.host_usage import BrokerCapacity, HostUsageProvider, ModelledHostUsage
+from ballast.broker.http.server import ApiServer
+from ballast.broker.http.transport import HttpTransport
 from ballast.broker.identity import BrokerIdentity
 from ballast.broker.lookup import AnswerKind, LookupAnswer, LookupOptions
 from ballast.broker.node import BrokerNode
 from ballast.broker.traffic import TrafficSource, WorkloadTraffic
 from ballast.clock import Clock
 from ballast.controller.commands import AnyCommand, CommandReply, TransportError
-from ballast.controller.requests import AnyRequest, RequestReply
+from ballast.controller.requests import AnyRequest, ClusterTransport, RequestReply
 from ballast.coordination.election import read_leader
 from ballast.metadata.chunking import ChunkingStore
 from ballast.metadata.factory import MetadataStores
@@ -66,7 +68,9 @@ def modelled_usage(capacity: BrokerCapacity = DEFAULT_CAPACITY) -> HostUsageFact
 
 
 class LocalCluster:
-    """Brokers sharing one store URL and one process."""
+    """Brokers sharing one store URL and one process. With ``serve_http`` every broker also
+    serves the HTTP API on its web port and the brokers talk to each other over HTTP (the
+    standalone cluster); without it they call each other directly (tests, the simulator)."""
 
     def __init__(
         self,
@@ -77,16 +81,20 @@ class LocalCluster:
         traffic: TrafficSource | None = None,
         host_usage: HostUsageFactory | None = None,
         seed: int = 0,
+        serve_http: bool = False,
     ) -> None:
         self.clock = clock
         self.settings = settings or defaults()
         self.store_url = store_url
         self.stores = MetadataStores(clock)
-        self.transport = InProcessTransport()
+        self.in_process = InProcessTransport()
+        self.http = HttpTransport() if serve_http else None
+        self.transport: ClusterTransport = self.http if self.http is not None else self.in_process
         self.traffic: TrafficSource = traffic if traffic is not None else WorkloadTraffic()
         self.host_usage = host_usage or modelled_usage()
         self.rng = random.Random(seed)
         self.nodes: dict[str, BrokerNode] = {}
+        self.servers: dict[str, ApiServer] = {}
 
     async def connect(self) -> MetadataStore:
         """A client of the cluster's store (an observer, a test, an admin tool)."""
@@ -110,7 +118,11 @@ class LocalCluster:
             random.Random(self.rng.random()),
         )
         self.nodes[identity.broker_id] = node
-        self.transport.nodes[identity.broker_id] = node
+        self.in_process.nodes[identity.broker_id] = node
+        if self.http is not None:  # serving before registering: commands may come at once
+            server = ApiServer(node, identity.host, identity.web_port)
+            await server.start()
+            self.servers[identity.broker_id] = server
         await node.start()
         return node
 
@@ -118,13 +130,19 @@ class LocalCluster:
         node = self.nodes[broker_id]
         await node.stop(graceful=graceful)
         del self.nodes[broker_id]
-        self.transport.nodes.pop(broker_id, None)
+        self.in_process.nodes.pop(broker_id, None)
+        server = self.servers.pop(broker_id, None)
+        if server is not None:
+            await server.stop()
 
     async def crash_broker(self, broker_id: str) -> None:
         """``kill -9``: the broker stops at once; its session (and with it its registration,
         ownerships and any leadership) expires after the session timeout."""
         node = self.nodes.pop(broker_id)
-        self.transport.nodes.pop(broker_id, None)
+        self.in_process.nodes.pop(broker_id, None)
+        server = self.servers.pop(broker_id, None)
+        if server is not None:
+            await server.stop()
         await node.kill()
         inner = node.store.inner if isinstance(node.store, ChunkingStore) else node.store
         if isinstance(inner, MemoryMetadataStore):
@@ -151,7 +169,7 @@ class LocalCluster:
         if leader is None:
             return RequestReply(ok=False, status=503, message="no leader")
         try:
-            return await self.transport.call_leader(leader, request)
+            return await self.in_process.call_leader(leader, request)
         except TransportError as exc:
             return RequestReply(ok=False, status=503, message=str(exc))
 
@@ -180,4 +198,6 @@ class LocalCluster:
     async def close(self) -> None:
         for broker_id in list(self.nodes):
             await self.stop_broker(broker_id, graceful=False)
+        if self.http is not None:
+            await self.http.close()
         self.stores.close()

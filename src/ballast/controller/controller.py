@@ -326,19 +326,23 @@ class Controller:
             )
 
     async def _membership(self, event: MembershipEvent) -> None:
+        """Joins, leaves and bounces update the image at once (placement must know who is
+        alive); a dead or bounced broker's bundles are placed right away. Report updates
+        alone are debounced into one UpdateAll."""
         change = event.change
         for broker in change.joined:
             self.channel.add_broker(broker)
+        for broker in change.left:
+            await self.channel.remove_broker(broker)
+        if change.membership_changed:
+            await self._update_all(UpdateAll())
         for broker in (*change.left, *change.bounced):
-            if broker in change.left:
-                await self.channel.remove_broker(broker)
             orphans = [b for b in self.image.bundles_owned_by(broker) if b not in self.image.moving]
             for bundle in orphans:
                 self.image.owners.pop(bundle, None)
-            await self._update_all(UpdateAll())
             for bundle in orphans:
                 self._assign(BundleName.parse(bundle), f"its broker {broker} left")
-        if (change.updated and not change.membership_changed) or change.membership_changed:
+        if change.updated and not change.membership_changed:
             self.events.defer("update-all", UPDATE_DEBOUNCE_S, UpdateAll)
 
     async def _ownership_changed(self, event: OwnershipChanged) -> None:

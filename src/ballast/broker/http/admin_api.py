@@ -1,0 +1,318 @@
+"""Pulsar's admin REST API (v2) for tenants, namespaces, bundles and the policies placement reads.
+Reads come from the store (any broker answers); changes are requests to the leader's
+controller, forwarded by whichever broker receives them."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from aiohttp import web
+
+from ballast.broker.http.errors import ApiError, reason
+from ballast.controller.commands import TransportError
+from ballast.controller.loading import load_failure_domains, load_namespace
+from ballast.controller.requests import (
+    AnyRequest,
+    CreateNamespace,
+    CreateTenant,
+    DeleteNamespace,
+    DeleteTenant,
+    RequestReply,
+    SetAntiAffinityGroup,
+    SetFailureDomain,
+    SetIsolationPolicy,
+    SplitRequest,
+    UnloadRequest,
+)
+from ballast.metadata import paths
+from ballast.model.bundles import BundleRange, InvalidBundle
+from ballast.model.naming import (
+    InvalidNameError,
+    NamespaceName,
+    TopicDomain,
+    TopicName,
+    java_url_decode,
+)
+from ballast.model.policies import BundlesData, LocalPolicies
+
+if TYPE_CHECKING:
+    from ballast.broker.node import BrokerNode
+
+
+async def to_leader(node: BrokerNode, request: AnyRequest) -> RequestReply:
+    """Hand a change to the leader's controller (this broker's own, or over the transport)."""
+    controller = node.controller
+    if controller is not None and controller.running:
+        return await controller.request(request)
+    leader = await node.leader_id()
+    if leader is None or leader == node.broker_id:
+        return RequestReply(ok=False, status=503, message="no leader is elected yet; retry")
+    try:
+        return await node.transport.call_leader(leader, request)
+    except TransportError as exc:
+        return RequestReply(ok=False, status=503, message=str(exc))
+
+
+def done(reply: RequestReply) -> web.StreamResponse:
+    if reply.ok:
+        return web.Response(status=204)
+    return reason(reply.status, reply.message)
+
+
+def _namespace(request: web.Request) -> NamespaceName:
+    try:
+        return NamespaceName.of(request.match_info["tenant"], request.match_info["namespace"])
+    except InvalidNameError as exc:
+        raise ApiError(400, str(exc)) from None
+
+
+async def _json_body(request: web.Request) -> Any:
+    raw = await request.read()
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, f"body is not JSON: {exc}") from None
+
+
+class AdminApi:
+    def __init__(self, node: BrokerNode) -> None:
+        self.node = node
+
+    # -- tenants ----------------------------------------------------------------------------
+
+    async def list_tenants(self, _request: web.Request) -> web.StreamResponse:
+        return web.json_response(sorted(await self.node.store.children(paths.POLICIES)))
+
+    async def get_tenant(self, request: web.Request) -> web.StreamResponse:
+        record = await self.node.store.get(paths.tenant(request.match_info["tenant"]))
+        if record is None:
+            return reason(404, f"tenant {request.match_info['tenant']} does not exist")
+        return web.Response(body=record.value or b"{}", content_type="application/json")
+
+    async def create_tenant(self, request: web.Request) -> web.StreamResponse:
+        body = await _json_body(request) or {}
+        if not isinstance(body, dict):
+            raise ApiError(400, "a tenant body is a JSON object")
+        return done(
+            await to_leader(
+                self.node,
+                CreateTenant(
+                    tenant=request.match_info["tenant"],
+                    admin_roles=tuple(body.get("adminRoles", ())),
+                    allowed_clusters=tuple(body.get("allowedClusters", ())),
+                ),
+            )
+        )
+
+    async def delete_tenant(self, request: web.Request) -> web.StreamResponse:
+        return done(await to_leader(self.node, DeleteTenant(tenant=request.match_info["tenant"])))
+
+    # -- namespaces -------------------------------------------------------------------------
+
+    async def list_namespaces(self, request: web.Request) -> web.StreamResponse:
+        tenant = request.match_info["tenant"]
+        if await self.node.store.exists(paths.tenant(tenant)) is None:
+            return reason(404, f"tenant {tenant} does not exist")
+        names = await self.node.store.children(paths.tenant(tenant))
+        return web.json_response([f"{tenant}/{name}" for name in sorted(names)])
+
+    async def create_namespace(self, request: web.Request) -> web.StreamResponse:
+        namespace = _namespace(request)
+        body = await _json_body(request) or {}
+        bundles = body.get("bundles") if isinstance(body, dict) else None
+        count: int | None = None
+        boundaries: tuple[str, ...] = ()
+        if isinstance(bundles, dict):
+            if isinstance(bundles.get("numBundles"), int):
+                count = bundles["numBundles"]
+            if isinstance(bundles.get("boundaries"), list):
+                boundaries = tuple(str(b) for b in bundles["boundaries"])
+        elif bundles is not None:
+            raise ApiError(400, 'bundles must be {"numBundles": N} or {"boundaries": [...]}')
+        query_count = request.query.get("numBundles")
+        if query_count is not None:
+            try:
+                count = int(query_count)
+            except ValueError:
+                raise ApiError(400, f'numBundles "{query_count}" is not a number') from None
+        return done(
+            await to_leader(
+                self.node,
+                CreateNamespace(namespace=str(namespace), bundles=count, boundaries=boundaries),
+            )
+        )
+
+    async def get_policies(self, request: web.Request) -> web.StreamResponse:
+        namespace = _namespace(request)
+        record = await self.node.store.get(paths.namespace_policies(namespace))
+        if record is None:
+            return reason(404, f"namespace {namespace} does not exist")
+        policies = json.loads(record.value or b"{}")
+        state = await load_namespace(self.node.store, namespace)
+        if state is not None:  # the bundles as they are now (local policies, after splits)
+            policies["bundles"] = msgspec.to_builtins(BundlesData.of(state.bundles))
+        return web.json_response(policies)
+
+    async def delete_namespace(self, request: web.Request) -> web.StreamResponse:
+        namespace = _namespace(request)
+        force = request.query.get("force", "false").lower() == "true"
+        return done(
+            await to_leader(self.node, DeleteNamespace(namespace=str(namespace), force=force))
+        )
+
+    async def bundles(self, request: web.Request) -> web.StreamResponse:
+        namespace = _namespace(request)
+        state = await load_namespace(self.node.store, namespace)
+        if state is None:
+            return reason(404, f"namespace {namespace} does not exist")
+        return web.Response(
+            body=msgspec.json.encode(BundlesData.of(state.bundles)),
+            content_type="application/json",
+        )
+
+    async def topics(self, request: web.Request) -> web.StreamResponse:
+        namespace = _namespace(request)
+        if await self.node.store.exists(paths.namespace_policies(namespace)) is None:
+            return reason(404, f"namespace {namespace} does not exist")
+        names: list[str] = []
+        for domain in TopicDomain:
+            for encoded in await self.node.store.children(
+                paths.namespace_topics(namespace, domain)
+            ):
+                names.append(str(TopicName.of(domain, namespace, java_url_decode(encoded))))
+        return web.json_response(sorted(names))
+
+    def _bundle(self, request: web.Request) -> str:
+        namespace = _namespace(request)
+        text = request.match_info["bundle"]
+        if text == "LARGEST":
+            return f"{namespace}/LARGEST"
+        try:
+            return f"{namespace}/{BundleRange.parse(text)}"
+        except InvalidBundle as exc:
+            raise ApiError(412, str(exc)) from None
+
+    async def unload(self, request: web.Request) -> web.StreamResponse:
+        bundle = self._bundle(request)
+        destination = request.query.get("destinationBroker") or None
+        return done(
+            await to_leader(self.node, UnloadRequest(bundle=bundle, destination=destination))
+        )
+
+    async def split(self, request: web.Request) -> web.StreamResponse:
+        bundle = self._bundle(request)
+        body = await _json_body(request)
+        positions: tuple[int, ...] = ()
+        if body is not None:
+            if not isinstance(body, list) or not all(isinstance(p, int) for p in body):
+                raise ApiError(400, "split boundaries are a JSON list of integers")
+            positions = tuple(body)
+        return done(
+            await to_leader(
+                self.node,
+                SplitRequest(
+                    bundle=bundle,
+                    algorithm=request.query.get("splitAlgorithmName") or None,
+                    boundaries=positions,
+                    unload=request.query.get("unload", "false").lower() == "true",
+                ),
+            )
+        )
+
+    # -- policies ---------------------------------------------------------------------------
+
+    async def get_anti_affinity(self, request: web.Request) -> web.StreamResponse:
+        namespace = _namespace(request)
+        record = await self.node.store.get(paths.local_policies(namespace))
+        if (
+            record is None
+            and await self.node.store.exists(paths.namespace_policies(namespace)) is None
+        ):
+            return reason(404, f"namespace {namespace} does not exist")
+        group = None
+        if record is not None and record.value:
+            group = msgspec.json.decode(
+                record.value, type=LocalPolicies
+            ).namespace_anti_affinity_group
+        return web.json_response(group or "")
+
+    async def set_anti_affinity(self, request: web.Request) -> web.StreamResponse:
+        namespace = _namespace(request)
+        group = await _json_body(request)
+        if not isinstance(group, str) or not group.strip():
+            raise ApiError(412, "the anti-affinity group is a non-empty JSON string")
+        return done(
+            await to_leader(self.node, SetAntiAffinityGroup(namespace=str(namespace), group=group))
+        )
+
+    async def delete_anti_affinity(self, request: web.Request) -> web.StreamResponse:
+        namespace = _namespace(request)
+        return done(
+            await to_leader(self.node, SetAntiAffinityGroup(namespace=str(namespace), group=None))
+        )
+
+    def _cluster(self, request: web.Request) -> str:
+        cluster = request.match_info["cluster"]
+        if cluster != self.node.settings.get_str("clusterName"):
+            raise ApiError(404, f"cluster {cluster} does not exist")
+        return cluster
+
+    async def get_isolation_policies(self, request: web.Request) -> web.StreamResponse:
+        record = await self.node.store.get(paths.isolation_policies(self._cluster(request)))
+        policies = json.loads(record.value) if record is not None and record.value else {}
+        name = request.match_info.get("policy")
+        if name is None:
+            return web.json_response(policies)
+        if name not in policies:
+            return reason(404, f"isolation policy {name} does not exist")
+        return web.json_response(policies[name])
+
+    async def set_isolation_policy(self, request: web.Request) -> web.StreamResponse:
+        self._cluster(request)
+        body = await _json_body(request)
+        if not isinstance(body, dict):
+            raise ApiError(400, "an isolation policy is a JSON object")
+        return done(
+            await to_leader(
+                self.node, SetIsolationPolicy(name=request.match_info["policy"], policy=body)
+            )
+        )
+
+    async def delete_isolation_policy(self, request: web.Request) -> web.StreamResponse:
+        self._cluster(request)
+        return done(
+            await to_leader(
+                self.node, SetIsolationPolicy(name=request.match_info["policy"], policy=None)
+            )
+        )
+
+    async def get_failure_domains(self, request: web.Request) -> web.StreamResponse:
+        domains = await load_failure_domains(self.node.store, self._cluster(request))
+        return web.json_response(
+            {name: {"brokers": list(b)} for name, b in sorted(domains.items())}
+        )
+
+    async def set_failure_domain(self, request: web.Request) -> web.StreamResponse:
+        self._cluster(request)
+        body = await _json_body(request)
+        brokers = body.get("brokers") if isinstance(body, dict) else None
+        if not isinstance(brokers, list) or not all(isinstance(b, str) for b in brokers):
+            raise ApiError(400, 'a failure domain is {"brokers": ["host:port", ...]}')
+        return done(
+            await to_leader(
+                self.node,
+                SetFailureDomain(domain=request.match_info["domain"], brokers=tuple(brokers)),
+            )
+        )
+
+    async def delete_failure_domain(self, request: web.Request) -> web.StreamResponse:
+        self._cluster(request)
+        return done(
+            await to_leader(
+                self.node, SetFailureDomain(domain=request.match_info["domain"], brokers=None)
+            )
+        )

@@ -1,0 +1,41 @@
+"""Errors as Pulsar's REST API gives them: ``{"reason": "..."}`` with its status codes (400 bad
+name, 404 unknown, 409 conflict, 412 precondition failed, 503 unavailable)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def reason(status: int, text: str) -> web.Response:
+    return web.json_response({"reason": text}, status=status)
+
+
+@web.middleware
+async def error_middleware(
+    request: web.Request,
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> web.StreamResponse:
+    """Every error leaves as Pulsar's JSON; a bug is a 500 with a reason, never a stack trace."""
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return reason(exc.status, exc.reason)
+    except web.HTTPRedirection:
+        raise
+    except web.HTTPException as exc:
+        return reason(exc.status, exc.reason)
+    except Exception as exc:
+        log.exception("%s %s failed", request.method, request.path)
+        return reason(500, f"internal error: {type(exc).__name__}: {exc}")

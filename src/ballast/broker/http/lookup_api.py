@@ -1,0 +1,170 @@
+"""Lookup and broker endpoints (Pulsar's ``/lookup/v2/topic/...`` and ``/admin/v2/brokers``),
+plus the internal endpoints the controller and the brokers use between themselves.
+
+A lookup answered by this broker's namespace service becomes: 200 with the owner's
+``LookupData``; 307 to the same path on the broker that must answer, with ``authoritative``
+(Pulsar's ``validateTopicOwnership``); 404 for an unknown namespace; 503 for a bundle on the
+move (the client retries).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import msgspec
+from aiohttp import web
+
+from ballast.broker.http.errors import ApiError, reason
+from ballast.broker.lookup import AnswerKind, LookupErrorKind, LookupOptions
+from ballast.controller.commands import decode_command
+from ballast.controller.requests import RequestReply, decode_request
+from ballast.coordination.election import read_leader
+from ballast.coordination.ownership import OwnershipState
+from ballast.metadata import paths
+from ballast.model.naming import (
+    InvalidNameError,
+    NamespaceName,
+    TopicDomain,
+    TopicName,
+    java_url_decode,
+)
+
+if TYPE_CHECKING:
+    from ballast.broker.node import BrokerNode
+
+
+def _true(value: str | None) -> bool:
+    return value is not None and value.lower() == "true"
+
+
+def topic_from_parts(domain: str, parts: list[str]) -> TopicName:
+    """A topic from REST path segments (encoded as Pulsar's ``Codec.encode``): v2
+    ``tenant/namespace/topic`` or v1 ``tenant/cluster/namespace/topic``."""
+    try:
+        kind = TopicDomain.parse(domain)
+    except ValueError as exc:
+        raise ApiError(400, str(exc)) from None
+    decoded = [java_url_decode(p) for p in parts]
+    try:
+        if len(decoded) == 3:
+            namespace = NamespaceName.of(decoded[0], decoded[1])
+        elif len(decoded) == 4:
+            namespace = NamespaceName.of(decoded[0], decoded[2], cluster=decoded[1])
+        else:
+            raise ApiError(400, "expected /{tenant}/{namespace}/{topic}")
+        return TopicName.of(kind, namespace, decoded[-1])
+    except InvalidNameError as exc:
+        raise ApiError(400, str(exc)) from None
+
+
+class LookupApi:
+    def __init__(self, node: BrokerNode) -> None:
+        self.node = node
+
+    async def lookup(self, request: web.Request) -> web.StreamResponse:
+        raw = request.rel_url.raw_parts  # ('/', 'lookup', 'v2', 'topic', domain, ...)
+        topic = topic_from_parts(raw[4], list(raw[5:]))
+        options = LookupOptions(
+            authoritative=_true(request.query.get("authoritative")),
+            read_only=_true(request.query.get("readOnly")),
+        )
+        answer = await self.node.lookup(topic, options)
+        if answer.kind is AnswerKind.CONNECT:
+            return web.Response(
+                body=msgspec.json.encode(
+                    {
+                        "brokerUrl": answer.broker_url,
+                        "brokerUrlTls": answer.broker_url_tls,
+                        "httpUrl": answer.http_url,
+                        "httpUrlTls": answer.http_url_tls,
+                        "nativeUrl": answer.broker_url,
+                    }
+                ),
+                content_type="application/json",
+            )
+        if answer.kind is AnswerKind.REDIRECT:
+            target = answer.http_url or ""
+            query = f"authoritative={'true' if answer.authoritative else 'false'}"
+            listener = request.query.get("listenerName")
+            if listener:
+                query += f"&listenerName={listener}"
+            raise web.HTTPTemporaryRedirect(f"{target}/lookup/v2/topic/{topic.lookup_name}?{query}")
+        status = 404 if answer.error is LookupErrorKind.NAMESPACE_NOT_FOUND else 503
+        return reason(status, answer.message)
+
+    async def partitions(self, request: web.Request) -> web.StreamResponse:
+        """``GET /admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions``: the partitioned
+        topic's partition count (0 for a plain topic), asked by clients before a lookup."""
+        raw = request.rel_url.raw_parts
+        topic = topic_from_parts(raw[3], list(raw[4:-1]))
+        record = await self.node.store.get(paths.partitioned_topic(topic))
+        partitions = 0
+        if record is not None and record.value:
+            try:
+                partitions = int(json.loads(record.value).get("partitions", 0))
+            except (ValueError, AttributeError):
+                partitions = 0
+        return web.json_response({"partitions": partitions})
+
+    async def leader_broker(self, _request: web.Request) -> web.StreamResponse:
+        leader = await read_leader(self.node.store)
+        if leader is None:
+            return reason(404, "no leader is elected")
+        return web.json_response({"serviceUrl": leader.service_url, "brokerId": leader.broker_id})
+
+    async def brokers(self, request: web.Request) -> web.StreamResponse:
+        cluster = request.match_info["cluster"]
+        if cluster != self.node.settings.get_str("clusterName"):
+            return reason(404, f"cluster {cluster} does not exist")
+        return web.json_response(sorted(await self.node.store.children(paths.BROKERS)))
+
+    async def owned_namespaces(self, request: web.Request) -> web.StreamResponse:
+        """``GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces``: the bundles this broker
+        owns, by namespace (Pulsar's ``NamespaceOwnershipStatus`` per bundle)."""
+        broker = request.match_info["broker"]
+        if broker != self.node.broker_id:
+            raise web.HTTPTemporaryRedirect(f"http://{broker}{request.rel_url}")
+        owned: dict[str, dict[str, object]] = {}
+        for bundle, state in sorted(self.node.ownership.owned().items()):
+            owned[str(bundle)] = {
+                "broker_assignment": "shared",
+                "is_controlled": False,
+                "is_active": state is OwnershipState.OWNED,
+                "state": state.value,
+            }
+        return web.json_response(owned)
+
+    async def load_report(self, _request: web.Request) -> web.StreamResponse:
+        return web.Response(
+            body=self.node.reporter.current.to_json(), content_type="application/json"
+        )
+
+    async def clusters(self, _request: web.Request) -> web.StreamResponse:
+        return web.json_response([self.node.settings.get_str("clusterName")])
+
+    # -- internal ---------------------------------------------------------------------------
+
+    async def command(self, request: web.Request) -> web.StreamResponse:
+        """``POST /admin/v2/ballast/commands``: a command from the leader's channel."""
+        try:
+            command = decode_command(await request.read())
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            return reason(400, f"malformed command: {exc}")
+        reply = await self.node.handle_command(command)
+        return web.Response(body=msgspec.json.encode(reply), content_type="application/json")
+
+    async def controller_request(self, request: web.Request) -> web.StreamResponse:
+        """``POST /admin/v2/ballast/controller``: a request for this broker's controller."""
+        try:
+            body = decode_request(await request.read())
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            return reason(400, f"malformed request: {exc}")
+        controller = self.node.controller
+        if controller is None or not controller.running:
+            reply = RequestReply(
+                ok=False, status=503, message=f"{self.node.broker_id} is not the leader"
+            )
+        else:
+            reply = await controller.request(body)
+        return web.Response(body=msgspec.json.encode(reply), content_type="application/json")

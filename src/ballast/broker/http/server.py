@@ -1,0 +1,305 @@
+"""The broker's HTTP server (aiohttp): the route table of Pulsar's lookup and admin paths, the
+internal endpoints, ``/metrics`` and ``/openapi.json``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from ballast import __version__
+from ballast.broker.http.admin_api import AdminApi
+from ballast.broker.http.errors import error_middleware
+from ballast.broker.http.lookup_api import LookupApi
+from ballast.broker.http.metrics import CONTENT_TYPE, metrics_registry, render
+from ballast.broker.http.routes import Route, openapi, register
+from ballast.broker.http.transport import COMMANDS_PATH, CONTROLLER_PATH
+
+if TYPE_CHECKING:
+    from ballast.broker.node import BrokerNode
+
+NS = "/admin/v2/namespaces/{tenant}/{namespace}"
+CLUSTER = "/admin/v2/clusters/{cluster}"
+
+
+def routes(node: BrokerNode) -> list[Route]:
+    lookup = LookupApi(node)
+    admin = AdminApi(node)
+    registry = metrics_registry(node)
+
+    async def metrics(_request: web.Request) -> web.StreamResponse:
+        return web.Response(body=render(registry), headers={"Content-Type": CONTENT_TYPE})
+
+    table: list[Route] = [
+        Route(
+            "GET",
+            "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",
+            lookup.lookup,
+            "Look a topic up: its owner's URLs, or a 307 to the broker that must answer",
+            "lookup",
+            query=("authoritative", "listenerName", "readOnly"),
+            responses={
+                307: "Redirect",
+                400: "Bad name",
+                404: "Namespace not found",
+                503: "Bundle moving; retry",
+            },
+        ),
+        Route(
+            "GET",
+            "/lookup/v2/topic/{domain}/{tenant}/{cluster}/{namespace}/{topic}",
+            lookup.lookup,
+            "Look up a v1 topic",
+            "lookup",
+            query=("authoritative",),
+        ),
+        Route(
+            "GET",
+            "/admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions",
+            lookup.partitions,
+            'Partitioned-topic metadata ({"partitions": N})',
+            "topics",
+            query=("checkAllowAutoCreation",),
+        ),
+        Route(
+            "GET",
+            "/admin/v2/brokers/leaderBroker",
+            lookup.leader_broker,
+            "The elected leader",
+            "brokers",
+            responses={404: "No leader"},
+        ),
+        Route(
+            "GET",
+            "/admin/v2/brokers/{cluster}",
+            lookup.brokers,
+            "Active brokers (host:port)",
+            "brokers",
+            responses={404: "Unknown cluster"},
+        ),
+        Route(
+            "GET",
+            "/admin/v2/brokers/{cluster}/{broker}/ownedNamespaces",
+            lookup.owned_namespaces,
+            "Bundles a broker owns",
+            "brokers",
+        ),
+        Route(
+            "GET",
+            "/admin/v2/broker-stats/load-report",
+            lookup.load_report,
+            "This broker's load report (LocalBrokerData)",
+            "brokers",
+        ),
+        Route("GET", "/admin/v2/clusters", lookup.clusters, "Clusters", "clusters"),
+        Route("GET", "/admin/v2/tenants", admin.list_tenants, "Tenants", "tenants"),
+        Route(
+            "GET",
+            "/admin/v2/tenants/{tenant}",
+            admin.get_tenant,
+            "A tenant",
+            "tenants",
+            responses={404: "Not found"},
+        ),
+        Route(
+            "PUT",
+            "/admin/v2/tenants/{tenant}",
+            admin.create_tenant,
+            "Create a tenant",
+            "tenants",
+            body="TenantInfo",
+            responses={400: "Bad name", 409: "Exists"},
+        ),
+        Route(
+            "DELETE",
+            "/admin/v2/tenants/{tenant}",
+            admin.delete_tenant,
+            "Delete a tenant",
+            "tenants",
+            responses={404: "Not found", 409: "Has namespaces"},
+        ),
+        Route(
+            "GET",
+            "/admin/v2/namespaces/{tenant}",
+            admin.list_namespaces,
+            "Namespaces of a tenant",
+            "namespaces",
+            responses={404: "Tenant not found"},
+        ),
+        Route(
+            "PUT",
+            NS,
+            admin.create_namespace,
+            "Create a namespace",
+            "namespaces",
+            query=("numBundles",),
+            body='Policies, e.g. {"bundles": {"numBundles": 8}}',
+            responses={400: "Bad name or bundles", 404: "Tenant not found", 409: "Exists"},
+        ),
+        Route(
+            "GET",
+            NS,
+            admin.get_policies,
+            "A namespace's policies",
+            "namespaces",
+            responses={404: "Not found"},
+        ),
+        Route(
+            "DELETE",
+            NS,
+            admin.delete_namespace,
+            "Delete a namespace",
+            "namespaces",
+            query=("force",),
+            responses={404: "Not found", 409: "Not empty"},
+        ),
+        Route(
+            "GET",
+            NS + "/bundles",
+            admin.bundles,
+            "The namespace's bundles",
+            "namespaces",
+            responses={404: "Not found"},
+        ),
+        Route("GET", NS + "/topics", admin.topics, "Topics of a namespace", "namespaces"),
+        Route(
+            "PUT",
+            NS + "/{bundle}/unload",
+            admin.unload,
+            "Unload a bundle (transfer it with destinationBroker)",
+            "namespaces",
+            query=("authoritative", "destinationBroker"),
+            responses={404: "Namespace not found", 412: "Invalid bundle"},
+        ),
+        Route(
+            "PUT",
+            NS + "/{bundle}/split",
+            admin.split,
+            "Split a bundle (range or LARGEST)",
+            "namespaces",
+            query=("authoritative", "unload", "splitAlgorithmName"),
+            body="split boundaries (specified_positions_divide)",
+            responses={404: "Namespace not found", 412: "Invalid bundle or algorithm"},
+        ),
+        Route(
+            "GET",
+            NS + "/antiAffinity",
+            admin.get_anti_affinity,
+            "Anti-affinity group",
+            "namespaces",
+        ),
+        Route(
+            "POST",
+            NS + "/antiAffinity",
+            admin.set_anti_affinity,
+            "Set the anti-affinity group",
+            "namespaces",
+            body="the group, a JSON string",
+        ),
+        Route(
+            "DELETE",
+            NS + "/antiAffinity",
+            admin.delete_anti_affinity,
+            "Remove the anti-affinity group",
+            "namespaces",
+        ),
+        Route(
+            "GET",
+            CLUSTER + "/namespaceIsolationPolicies",
+            admin.get_isolation_policies,
+            "Namespace isolation policies",
+            "clusters",
+        ),
+        Route(
+            "GET",
+            CLUSTER + "/namespaceIsolationPolicies/{policy}",
+            admin.get_isolation_policies,
+            "One isolation policy",
+            "clusters",
+        ),
+        Route(
+            "POST",
+            CLUSTER + "/namespaceIsolationPolicies/{policy}",
+            admin.set_isolation_policy,
+            "Set an isolation policy",
+            "clusters",
+            body="NamespaceIsolationData",
+            responses={400: "Invalid policy"},
+        ),
+        Route(
+            "DELETE",
+            CLUSTER + "/namespaceIsolationPolicies/{policy}",
+            admin.delete_isolation_policy,
+            "Delete an isolation policy",
+            "clusters",
+        ),
+        Route(
+            "GET",
+            CLUSTER + "/failureDomains",
+            admin.get_failure_domains,
+            "Failure domains",
+            "clusters",
+        ),
+        Route(
+            "POST",
+            CLUSTER + "/failureDomains/{domain}",
+            admin.set_failure_domain,
+            "Set a failure domain",
+            "clusters",
+            body='{"brokers": [...]}',
+        ),
+        Route(
+            "DELETE",
+            CLUSTER + "/failureDomains/{domain}",
+            admin.delete_failure_domain,
+            "Delete a failure domain",
+            "clusters",
+        ),
+        Route(
+            "POST",
+            COMMANDS_PATH,
+            lookup.command,
+            "Internal: a command from the leader",
+            "internal",
+            body="a controller command",
+        ),
+        Route(
+            "POST",
+            CONTROLLER_PATH,
+            lookup.controller_request,
+            "Internal: a request for the leader's controller",
+            "internal",
+            body="a controller request",
+        ),
+        Route("GET", "/metrics", metrics, "Prometheus metrics", "metrics"),
+    ]
+    document = openapi(table, title="Ballast admin and lookup API", version=__version__)
+
+    async def openapi_json(_request: web.Request) -> web.StreamResponse:
+        return web.json_response(document)
+
+    table.append(Route("GET", "/openapi.json", openapi_json, "This document", "meta"))
+    return table
+
+
+def make_app(node: BrokerNode) -> web.Application:
+    app = web.Application(middlewares=[error_middleware])
+    register(app, routes(node))
+    return app
+
+
+class ApiServer:
+    """Serves :func:`make_app` on ``host:port``."""
+
+    def __init__(self, node: BrokerNode, host: str, port: int) -> None:
+        self._runner = web.AppRunner(make_app(node), access_log=None)
+        self.host = host
+        self.port = port
+
+    async def start(self) -> None:
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        await site.start()
+
+    async def stop(self) -> None:
+        await self._runner.cleanup()

@@ -1,0 +1,269 @@
+"""End to end over real HTTP: three brokers serving Pulsar's lookup and admin API, talking to
+each other over HTTP, checked with an HTTP client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+
+from ballast.broker.cluster import LocalCluster
+from ballast.broker.identity import BrokerIdentity
+from ballast.clock import Clock
+from ballast.metadata.zkserver import free_port
+from ballast.model.config import load_settings
+from tests.support.invariants import ownership_records
+from tests.support.waiting import eventually
+
+pytestmark = [pytest.mark.real_time, pytest.mark.integration]
+
+
+class Api:
+    def __init__(self, cluster: LocalCluster, session: aiohttp.ClientSession) -> None:
+        self.cluster = cluster
+        self.session = session
+        self.urls = [f"http://{b}" for b in cluster.nodes]
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        broker: int = 0,
+        json: object = None,
+        redirects: bool = True,
+    ) -> tuple[int, object, aiohttp.ClientResponse]:
+        async with self.session.request(
+            method, self.urls[broker] + path, json=json, allow_redirects=redirects
+        ) as response:
+            body: object = None
+            if response.content_type == "application/json":
+                body = await response.json()
+            elif response.status != 204:
+                body = await response.text()
+            return response.status, body, response
+
+
+async def start(clock: Clock, brokers: int = 3) -> LocalCluster:
+    settings = load_settings(overrides=["metadataStoreSessionTimeoutMillis=10000"]).settings
+    cluster = LocalCluster(clock, settings=settings, serve_http=True)
+    for _ in range(brokers):
+        web = free_port()
+        await cluster.add_broker(BrokerIdentity("127.0.0.1", web, free_port()))
+    await eventually(lambda: cluster.leader() is not None, clock, what="a leader")
+    return cluster
+
+
+async def api_for(clock: Clock) -> AsyncIterator[Api]:
+    cluster = await start(clock)
+    async with aiohttp.ClientSession() as session:
+        api = Api(cluster, session)
+        status, _, _ = await api.call(
+            "PUT", "/admin/v2/tenants/t", json={"allowedClusters": ["standalone"]}
+        )
+        assert status == 204
+        yield api
+    await cluster.close()
+
+
+def follower(api: Api) -> int:
+    leader = api.cluster.leader()
+    assert leader is not None
+    return next(i for i, b in enumerate(api.cluster.nodes) if b != leader.broker_id)
+
+
+async def test_lookup_connects_or_redirects_to_the_owner(clock: Clock) -> None:
+    async for api in api_for(clock):
+        status, _, _ = await api.call(
+            "PUT", "/admin/v2/namespaces/t/ns", json={"bundles": {"numBundles": 8}}
+        )
+        assert status == 204
+        path = "/lookup/v2/topic/persistent/t/ns/orders"
+        # From a follower, with redirects shown: a 307 chain ends at the owner.
+        where = follower(api)
+        url = api.urls[where] + path
+        hops = 0
+        while True:
+            async with api.session.get(url, allow_redirects=False) as response:
+                if response.status == 307:
+                    location = response.headers["Location"]
+                    assert "/lookup/v2/topic/persistent/t/ns/orders" in location
+                    assert "authoritative=" in location
+                    url, hops = location, hops + 1
+                    assert hops <= 3
+                    continue
+                assert response.status == 200, await response.text()
+                data = await response.json()
+                break
+        assert set(data) == {"brokerUrl", "brokerUrlTls", "httpUrl", "httpUrlTls", "nativeUrl"}
+        assert data["nativeUrl"] == data["brokerUrl"]
+        owner = data["httpUrl"].removeprefix("http://")
+        assert owner in api.cluster.nodes
+        records = await ownership_records(api.cluster.nodes[owner].store)
+        assert (
+            records[
+                "t/ns/0x00000000_0x20000000"
+                if False
+                else next(b for b in records if b.startswith("t/ns/"))
+            ][0]
+            == owner
+        )
+        # Every broker now answers 200 with the same owner (followed or direct).
+        for i in range(3):
+            status, body, _ = await api.call("GET", path, broker=i)
+            assert status == 200 and isinstance(body, dict) and body["httpUrl"] == data["httpUrl"]
+
+
+async def test_unload_and_split_change_ownership(clock: Clock) -> None:
+    async for api in api_for(clock):
+        assert (
+            await api.call(
+                "PUT", "/admin/v2/namespaces/t/moves", json={"bundles": {"numBundles": 2}}
+            )
+        )[0] == 204
+        for i in range(20):
+            await api.call("GET", f"/lookup/v2/topic/persistent/t/moves/topic-{i}")
+        status, bundles, _ = await api.call("GET", "/admin/v2/namespaces/t/moves/bundles")
+        assert status == 200 and isinstance(bundles, dict)
+        assert bundles == {
+            "boundaries": ["0x00000000", "0x80000000", "0xffffffff"],
+            "numBundles": 2,
+        }
+        store = next(iter(api.cluster.nodes.values())).store
+        records = await ownership_records(store)
+        first = "t/moves/0x00000000_0x80000000"
+        owner = records[first][0]
+        other = next(b for b in api.cluster.nodes if b != owner)
+        # Unload with a destination: a transfer.
+        status, body, _ = await api.call(
+            "PUT",
+            f"/admin/v2/namespaces/t/moves/0x00000000_0x80000000/unload?destinationBroker={other}",
+            broker=follower(api),
+        )
+        assert status == 204, body
+        assert (await ownership_records(store))[first][0] == other
+        # Plain unload: no owner until the next lookup.
+        status, _, _ = await api.call(
+            "PUT", "/admin/v2/namespaces/t/moves/0x00000000_0x80000000/unload"
+        )
+        assert status == 204
+        assert first not in await ownership_records(store)
+        # Split the other bundle in two, owned by its owner.
+        second = "t/moves/0x80000000_0xffffffff"
+        status, _, _ = await api.call(
+            "PUT",
+            "/admin/v2/namespaces/t/moves/0x80000000_0xffffffff/split?splitAlgorithmName=range_equally_divide",
+        )
+        assert status == 204
+        status, bundles, _ = await api.call("GET", "/admin/v2/namespaces/t/moves/bundles")
+        assert bundles == {
+            "boundaries": ["0x00000000", "0x80000000", "0xbfffffff", "0xffffffff"],
+            "numBundles": 3,
+        }
+        after = await ownership_records(store)
+        assert second not in after
+        assert {"t/moves/0x80000000_0xbfffffff", "t/moves/0xbfffffff_0xffffffff"} <= set(after)
+
+
+async def test_bad_requests_get_pulsar_status_codes(clock: Clock) -> None:
+    async for api in api_for(clock):
+        await api.call("PUT", "/admin/v2/namespaces/t/ns", json={"bundles": {"numBundles": 4}})
+        cases = [
+            ("GET", "/lookup/v2/topic/persistent/t/none/x", 404),
+            ("GET", "/lookup/v2/topic/queue/t/ns/x", 400),
+            ("GET", "/lookup/v2/topic/persistent/t/n$s/x", 400),
+            ("PUT", "/admin/v2/namespaces/t/ns", 409),
+            ("PUT", "/admin/v2/namespaces/nobody/ns", 404),
+            ("PUT", "/admin/v2/namespaces/t/bad name", 400),
+            ("GET", "/admin/v2/namespaces/t/missing", 404),
+            ("PUT", "/admin/v2/namespaces/t/ns/0x00000000_0x10000000/unload", 412),
+            ("PUT", "/admin/v2/namespaces/t/ns/nonsense/unload", 412),
+            (
+                "PUT",
+                "/admin/v2/namespaces/t/ns/0x00000000_0x40000000/split?splitAlgorithmName=halves",
+                412,
+            ),
+            ("PUT", "/admin/v2/namespaces/t/missing/0x00000000_0xffffffff/unload", 404),
+            ("PUT", "/admin/v2/tenants/t", 409),
+            ("DELETE", "/admin/v2/tenants/t", 409),
+            ("GET", "/admin/v2/no/such/path", 404),
+            ("GET", "/admin/v2/brokers/othercluster", 404),
+        ]
+        for method, path, expected in cases:
+            status, body, _ = await api.call(method, path, broker=follower(api))
+            assert status == expected, (method, path, status, body)
+            assert isinstance(body, dict) and isinstance(body.get("reason"), str), (path, body)
+            assert body["reason"]
+
+
+async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
+    async for api in api_for(clock):
+        assert (
+            await api.call("PUT", "/admin/v2/namespaces/t/a", json={"bundles": {"numBundles": 3}})
+        )[0] == 204
+        assert (await api.call("PUT", "/admin/v2/namespaces/t/b?numBundles=2"))[0] == 204
+        assert (await api.call("GET", "/admin/v2/tenants"))[1] == ["t"]
+        assert (await api.call("GET", "/admin/v2/namespaces/t"))[1] == ["t/a", "t/b"]
+        status, policies, _ = await api.call("GET", "/admin/v2/namespaces/t/a", broker=2)
+        assert status == 200 and isinstance(policies, dict)
+        assert policies["bundles"]["numBundles"] == 3
+        assert (await api.call("POST", "/admin/v2/namespaces/t/a/antiAffinity", json="group-1"))[
+            0
+        ] == 204
+        assert (await api.call("GET", "/admin/v2/namespaces/t/a/antiAffinity"))[1] == "group-1"
+        assert (await api.call("DELETE", "/admin/v2/namespaces/t/a/antiAffinity"))[0] == 204
+        assert (await api.call("GET", "/admin/v2/namespaces/t/a/antiAffinity"))[1] == ""
+        policy = {
+            "namespaces": ["t/a"],
+            "primary": ["127.0.0.1"],
+            "secondary": [],
+            "auto_failover_policy": {
+                "policy_type": "min_available",
+                "parameters": {"min_limit": "1", "usage_threshold": "80"},
+            },
+        }
+        path = "/admin/v2/clusters/standalone/namespaceIsolationPolicies/iso"
+        assert (await api.call("POST", path, json=policy))[0] == 204
+        assert (await api.call("GET", path))[1] == policy
+        assert (await api.call("POST", path, json={"namespaces": ["t/("]}))[0] == 400
+        assert (await api.call("DELETE", path))[0] == 204
+        assert (await api.call("GET", path))[0] == 404
+        domain = "/admin/v2/clusters/standalone/failureDomains/rack1"
+        brokers = list(api.cluster.nodes)[:2]
+        assert (await api.call("POST", domain, json={"brokers": brokers}))[0] == 204
+        assert (await api.call("GET", "/admin/v2/clusters/standalone/failureDomains"))[1] == {
+            "rack1": {"brokers": brokers}
+        }
+        status, leader, _ = await api.call("GET", "/admin/v2/brokers/leaderBroker")
+        assert status == 200 and isinstance(leader, dict)
+        assert leader["brokerId"] == api.cluster.leader().broker_id  # type: ignore[union-attr]
+        assert sorted((await api.call("GET", "/admin/v2/brokers/standalone"))[1]) == sorted(
+            api.cluster.nodes
+        )  # type: ignore[arg-type]
+        status, report, _ = await api.call("GET", "/admin/v2/broker-stats/load-report")
+        assert (
+            status == 200
+            and isinstance(report, dict)
+            and report["loadReportType"] == "LocalBrokerData"
+        )
+        status, text, _ = await api.call("GET", "/metrics")
+        assert status == 200 and isinstance(text, str)
+        assert "ballast_bundles_owned" in text and "ballast_lookups_total" in text
+        leader_index = list(api.cluster.nodes).index(api.cluster.leader().broker_id)  # type: ignore[union-attr]
+        leader_metrics = (await api.call("GET", "/metrics", broker=leader_index))[1]
+        assert isinstance(leader_metrics, str) and "ballast_leader_epoch" in leader_metrics
+        assert 'ballast_controller_events_total{event="request"}' in leader_metrics
+        status, document, _ = await api.call("GET", "/openapi.json")
+        assert status == 200 and isinstance(document, dict)
+        assert "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}" in document["paths"]
+        assert (
+            "put" in document["paths"]["/admin/v2/namespaces/{tenant}/{namespace}/{bundle}/split"]
+        )
+        status, partitions, _ = await api.call(
+            "GET", "/admin/v2/persistent/t/a/x/partitions?checkAllowAutoCreation=true"
+        )
+        assert status == 200 and partitions == {"partitions": 0}
+        status, _, _ = await api.call("DELETE", "/admin/v2/namespaces/t/b")
+        assert status == 204
+        assert (await api.call("GET", "/admin/v2/namespaces/t"))[1] == ["t/a"]
