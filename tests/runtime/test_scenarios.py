@@ -218,6 +218,10 @@ async def test_killing_the_leader_elects_one_that_carries_on(clock: Clock) -> No
     old = cluster.leader()
     assert old is not None and old.controller is not None
     old_epoch = old.controller.epoch
+    held_now = {str(b) for b in old.ownership.owned()}
+    await eventually(  # its load report carries the bundles it holds (within seconds)
+        lambda: held_now <= set(old.reporter.last_written.bundles), clock, what="reported"
+    )
     await cluster.crash_broker(old.broker_id)
     await eventually(
         lambda: cluster.leader() is not None, clock, what="a new leader", timeout_s=SESSION_S * 3
@@ -225,6 +229,15 @@ async def test_killing_the_leader_elects_one_that_carries_on(clock: Clock) -> No
     new = cluster.leader()
     assert new is not None and new.controller is not None and new.broker_id != old.broker_id
     assert new.controller.epoch > old_epoch
+    # The dead leader's bundles are owned again without waiting for a client's lookup: the
+    # new leader learned them from the last report every broker saw.
+    held = {str(b) for b in old.ownership.owned()} - {str(old.heartbeat_bundle)}
+
+    async def all_owned() -> bool:
+        records = await ownership_records(observer)
+        return all(b in records and records[b][0] != old.broker_id for b in held)
+
+    await eventually(all_owned, clock, what="the dead leader's bundles placed", timeout_s=5)
     await settle_and_check(cluster, observer, clock)
     # It rebuilt the namespaces from the store and keeps serving: lookups, admin requests.
     assert any(str(ns) == "t/ha" for ns in new.controller.image.namespaces)

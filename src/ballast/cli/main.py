@@ -13,6 +13,7 @@ from ballast.cli.bundle import bundle_app
 from ballast.cli.config import config_app
 from ballast.cli.decide import decide_app
 from ballast.cli.metadata import metadata_app
+from ballast.cli.servers import broker_command, zookeeper_command
 from ballast.cli.topic import topic_command
 
 app = typer.Typer(
@@ -24,6 +25,8 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command("topic")(topic_command)
+app.command("broker")(broker_command)
+app.command("zookeeper")(zookeeper_command)
 app.add_typer(bundle_app, name="bundle")
 app.add_typer(config_app, name="config")
 app.add_typer(metadata_app, name="metadata")

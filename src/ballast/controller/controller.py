@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +83,14 @@ class UpdateAll(ControllerEvent):
 
 
 @dataclass(frozen=True)
+class AdoptOrphans(ControllerEvent):
+    """A new leader places the bundles that brokers gone before it took over held (learned
+    from their last load reports, which every broker saw)."""
+
+    name = "adopt-orphans"
+
+
+@dataclass(frozen=True)
 class MembershipEvent(ControllerEvent):
     name = "membership"
     change: MembershipChange
@@ -129,6 +138,7 @@ class Controller:
         transport: ClusterTransport,
         rng: random.Random,
         leader_id: str,
+        departed: Mapping[str, bytes] | None = None,
     ) -> None:
         self.leadership = leadership
         self.epoch = leadership.epoch
@@ -138,6 +148,7 @@ class Controller:
         self.clock = clock
         self.rng = rng
         self.leader_id = leader_id
+        self._departed = dict(departed or {})
         self.cluster = settings.get_str("clusterName")
         self.shedding_config = SheddingConfig.from_settings(settings)
         self.placement_config = PlacementConfig.from_settings(settings)
@@ -170,6 +181,7 @@ class Controller:
         self.events.start()
         self.running = True
         self.events.put(UpdateAll())
+        self.events.put(AdoptOrphans())
         self._schedule_shedding()
         self.events.defer(
             "write-load-data",
@@ -199,6 +211,7 @@ class Controller:
     def _register_handlers(self) -> None:
         self.events.register(UpdateAll, self._update_all)
         self.events.register(MembershipEvent, self._membership)
+        self.events.register(AdoptOrphans, self._adopt_orphans)
         self.events.register(OwnershipChanged, self._ownership_changed)
         self.events.register(SheddingTick, self._shedding)
         self.events.register(WriteLoadData, self._write_load_data)
@@ -344,6 +357,26 @@ class Controller:
                 self._assign(BundleName.parse(bundle), f"its broker {broker} left")
         if change.updated and not change.membership_changed:
             self.events.defer("update-all", UPDATE_DEBOUNCE_S, UpdateAll)
+
+    async def _adopt_orphans(self, _event: AdoptOrphans) -> None:
+        live = self.registry.brokers()
+        for broker, data in sorted(self._departed.items()):
+            if broker in live:
+                continue
+            try:
+                report = LocalBrokerData.from_json(data)
+            except ModelError:
+                continue
+            for bundle in sorted(report.bundles | report.last_stats.keys()):
+                parsed = BundleName.parse(bundle)
+                if (
+                    bundle not in self.image.owners
+                    and bundle not in self.image.moving
+                    and self.image.bundle_exists(parsed)
+                    and not is_heartbeat(parsed.namespace)
+                ):
+                    self._assign(parsed, f"it was held by {broker}, gone before this leader")
+        self._departed.clear()
 
     async def _ownership_changed(self, event: OwnershipChanged) -> None:
         namespace = event.namespace

@@ -163,6 +163,9 @@ class BrokerRegistry:
         self._children_dirty = True
         self._task: asyncio.Task[None] | None = None
         self._watch: WatchHandle | None = None
+        # The last record of brokers that left: a new leader learns from it which bundles a
+        # dead leader held (their ownership records vanished with its session).
+        self.departed: dict[str, BrokerEntry] = {}
 
     def add_listener(self, listener: MembershipListener) -> None:
         self._listeners.append(listener)
@@ -242,6 +245,7 @@ class BrokerRegistry:
                     left.append(broker_id)
                 continue
             entry = _entry(broker_id, record)
+            self.departed.pop(broker_id, None)
             if known is None:
                 self._brokers[broker_id] = _Tracked(entry)
                 self._brokers[broker_id].watch = await self.store.watch(
@@ -264,6 +268,9 @@ class BrokerRegistry:
         tracked = self._brokers.pop(broker_id)
         if tracked.watch is not None:
             tracked.watch.cancel()
+        self.departed[broker_id] = tracked.entry
+        while len(self.departed) > 256:
+            del self.departed[next(iter(self.departed))]
 
 
 def _entry(broker_id: str, record: Record) -> BrokerEntry:

@@ -512,6 +512,7 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting("clusterName", STR, "standalone", "", "Name of this cluster."),
+    Setting("bindAddress", STR, "0.0.0.0", "", "Address the listeners bind to."),
     Setting("advertisedAddress", STR, "127.0.0.1", "", "Host other brokers and clients reach."),
     Setting("webServicePort", INT, 8080, "", "Port of the admin/lookup HTTP API.", minimum=0),
     Setting("brokerServicePort", INT, 6650, "", "Port of the binary protocol.", minimum=0),

@@ -1,0 +1,88 @@
+"""One broker per process (``ballast broker``): the real cluster mode. The broker runs on the
+system clock against the configured store (ZooKeeper for a real cluster), serves the HTTP API,
+talks to the other brokers over HTTP, reads its host's usage with psutil, and on SIGTERM or
+SIGINT stops gracefully (its bundles move elsewhere first); a second signal stops it at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import signal
+
+from ballast.broker.host_usage import (
+    BrokerCapacity,
+    HostUsageProvider,
+    ModelledHostUsage,
+    PsutilHostUsage,
+)
+from ballast.broker.http.server import ApiServer
+from ballast.broker.http.transport import HttpTransport
+from ballast.broker.identity import BrokerIdentity
+from ballast.broker.node import BrokerNode
+from ballast.broker.traffic import WorkloadTraffic
+from ballast.clock import SystemClock
+from ballast.metadata.factory import MetadataStores
+from ballast.model.config import ReportConfig, Settings
+
+log = logging.getLogger(__name__)
+
+
+def identity_of(settings: Settings) -> BrokerIdentity:
+    return BrokerIdentity(
+        settings.get_str("advertisedAddress"),
+        settings.get_int("webServicePort"),
+        settings.get_int("brokerServicePort"),
+    )
+
+
+async def run_broker(settings: Settings, *, host_usage: str = "psutil") -> None:
+    """Run one broker until a signal asks it to stop."""
+    clock = SystemClock()
+    identity = identity_of(settings)
+    stores = MetadataStores(clock)
+    store = await stores.connect(
+        settings.get_str("metadataStoreUrl"),
+        session_timeout_s=settings.get_int("metadataStoreSessionTimeoutMillis") / 1000,
+    )
+    usage: HostUsageProvider
+    if host_usage == "model":
+        usage = ModelledHostUsage(BrokerCapacity())
+    else:
+        usage = PsutilHostUsage(
+            clock,
+            nic_speed_override_gbps=ReportConfig.from_settings(settings).nic_speed_override_gbps,
+        )
+    transport = HttpTransport()
+    node = BrokerNode(
+        identity, store, settings, clock, transport, WorkloadTraffic(), usage, random.Random()
+    )
+    server = ApiServer(node, settings.get_str("bindAddress"), identity.web_port)
+    stop = asyncio.Event()
+    hurry = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        if stop.is_set():
+            hurry.set()
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal)
+    await server.start()
+    await node.start()
+    log.info("broker %s serving on %s", identity.broker_id, identity.web_service_url)
+    await stop.wait()
+    log.info("broker %s stopping (a second signal stops it at once)", identity.broker_id)
+    graceful = asyncio.ensure_future(node.stop(graceful=True))
+    hurried = asyncio.ensure_future(hurry.wait())
+    await asyncio.wait([graceful, hurried], return_when=asyncio.FIRST_COMPLETED)
+    if not graceful.done():
+        graceful.cancel()
+        await node.kill()
+    hurried.cancel()
+    await server.stop()
+    await transport.close()
+    await store.close()
+    stores.close()

@@ -1,0 +1,115 @@
+"""``ballast broker`` (one broker per process, the real cluster mode) and ``ballast zookeeper``
+(a local ZooKeeper from Debian's package, for trying a cluster on one machine)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ballast.broker.process import run_broker
+from ballast.cli.common import fail, settings_from
+from ballast.clock import SystemClock
+from ballast.metadata.factory import InvalidStoreUrlError, parse_store_url
+from ballast.metadata.store import MetadataError
+from ballast.metadata.zkserver import (
+    LocalZooKeeper,
+    ZooKeeperConfig,
+    ZooKeeperSetupError,
+    ensure_installed,
+)
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def broker_command(
+    config: Annotated[
+        Path | None, typer.Option("--config", help="broker.conf-style settings.")
+    ] = None,
+    overrides: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a setting: key=value (repeatable).")
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="Metadata store URL (overrides metadataStoreUrl), e.g. zk:127.0.0.1:2181.",
+        ),
+    ] = None,
+    host_usage: Annotated[
+        str,
+        typer.Option("--host-usage", help="psutil (this machine) or model (derived from traffic)."),
+    ] = "psutil",
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="debug, info, warning, error.")
+    ] = "info",
+) -> None:
+    """Run one broker in this process (the real cluster mode): it registers in the metadata
+    store, campaigns for leadership, serves the HTTP API on webServicePort, and stops
+    gracefully on SIGTERM or Ctrl-C (a second signal stops it at once)."""
+    if log_level not in LOG_LEVELS:
+        fail(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
+    if host_usage not in ("psutil", "model"):
+        fail("--host-usage must be psutil or model")
+    pairs = list(overrides or [])
+    if store is not None:
+        pairs.append(f"metadataStoreUrl={store}")
+    settings = settings_from(config, pairs)
+    try:
+        parse_store_url(settings.get_str("metadataStoreUrl"))
+    except InvalidStoreUrlError as exc:
+        fail(str(exc))
+    logging.getLogger().setLevel(log_level.upper())
+    try:
+        asyncio.run(run_broker(settings, host_usage=host_usage))
+    except MetadataError as exc:
+        fail(str(exc), code=1)
+    except OSError as exc:
+        fail(f"cannot serve: {exc}", code=1)
+
+
+def zookeeper_command(
+    port: Annotated[int, typer.Option("--port", help="Client port (on 127.0.0.1).")] = 2181,
+    data_dir: Annotated[
+        Path, typer.Option("--data-dir", help="Where ZooKeeper keeps its data.")
+    ] = Path("zookeeper-data"),
+    tick_ms: Annotated[
+        int, typer.Option("--tick-ms", help="tickTime: sessions last at least two ticks.")
+    ] = 2000,
+) -> None:
+    """Run a standalone ZooKeeper from Debian's `zookeeper` package on 127.0.0.1 (installing
+    the package first when missing and running as root) until Ctrl-C. For trying a cluster on
+    one machine; not a production ensemble."""
+    try:
+        ensure_installed()
+    except ZooKeeperSetupError as exc:
+        fail(str(exc), code=1)
+    server = LocalZooKeeper(
+        ZooKeeperConfig(
+            data_dir=data_dir.resolve(),
+            port=port,
+            tick_ms=tick_ms,
+            min_session_timeout_ms=2 * tick_ms,
+            force_sync=True,
+        )
+    )
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await server.start(SystemClock())
+        typer.echo(f"ZooKeeper serving at {server.url} (data in {data_dir}); Ctrl-C stops it")
+        await stop.wait()
+
+    try:
+        asyncio.run(run())
+    except ZooKeeperSetupError as exc:
+        fail(str(exc), code=1)
+    finally:
+        server.stop()
