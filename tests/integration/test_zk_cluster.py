@@ -154,7 +154,9 @@ async def test_three_brokers_on_zookeeper_survive_kill_9(
                 killed_at = clock.monotonic()
                 others = [b for b in brokers if b.alive]
 
-                async def taken_over() -> bool:
+                async def taken_over(
+                    others: list[BrokerProcess] = others, held: set[str] = held
+                ) -> bool:
                     now: set[str] = set()
                     for broker in others:
                         now |= await owned(session, broker) or set()
