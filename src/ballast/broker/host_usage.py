@@ -23,6 +23,10 @@ MIB = 1024 * 1024
 
 
 class HostUsageProvider(Protocol):
+    # True when sampling is cheap and exact (derived from the traffic being reported): the
+    # reporter then samples with every report instead of every host-usage check interval.
+    continuous: bool
+
     def sample(self, traffic: NamespaceBundleStats) -> SystemResourceUsage:
         """Usage now; ``traffic`` is the broker's total over its bundles."""
         ...
@@ -46,6 +50,8 @@ class ModelledHostUsage:
     """Usage computed from traffic: CPU from messages and bytes handled, bandwidth from
     throughput against the NIC, memory from a base plus a cost per topic. Bandwidth is in
     kbit/s, as Pulsar reports it."""
+
+    continuous = True
 
     def __init__(self, capacity: BrokerCapacity) -> None:
         self.capacity = capacity
@@ -85,6 +91,8 @@ def nic_speed_kbits(override_gbps: float | None) -> float:
 
 class PsutilHostUsage:
     """The real machine, read with psutil. CPU and NIC rates are measured between samples."""
+
+    continuous = False
 
     def __init__(self, clock: Clock, *, nic_speed_override_gbps: float | None = None) -> None:
         self._clock = clock

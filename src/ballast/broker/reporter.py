@@ -71,7 +71,8 @@ class LoadReporter:
         stats = dict(self._bundle_stats())
         now = self._clock.monotonic()
         if (
-            self._usage_sampled_at is None
+            self._host_usage.continuous
+            or self._usage_sampled_at is None
             or now - self._usage_sampled_at >= self._config.host_usage_check_interval_ms / 1000
         ):
             self._usage = self._host_usage.sample(sum_stats_of(stats.values()))

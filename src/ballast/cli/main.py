@@ -14,6 +14,7 @@ from ballast.cli.config import config_app
 from ballast.cli.decide import decide_app
 from ballast.cli.metadata import metadata_app
 from ballast.cli.servers import broker_command, zookeeper_command
+from ballast.cli.standalone import standalone_command
 from ballast.cli.topic import topic_command
 
 app = typer.Typer(
@@ -25,6 +26,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command("topic")(topic_command)
+app.command("standalone")(standalone_command)
 app.command("broker")(broker_command)
 app.command("zookeeper")(zookeeper_command)
 app.add_typer(bundle_app, name="bundle")

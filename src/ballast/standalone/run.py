@@ -1,0 +1,255 @@
+"""``ballast standalone``: N brokers in this process on consecutive loopback ports over the
+embedded store, each serving the HTTP API, the brokers talking over HTTP; a leader is elected, a
+demo namespace created and driven by the demo load, and a live console shows each broker's load,
+its bundles and the load manager's decisions as they happen. Ctrl-C (or ``--duration``) stops it
+and prints a summary.
+
+Several brokers share one machine here, so host usage is modelled from each broker's traffic
+(measuring the machine would give every broker the same figures).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+
+from ballast.broker.cluster import LocalCluster, modelled_usage
+from ballast.broker.identity import BrokerIdentity
+from ballast.broker.lookup import AnswerKind
+from ballast.broker.traffic import WorkloadTraffic
+from ballast.clock import SystemClock
+from ballast.controller.requests import CreateNamespace, CreateTenant
+from ballast.model.config import Settings, resource_weights
+from ballast.standalone.workload import DemoWorkload
+
+LOOKUP_EVERY_S = 3.0
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class StandaloneOptions:
+    settings: Settings
+    brokers: int = 3
+    host: str = "127.0.0.1"
+    web_port: int = 8080
+    broker_port: int = 6650
+    store_url: str = "memory:"
+    workload: DemoWorkload | None = field(default_factory=DemoWorkload)
+    duration_s: float | None = None
+
+
+@dataclass(slots=True)
+class Summary:
+    uptime_s: float = 0.0
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    loads: dict[str, float] = field(default_factory=dict)
+    bundles: dict[str, int] = field(default_factory=dict)
+    leader: str | None = None
+    hot: bool = False
+
+    def counts(self) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for entry in self.decisions:
+            found[entry["action"]] = found.get(entry["action"], 0) + 1
+        return found
+
+
+class Standalone:
+    def __init__(self, options: StandaloneOptions) -> None:
+        self.options = options
+        self.clock = SystemClock()
+        self.traffic = WorkloadTraffic()
+        self.cluster = LocalCluster(
+            self.clock,
+            settings=options.settings,
+            store_url=options.store_url,
+            traffic=self.traffic,
+            host_usage=modelled_usage(),
+            serve_http=True,
+        )
+        self.summary = Summary()
+        self._seen: set[tuple[Any, ...]] = set()
+        self._started = 0.0
+
+    async def start(self) -> None:
+        self._started = self.clock.monotonic()
+        for i in range(self.options.brokers):
+            await self.cluster.add_broker(
+                BrokerIdentity(
+                    self.options.host, self.options.web_port + i, self.options.broker_port + i
+                )
+            )
+        while self.cluster.leader() is None:
+            await self.clock.sleep(0.05)
+        workload = self.options.workload
+        namespace = workload.namespace if workload else "public/default"
+        tenant = namespace.split("/")[0]
+        await self.cluster.request(CreateTenant(tenant=tenant))
+        bundles = workload.bundles if workload else None
+        await self.cluster.request(CreateNamespace(namespace=namespace, bundles=bundles))
+        if workload is not None:
+            node = self.cluster.running()[0]
+            for topic in workload.topic_names():
+                await node.topic_index.create(topic)
+            workload.apply(self.traffic, hot=False)
+
+    async def drive(self, stop: asyncio.Event) -> None:
+        """The demo's clients: look topics up (owning their bundles), turn the hot spot on."""
+        workload = self.options.workload
+        if workload is None:
+            return
+        topics = workload.topic_names()
+        while not stop.is_set():
+            elapsed = self.clock.monotonic() - self._started
+            hot = workload.hotspot_after_s > 0 and elapsed >= workload.hotspot_after_s
+            if hot and not self.summary.hot:
+                workload.apply(self.traffic, hot=True)
+                self.summary.hot = True
+            for topic in topics:
+                if stop.is_set() or not self.cluster.running():
+                    return
+                answer = await self.cluster.lookup(topic)
+                if answer.kind is not AnswerKind.CONNECT:
+                    continue
+            try:
+                await asyncio.wait_for(stop.wait(), LOOKUP_EVERY_S)
+            except TimeoutError:
+                pass
+
+    def collect(self) -> None:
+        """Refresh the summary from the brokers (loads, bundles, new decisions)."""
+        weights = resource_weights(self.options.settings)
+        self.summary.uptime_s = self.clock.monotonic() - self._started
+        leader = self.cluster.leader()
+        self.summary.leader = leader.broker_id if leader else None
+        for node in self.cluster.running():
+            report = node.reporter.current
+            self.summary.loads[node.broker_id] = report.max_resource_usage_with_weight(weights)
+            self.summary.bundles[node.broker_id] = len(node.ownership.owned())
+            if node.controller is not None:
+                for entry in node.controller.decisions_log:
+                    key = (entry["at"], entry["action"], entry["bundle"], entry["destination"])
+                    if key not in self._seen:
+                        self._seen.add(key)
+                        self.summary.decisions.append(entry)
+
+    def render(self) -> Group:
+        table = Table(title=None, expand=True)
+        for heading in ("broker", "", "load", "bundles", "topics", "msg/s", "MiB/s"):
+            table.add_column(heading, justify="right" if heading not in ("broker", "") else "left")
+        for node in self.cluster.running():
+            report = node.reporter.current
+            load = self.summary.loads.get(node.broker_id, 0.0)
+            color = "red" if load > 0.85 else "yellow" if load > 0.6 else "green"
+            table.add_row(
+                node.broker_id,
+                "leader" if node.broker_id == self.summary.leader else "",
+                f"[{color}]{load * 100:5.1f}%[/{color}]",
+                str(self.summary.bundles.get(node.broker_id, 0)),
+                str(report.num_topics),
+                f"{report.msg_rate:,.0f}",
+                f"{report.msg_throughput / MIB:,.1f}",
+            )
+        lines = [
+            f"{_at(d)} {d['action']:<8} {d['bundle']}"
+            + (
+                f"  {d['broker'] or ''} -> {d['destination']}"
+                if d.get("destination")
+                else f"  {d['broker'] or ''}"
+            )
+            + f"\n    [dim]{d['reason']}[/dim]"
+            for d in self.summary.decisions[-6:]
+        ]
+        title = f"Ballast standalone — up {self.summary.uptime_s:.0f} s"
+        workload = self.options.workload
+        if workload is not None and workload.hotspot_after_s > 0:
+            left = max(0.0, workload.hotspot_after_s - self.summary.uptime_s)
+            title += " — hot spot " + ("ON" if self.summary.hot else f"in {left:.0f} s")
+        decisions = "\n".join(lines) or "[dim]no decisions yet[/dim]"
+        return Group(
+            Panel(table, title=title),
+            Panel(decisions, title="load manager decisions (latest last)"),
+        )
+
+    async def stop(self) -> None:
+        self.collect()
+        await self.cluster.close()
+
+
+def _at(entry: dict[str, Any]) -> str:
+    return datetime.fromtimestamp(entry["at"] / 1000).strftime("%H:%M:%S")
+
+
+async def run_standalone(options: StandaloneOptions, console: Console) -> Summary:
+    """Run until Ctrl-C / SIGTERM or ``duration_s``; returns the summary."""
+    standalone = Standalone(options)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await standalone.start()
+    urls = ", ".join(f"http://{b}" for b in standalone.cluster.nodes)
+    console.print(f"[bold]Ballast standalone[/bold]: {options.brokers} brokers at {urls}")
+    console.print(
+        f"admin: ballast admin --url http://{options.host}:{options.web_port} ...; Ctrl-C stops"
+    )
+    driver = asyncio.ensure_future(standalone.drive(stop))
+    deadline = (
+        None if options.duration_s is None else standalone.clock.monotonic() + options.duration_s
+    )
+    try:
+        if console.is_terminal:
+            with Live(standalone.render(), console=console, refresh_per_second=2) as live:
+                while not stop.is_set():
+                    await _tick(stop, standalone, deadline)
+                    live.update(standalone.render())
+        else:
+            last_line = -10.0
+            while not stop.is_set():
+                await _tick(stop, standalone, deadline)
+                if standalone.summary.uptime_s - last_line >= 10:
+                    last_line = standalone.summary.uptime_s
+                    console.print(_status_line(standalone.summary))
+    finally:
+        stop.set()
+        await driver
+        await standalone.stop()
+    return standalone.summary
+
+
+async def _tick(stop: asyncio.Event, standalone: Standalone, deadline: float | None) -> None:
+    try:
+        await asyncio.wait_for(stop.wait(), 1.0)
+    except TimeoutError:
+        pass
+    standalone.collect()
+    if deadline is not None and standalone.clock.monotonic() >= deadline:
+        stop.set()
+
+
+def _status_line(summary: Summary) -> str:
+    loads = " ".join(f"{b}={v * 100:.0f}%" for b, v in sorted(summary.loads.items()))
+    return (
+        f"t={summary.uptime_s:.0f}s leader={summary.leader} loads: {loads} moves={summary.counts()}"
+    )
+
+
+def summary_text(summary: Summary) -> str:
+    loads = list(summary.loads.values())
+    spread = statistics.pstdev(loads) if len(loads) > 1 else 0.0
+    lines = [
+        f"ran {summary.uptime_s:.0f} s; leader {summary.leader}",
+        "final loads: "
+        + ", ".join(f"{b} {v * 100:.1f}%" for b, v in sorted(summary.loads.items())),
+        f"load std-dev {spread:.3f}; decisions {summary.counts() or 'none'}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,127 @@
+"""The demo load of ``ballast standalone``, like ``pulsar-perf`` producing to many topics:
+topics with Zipf-skewed message rates, and after a while a hot spot (one bundle's topics get
+much busier) for the load manager to deal with. Simulated clients look their topics up, so
+bundles get owned, and look up again when a bundle moved or lost its owner.
+
+A workload file (TOML) sets the same fields::
+
+    namespace = "public/demo"   # created if missing
+    bundles = 16
+    topics = 240
+    rate = 200.0                # mean msg/s per topic
+    size = 1024                 # bytes per message
+    fan_out = 1.0               # subscriptions reading each message
+    skew = 0.6                  # Zipf exponent of topic popularity (0 = uniform)
+    hotspot_after_s = 60.0      # 0 = no hot spot
+    hotspot_factor = 10.0       # how much busier the hot bundle's topics get
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ballast.broker.traffic import TopicStats, WorkloadTraffic
+from ballast.model.bundles import NamespaceBundles, topic_hash
+from ballast.model.naming import InvalidNameError, NamespaceName, TopicName
+
+
+class WorkloadError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class DemoWorkload:
+    namespace: str = "public/demo"
+    bundles: int = 16
+    topics: int = 240
+    rate: float = 200.0
+    size: int = 1024
+    fan_out: float = 1.0
+    skew: float = 0.6
+    hotspot_after_s: float = 60.0
+    hotspot_factor: float = 10.0
+
+    def __post_init__(self) -> None:
+        try:
+            NamespaceName.parse(self.namespace)
+        except InvalidNameError as exc:
+            raise WorkloadError(f"namespace: {exc}") from None
+        checks = {
+            "bundles": self.bundles >= 1,
+            "topics": self.topics >= 1,
+            "rate": self.rate >= 0,
+            "size": self.size >= 0,
+            "fan_out": self.fan_out >= 0,
+            "skew": self.skew >= 0,
+            "hotspot_after_s": self.hotspot_after_s >= 0,
+            "hotspot_factor": self.hotspot_factor >= 1,
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise WorkloadError(f"{name} = {getattr(self, name)} is out of range")
+
+    @classmethod
+    def from_toml(cls, path: Path) -> DemoWorkload:
+        try:
+            raw: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise WorkloadError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise WorkloadError(f"{path} is not TOML: {exc}") from None
+        known = {f.name: f.type for f in fields(cls)}
+        unknown = sorted(set(raw) - set(known))
+        if unknown:
+            raise WorkloadError(f"{path}: unknown keys {', '.join(unknown)}")
+        values: dict[str, Any] = {}
+        for key, value in raw.items():
+            wanted = known[key]
+            if wanted == "str" and not isinstance(value, str):
+                raise WorkloadError(f"{path}: {key} must be a string")
+            if wanted == "int" and (not isinstance(value, int) or isinstance(value, bool)):
+                raise WorkloadError(f"{path}: {key} must be an integer")
+            if wanted == "float" and (
+                not isinstance(value, int | float) or isinstance(value, bool)
+            ):
+                raise WorkloadError(f"{path}: {key} must be a number")
+            values[key] = float(value) if wanted == "float" else value
+        return cls(**values)
+
+    @property
+    def namespace_name(self) -> NamespaceName:
+        return NamespaceName.parse(self.namespace)
+
+    def topic_names(self) -> list[TopicName]:
+        return [
+            TopicName.parse(f"persistent://{self.namespace}/perf-topic-{i}")
+            for i in range(self.topics)
+        ]
+
+    def base_rates(self) -> dict[TopicName, TopicStats]:
+        """Zipf-skewed rates with the configured mean."""
+        names = self.topic_names()
+        weights = [1.0 / (i + 1) ** self.skew for i in range(len(names))]
+        scale = self.rate * len(names) / sum(weights)
+        return {
+            topic: TopicStats.of(weight * scale, self.size, fan_out=self.fan_out)
+            for topic, weight in zip(names, weights, strict=True)
+        }
+
+    def hot_topics(self) -> list[TopicName]:
+        """The topics of the bundle that holds the busiest topic: they get hot."""
+        names = self.topic_names()
+        bundles = NamespaceBundles.equal(self.namespace_name, self.bundles)
+        target = bundles.range_for_hash(topic_hash(names[0]))
+        return [t for t in names if target.contains(topic_hash(t))]
+
+    def apply(self, traffic: WorkloadTraffic, *, hot: bool) -> None:
+        rates = self.base_rates()
+        if hot:
+            for topic in self.hot_topics():
+                base = rates[topic]
+                rates[topic] = TopicStats.of(
+                    base.msg_rate_in * self.hotspot_factor, self.size, fan_out=self.fan_out
+                )
+        traffic.set_many(rates)
