@@ -9,6 +9,7 @@ import sys
 import typer
 
 from ballast import __version__
+from ballast.cli.admin import admin_app
 from ballast.cli.bundle import bundle_app
 from ballast.cli.config import config_app
 from ballast.cli.decide import decide_app
@@ -31,6 +32,7 @@ app.command("broker")(broker_command)
 app.command("zookeeper")(zookeeper_command)
 app.add_typer(bundle_app, name="bundle")
 app.add_typer(config_app, name="config")
+app.add_typer(admin_app, name="admin")
 app.add_typer(metadata_app, name="metadata")
 app.add_typer(decide_app, name="decide")
 

@@ -1,0 +1,346 @@
+"""``ballast admin``: a pulsar-admin-like client of a cluster's HTTP API. Any broker's URL will
+do: reads are answered by the broker asked, changes are forwarded to the leader, lookups follow
+the redirects."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import aiohttp
+import typer
+
+from ballast.cli.common import fail, print_json
+from ballast.model.bundles import BundleRange, InvalidBundle
+from ballast.model.naming import InvalidNameError, NamespaceName, TopicName
+
+admin_app = typer.Typer(
+    help="Administer a running cluster through its HTTP API (like pulsar-admin).",
+    no_args_is_help=True,
+)
+tenants_app = typer.Typer(help="Tenants.", no_args_is_help=True)
+namespaces_app = typer.Typer(help="Namespaces and their bundles.", no_args_is_help=True)
+brokers_app = typer.Typer(help="Brokers and the leader.", no_args_is_help=True)
+topics_app = typer.Typer(help="Topics.", no_args_is_help=True)
+stats_app = typer.Typer(help="Broker statistics.", no_args_is_help=True)
+isolation_app = typer.Typer(help="Namespace isolation policies.", no_args_is_help=True)
+admin_app.add_typer(tenants_app, name="tenants")
+admin_app.add_typer(namespaces_app, name="namespaces")
+admin_app.add_typer(brokers_app, name="brokers")
+admin_app.add_typer(topics_app, name="topics")
+admin_app.add_typer(stats_app, name="broker-stats")
+admin_app.add_typer(isolation_app, name="isolation")
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+
+@dataclass(frozen=True, slots=True)
+class AdminTarget:
+    url: str
+    as_json: bool
+
+
+@admin_app.callback()
+def admin_options(
+    ctx: typer.Context,
+    url: Annotated[
+        str | None,
+        typer.Option("--url", help=f"A broker's web URL (env BALLAST_ADMIN_URL; {DEFAULT_URL})."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Administer a running cluster through its HTTP API (like pulsar-admin)."""
+    chosen = (url or os.environ.get("BALLAST_ADMIN_URL") or DEFAULT_URL).rstrip("/")
+    if not chosen.startswith(("http://", "https://")):
+        fail(f'--url "{chosen}" is not an http(s) URL')
+    ctx.obj = AdminTarget(chosen, as_json)
+
+
+def call(ctx: typer.Context, method: str, path: str, body: Any = None) -> Any:
+    """One HTTP call; the JSON answer (None for 204). Errors exit 1 with Pulsar's reason."""
+    target: AdminTarget = ctx.obj
+
+    async def run() -> tuple[int, Any]:
+        async with aiohttp.ClientSession() as session:
+            async with session.request(
+                method, target.url + path, json=body, timeout=aiohttp.ClientTimeout(total=60)
+            ) as response:
+                if response.status == 204:
+                    return 204, None
+                text = await response.text()
+                try:
+                    return response.status, json.loads(text) if text else None
+                except json.JSONDecodeError:
+                    return response.status, text
+
+    try:
+        status, answer = asyncio.run(run())
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        fail(f"cannot reach {target.url}: {exc}", code=1)
+    if status >= 400:
+        why = answer.get("reason") if isinstance(answer, dict) else answer
+        fail(f"{status}: {why}", code=1)
+    return answer
+
+
+def show(ctx: typer.Context, answer: Any, *, ok: str = "ok") -> None:
+    target: AdminTarget = ctx.obj
+    if target.as_json:
+        print_json(answer if answer is not None else {"ok": True})
+    elif answer is None:
+        typer.echo(ok)
+    elif isinstance(answer, list):
+        for item in answer:
+            typer.echo(item)
+    elif isinstance(answer, str):
+        typer.echo(answer)
+    else:
+        print_json(answer)
+
+
+def _namespace(text: str) -> NamespaceName:
+    try:
+        namespace = NamespaceName.parse(text)
+    except InvalidNameError as exc:
+        fail(str(exc))
+    if not namespace.is_v2:
+        fail("give a namespace as tenant/namespace")
+    return namespace
+
+
+def _bundle(text: str) -> str:
+    if text == "LARGEST":
+        return text
+    try:
+        return str(BundleRange.parse(text))
+    except InvalidBundle as exc:
+        fail(str(exc))
+
+
+NamespaceArg = Annotated[str, typer.Argument(metavar="TENANT/NAMESPACE")]
+BundleArg = Annotated[str, typer.Argument(metavar="BUNDLE", help="0x..._0x... or LARGEST")]
+
+# -- tenants ------------------------------------------------------------------------------------
+
+
+@tenants_app.command("list")
+def tenants_list(ctx: typer.Context) -> None:
+    """List tenants."""
+    show(ctx, call(ctx, "GET", "/admin/v2/tenants"))
+
+
+@tenants_app.command("create")
+def tenants_create(
+    ctx: typer.Context,
+    tenant: str,
+    allowed_clusters: Annotated[
+        str | None, typer.Option("--allowed-clusters", help="Comma-separated clusters.")
+    ] = None,
+) -> None:
+    """Create a tenant."""
+    clusters = [c for c in (allowed_clusters or "").split(",") if c]
+    show(ctx, call(ctx, "PUT", f"/admin/v2/tenants/{tenant}", {"allowedClusters": clusters}))
+
+
+@tenants_app.command("delete")
+def tenants_delete(ctx: typer.Context, tenant: str) -> None:
+    """Delete a tenant (it must have no namespaces)."""
+    show(ctx, call(ctx, "DELETE", f"/admin/v2/tenants/{tenant}"))
+
+
+# -- namespaces ---------------------------------------------------------------------------------
+
+
+@namespaces_app.command("list")
+def namespaces_list(ctx: typer.Context, tenant: str) -> None:
+    """List a tenant's namespaces."""
+    show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{tenant}"))
+
+
+@namespaces_app.command("create")
+def namespaces_create(
+    ctx: typer.Context,
+    namespace: NamespaceArg,
+    bundles: Annotated[int | None, typer.Option("--bundles", help="Number of bundles.")] = None,
+) -> None:
+    """Create a namespace (with the default number of bundles unless --bundles)."""
+    ns = _namespace(namespace)
+    body = {"bundles": {"numBundles": bundles}} if bundles is not None else {}
+    show(ctx, call(ctx, "PUT", f"/admin/v2/namespaces/{ns}", body))
+
+
+@namespaces_app.command("delete")
+def namespaces_delete(
+    ctx: typer.Context,
+    namespace: NamespaceArg,
+    force: Annotated[bool, typer.Option("--force", help="Delete even with topics.")] = False,
+) -> None:
+    """Delete a namespace."""
+    ns = _namespace(namespace)
+    show(
+        ctx, call(ctx, "DELETE", f"/admin/v2/namespaces/{ns}?force={'true' if force else 'false'}")
+    )
+
+
+@namespaces_app.command("policies")
+def namespaces_policies(ctx: typer.Context, namespace: NamespaceArg) -> None:
+    """Show a namespace's policies."""
+    show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{_namespace(namespace)}"))
+
+
+@namespaces_app.command("bundles")
+def namespaces_bundles(ctx: typer.Context, namespace: NamespaceArg) -> None:
+    """Show a namespace's bundle boundaries."""
+    show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{_namespace(namespace)}/bundles"))
+
+
+@namespaces_app.command("topics")
+def namespaces_topics(ctx: typer.Context, namespace: NamespaceArg) -> None:
+    """List a namespace's topics."""
+    show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{_namespace(namespace)}/topics"))
+
+
+@namespaces_app.command("unload")
+def namespaces_unload(
+    ctx: typer.Context,
+    namespace: NamespaceArg,
+    bundle: BundleArg,
+    destination: Annotated[
+        str | None, typer.Option("--destination", help="Transfer to this broker (host:port).")
+    ] = None,
+) -> None:
+    """Unload a bundle (or transfer it with --destination)."""
+    path = f"/admin/v2/namespaces/{_namespace(namespace)}/{_bundle(bundle)}/unload"
+    if destination:
+        path += f"?destinationBroker={destination}"
+    show(ctx, call(ctx, "PUT", path))
+
+
+@namespaces_app.command("split")
+def namespaces_split(
+    ctx: typer.Context,
+    namespace: NamespaceArg,
+    bundle: BundleArg,
+    algorithm: Annotated[
+        str | None, typer.Option("--algorithm", help="A split algorithm name.")
+    ] = None,
+    unload: Annotated[bool, typer.Option("--unload", help="Unload the two halves.")] = False,
+    positions: Annotated[
+        str | None,
+        typer.Option("--positions", help="Split positions for specified_positions_divide."),
+    ] = None,
+) -> None:
+    """Split a bundle."""
+    query = f"unload={'true' if unload else 'false'}"
+    if algorithm:
+        query += f"&splitAlgorithmName={algorithm}"
+    body = None
+    if positions:
+        try:
+            body = [int(p, 0) for p in positions.split(",") if p.strip()]
+        except ValueError:
+            fail("--positions are integers (0x... or decimal)")
+    path = f"/admin/v2/namespaces/{_namespace(namespace)}/{_bundle(bundle)}/split?{query}"
+    show(ctx, call(ctx, "PUT", path, body))
+
+
+@namespaces_app.command("anti-affinity")
+def namespaces_anti_affinity(
+    ctx: typer.Context,
+    namespace: NamespaceArg,
+    group: Annotated[str | None, typer.Option("--set", help="Set the group.")] = None,
+    delete: Annotated[bool, typer.Option("--delete", help="Remove the group.")] = False,
+) -> None:
+    """Show, set or remove a namespace's anti-affinity group."""
+    path = f"/admin/v2/namespaces/{_namespace(namespace)}/antiAffinity"
+    if group is not None and delete:
+        fail("--set and --delete exclude each other")
+    if group is not None:
+        show(ctx, call(ctx, "POST", path, group))
+    elif delete:
+        show(ctx, call(ctx, "DELETE", path))
+    else:
+        show(ctx, call(ctx, "GET", path))
+
+
+# -- brokers, topics, stats, isolation ------------------------------------------------------
+
+
+@brokers_app.command("list")
+def brokers_list(
+    ctx: typer.Context,
+    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name.")] = "standalone",
+) -> None:
+    """List the live brokers."""
+    show(ctx, call(ctx, "GET", f"/admin/v2/brokers/{cluster}"))
+
+
+@brokers_app.command("leader")
+def brokers_leader(ctx: typer.Context) -> None:
+    """Show the elected leader."""
+    show(ctx, call(ctx, "GET", "/admin/v2/brokers/leaderBroker"))
+
+
+@topics_app.command("lookup")
+def topics_lookup(ctx: typer.Context, topic: str) -> None:
+    """Look a topic up: the URLs of the broker that serves it."""
+    try:
+        name = TopicName.parse(topic)
+    except InvalidNameError as exc:
+        fail(str(exc))
+    show(ctx, call(ctx, "GET", f"/lookup/v2/topic/{name.lookup_name}"))
+
+
+@stats_app.command("load-report")
+def load_report(ctx: typer.Context) -> None:
+    """The load report of the broker at --url."""
+    show(ctx, call(ctx, "GET", "/admin/v2/broker-stats/load-report"))
+
+
+@isolation_app.command("list")
+def isolation_list(
+    ctx: typer.Context,
+    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name.")] = "standalone",
+) -> None:
+    """Show the namespace isolation policies."""
+    show(ctx, call(ctx, "GET", f"/admin/v2/clusters/{cluster}/namespaceIsolationPolicies"))
+
+
+@isolation_app.command("set")
+def isolation_set(
+    ctx: typer.Context,
+    name: str,
+    policy_file: Annotated[
+        Path, typer.Option("--file", help="The policy as Pulsar's NamespaceIsolationData JSON.")
+    ],
+    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name.")] = "standalone",
+) -> None:
+    """Set a namespace isolation policy from a JSON file."""
+    try:
+        policy = json.loads(policy_file.read_text())
+    except OSError as exc:
+        fail(f"cannot read {policy_file}: {exc.strerror or exc}")
+    except json.JSONDecodeError as exc:
+        fail(f"{policy_file} is not JSON: {exc}")
+    show(
+        ctx,
+        call(
+            ctx, "POST", f"/admin/v2/clusters/{cluster}/namespaceIsolationPolicies/{name}", policy
+        ),
+    )
+
+
+@isolation_app.command("delete")
+def isolation_delete(
+    ctx: typer.Context,
+    name: str,
+    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name.")] = "standalone",
+) -> None:
+    """Delete a namespace isolation policy."""
+    show(
+        ctx, call(ctx, "DELETE", f"/admin/v2/clusters/{cluster}/namespaceIsolationPolicies/{name}")
+    )

@@ -1,0 +1,92 @@
+"""End to end: ``ballast admin`` against a running ``ballast standalone --no-load``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from subprocess import CompletedProcess
+
+import pytest
+
+from ballast.metadata.zkserver import free_port
+from tests.cli.test_standalone_cli import _free, _poll_json
+from tests.conftest import REPO
+
+Run = Callable[..., CompletedProcess[str]]
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def cluster_url() -> Iterator[str]:
+    port = free_port()
+    while any(not _free(port + i) for i in range(3)):
+        port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ballast", "standalone", "--no-load", "--port", str(port),
+         "--broker-port", str(free_port()), "--duration", "120"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
+    )  # fmt: skip
+    try:
+        _poll_json(f"http://127.0.0.1:{port}/admin/v2/brokers/leaderBroker", 30)
+        _poll_json(f"http://127.0.0.1:{port}/admin/v2/namespaces/public", 10)
+        yield f"http://127.0.0.1:{port + 1}"
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> None:
+    def admin(*args: str) -> CompletedProcess[str]:
+        return ballast("admin", "--url", cluster_url, *args)
+
+    assert admin("tenants", "create", "acme").stdout.strip() == "ok"
+    assert "acme" in admin("tenants", "list").stdout.split()
+    assert admin("namespaces", "create", "acme/orders", "--bundles", "4").returncode == 0
+    assert admin("namespaces", "list", "acme").stdout.split() == ["acme/orders"]
+    bundles = json.loads(admin("--json", "namespaces", "bundles", "acme/orders").stdout)
+    assert bundles["numBundles"] == 4
+    lookup = json.loads(admin("--json", "topics", "lookup", "acme/orders/t1").stdout)
+    assert lookup["brokerUrl"].startswith("pulsar://127.0.0.1:")
+    brokers = admin("brokers", "list").stdout.split()
+    assert len(brokers) == 3
+    leader = json.loads(admin("--json", "brokers", "leader").stdout)
+    assert leader["brokerId"] in brokers
+    owned_range = "0x00000000_0x40000000"
+    for i in range(40):  # own every bundle
+        admin("topics", "lookup", f"acme/orders/t{i}")
+    split = admin(
+        "namespaces", "split", "acme/orders", owned_range, "--algorithm", "range_equally_divide"
+    )
+    assert split.returncode == 0, split.stderr
+    after = json.loads(admin("--json", "namespaces", "bundles", "acme/orders").stdout)
+    assert after["numBundles"] == 5 and "0x20000000" in after["boundaries"]
+    assert admin("namespaces", "unload", "acme/orders", "0x80000000_0xc0000000").returncode == 0
+    assert admin("namespaces", "anti-affinity", "acme/orders", "--set", "g1").returncode == 0
+    assert admin("namespaces", "anti-affinity", "acme/orders").stdout.strip() == "g1"
+    policy = tmp_path / "iso.json"
+    policy.write_text(
+        json.dumps({"namespaces": ["acme/.*"], "primary": ["127.0.0.1"], "secondary": []})
+    )
+    assert admin("isolation", "set", "p1", "--file", str(policy)).returncode == 0
+    assert "p1" in json.loads(admin("--json", "isolation", "list").stdout)
+    assert admin("isolation", "delete", "p1").returncode == 0
+    report = json.loads(admin("--json", "broker-stats", "load-report").stdout)
+    assert report["loadReportType"] == "LocalBrokerData"
+    # Errors: the server's reason, exit 1; bad input found locally, exit 2.
+    conflict = admin("namespaces", "create", "acme/orders")
+    assert (
+        conflict.returncode == 1
+        and "409" in conflict.stderr
+        and "already exists" in conflict.stderr
+    )
+    missing = admin("namespaces", "policies", "acme/none")
+    assert missing.returncode == 1 and "404" in missing.stderr
+    bad = admin("namespaces", "unload", "acme/orders", "0xzz_0x1")
+    assert bad.returncode == 2 and "InvalidBundle" in bad.stderr
+    bad_name = admin("topics", "lookup", "persistent:///x")
+    assert bad_name.returncode == 2 and "InvalidTopicName" in bad_name.stderr
+    unreachable = ballast("admin", "--url", "http://127.0.0.1:1", "brokers", "list")
+    assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
