@@ -401,3 +401,33 @@ async def test_invariants_hold_through_a_rolling_restart(clock: Clock) -> None:
         owners = await lookup_all(cluster, topics)
         assert set(owners.values()) <= {n.broker_id for n in cluster.running()}
     await cluster.close()
+
+
+async def test_cached_lookups_follow_unloads_and_splits(clock: Clock) -> None:
+    cluster, observer = await start_cluster(clock, 2)
+    assert (await cluster.request(CreateNamespace(namespace="t/fast", bundles=2))).ok
+    topics = await create_topics(cluster, "t/fast", 10)
+    await lookup_all(cluster, topics)
+    node = cluster.running()[0]
+    topic = topics[0]
+    cached = node.lookups.cached_answer(topic)
+    assert cached is not None and cached.kind is AnswerKind.CONNECT
+    bundle = await node.lookups.bundle_of(topic)
+    assert (await cluster.request(UnloadRequest(bundle=str(bundle)))).ok
+    await clock.sleep(0.01)  # the ownership watch invalidates the cache
+    assert node.lookups.cached_answer(topic) is None
+    await lookup_all(cluster, topics)
+    owner = node.lookups.cached_answer(topic)
+    assert owner is not None
+    split = await cluster.request(
+        SplitRequest(bundle=str(bundle), algorithm="range_equally_divide")
+    )
+    assert split.ok
+    await clock.sleep(0.01)
+    after = await lookup_all(cluster, [topic])
+    child = await node.lookups.bundle_of(topic)
+    assert child != bundle and bundle.range.lower <= child.range.lower
+    cached_after = node.lookups.cached_answer(topic)
+    assert cached_after is not None and cached_after.broker_id == after[str(topic)]
+    await settle_and_check(cluster, observer, clock)
+    await cluster.close()

@@ -48,6 +48,10 @@ class WatchedCache(Generic[K, V]):
         self._watches: dict[K, list[WatchHandle]] = {}
         self._generation: dict[K, int] = {}
 
+    def peek(self, key: K, default: V | None = None) -> V | None:
+        """The cached value, or ``default`` when it is not loaded (never reads the store)."""
+        return self._values.get(key, default)
+
     async def get(self, key: K) -> V:
         if key in self._values:
             return self._values[key]
@@ -108,6 +112,11 @@ class NamespaceBundlesCache:
     async def bundles(self, namespace: NamespaceName) -> NamespaceBundles:
         return (await self._cache.get(namespace))[0]
 
+    def peek(self, namespace: NamespaceName) -> NamespaceBundles | None:
+        """The cached bundles of ``namespace``, if loaded."""
+        entry = self._cache.peek(namespace)
+        return None if entry is None else entry[0]
+
     async def local_policies(self, namespace: NamespaceName) -> LocalPolicies:
         return (await self._cache.get(namespace))[1]
 
@@ -146,6 +155,10 @@ class OwnershipCache:
 
     async def owner(self, bundle: BundleName) -> Owner | None:
         return await self._cache.get(bundle)
+
+    def peek(self, bundle: BundleName) -> Owner | None:
+        """The cached owner of ``bundle`` (None when unowned or not loaded)."""
+        return self._cache.peek(bundle)
 
     def invalidate(self, bundle: BundleName) -> None:
         self._cache.invalidate(bundle)

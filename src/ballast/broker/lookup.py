@@ -33,7 +33,7 @@ from ballast.controller.controller import NoBrokerError
 from ballast.coordination.ownership import Owner, OwnershipState
 from ballast.coordination.registry import BrokerRegistry
 from ballast.metadata.store import MetadataError
-from ballast.model.bundles import BundleName
+from ballast.model.bundles import BundleName, NamespaceBundles
 from ballast.model.codec import ModelError
 from ballast.model.loaddata import LocalBrokerData
 from ballast.model.naming import HEARTBEAT_TENANT, TopicName
@@ -109,6 +109,18 @@ def _answer(kind: AnswerKind, urls: BrokerUrls, authoritative: bool = False) -> 
     )
 
 
+def _connect(owner: Owner) -> LookupAnswer:
+    data = owner.data
+    return LookupAnswer(
+        kind=AnswerKind.CONNECT,
+        broker_id=owner.broker_id,
+        broker_url=data.native_url,
+        broker_url_tls=data.native_url_tls,
+        http_url=data.http_url,
+        http_url_tls=data.http_url_tls,
+    )
+
+
 Placer = Callable[[BundleName], Awaitable[str]]
 Acquirer = Callable[[BundleName, bool], Awaitable[Owner]]
 
@@ -142,7 +154,32 @@ class LookupService:
         self._placer = placer
         self._inflight: dict[tuple[BundleName, LookupOptions], asyncio.Future[LookupAnswer]] = {}
         self._url_cache: dict[tuple[str, int], BrokerUrls] = {}
+        self._answers: dict[BundleName, tuple[Owner, LookupAnswer]] = {}
+        self._topic_bundles: dict[TopicName, tuple[NamespaceBundles, BundleName]] = {}
         self.stats = LookupStats()
+
+    def cached_answer(self, topic: TopicName) -> LookupAnswer | None:
+        """The answer without awaiting anything, when everything it needs is cached and the
+        bundle is owned (the common case); None otherwise — then use :meth:`lookup`."""
+        bundles = self._bundles.peek(topic.namespace)
+        if bundles is None:
+            return None
+        placed = self._topic_bundles.get(topic)
+        if placed is None or placed[0] is not bundles:  # boundaries changed (a split)
+            if len(self._topic_bundles) > 200_000:
+                self._topic_bundles.clear()
+            placed = (bundles, bundles.find(topic))
+            self._topic_bundles[topic] = placed
+        bundle = placed[1]
+        owner = self._owners.peek(bundle)
+        if owner is None or owner.state is not OwnershipState.OWNED:
+            return None
+        cached = self._answers.get(bundle)
+        if cached is None or cached[0] is not owner:
+            cached = (owner, _connect(owner))
+            self._answers[bundle] = cached
+        self.stats.lookups += 1
+        return cached[1]
 
     async def bundle_of(self, topic: TopicName) -> BundleName:
         """The bundle serving ``topic`` (NamespaceNotFoundError if the namespace is unknown)."""
@@ -226,15 +263,7 @@ class LookupService:
                 LookupErrorKind.NOT_READY,
                 f"bundle {owner.bundle} is {owner.state.value} on {owner.broker_id}; retry",
             )
-        data = owner.data
-        return LookupAnswer(
-            kind=AnswerKind.CONNECT,
-            broker_id=owner.broker_id,
-            broker_url=data.native_url,
-            broker_url_tls=data.native_url_tls,
-            http_url=data.http_url,
-            http_url_tls=data.http_url_tls,
-        )
+        return _connect(owner)
 
     async def _take(self, bundle: BundleName, options: LookupOptions) -> LookupAnswer:
         owner = await self._acquire(bundle, options.load_topics_in_bundle)

@@ -227,7 +227,7 @@ class BrokerNode:
             transport=self.transport,
             rng=random.Random(self._rng.random()),
             leader_id=self.broker_id,
-            departed={b: e.data for b, e in self.registry.departed.items()},
+            registry=self.registry,
         )
         spawn(f"controller-start-{self.broker_id}", self.controller.start())
 

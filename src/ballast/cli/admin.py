@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import aiohttp
@@ -65,17 +65,19 @@ def call(ctx: typer.Context, method: str, path: str, body: Any = None) -> Any:
     target: AdminTarget = ctx.obj
 
     async def run() -> tuple[int, Any]:
-        async with aiohttp.ClientSession() as session:
-            async with session.request(
+        async with (
+            aiohttp.ClientSession() as session,
+            session.request(
                 method, target.url + path, json=body, timeout=aiohttp.ClientTimeout(total=60)
-            ) as response:
-                if response.status == 204:
-                    return 204, None
-                text = await response.text()
-                try:
-                    return response.status, json.loads(text) if text else None
-                except json.JSONDecodeError:
-                    return response.status, text
+            ) as response,
+        ):
+            if response.status == 204:
+                return 204, None
+            text = await response.text()
+            try:
+                return response.status, json.loads(text) if text else None
+            except json.JSONDecodeError:
+                return response.status, text
 
     try:
         status, answer = asyncio.run(run())

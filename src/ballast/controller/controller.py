@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,7 +137,7 @@ class Controller:
         transport: ClusterTransport,
         rng: random.Random,
         leader_id: str,
-        departed: Mapping[str, bytes] | None = None,
+        registry: BrokerRegistry,
     ) -> None:
         self.leadership = leadership
         self.epoch = leadership.epoch
@@ -148,7 +147,10 @@ class Controller:
         self.clock = clock
         self.rng = rng
         self.leader_id = leader_id
-        self._departed = dict(departed or {})
+        # The broker's own view of the registry (started and stopped by the broker): it has
+        # seen every broker's last report, so it knows what a broker that died held.
+        self.registry = registry
+        self._adopted_versions: set[tuple[str, int]] = set()
         self.cluster = settings.get_str("clusterName")
         self.shedding_config = SheddingConfig.from_settings(settings)
         self.placement_config = PlacementConfig.from_settings(settings)
@@ -162,7 +164,6 @@ class Controller:
         self.events = EventManager(clock, on_lost_leadership=self._lost, name="controller")
         self.channel = ControllerChannel(transport, clock)
         self.moves = MoveExecutor(self.channel, self.epoch, self._move_finished)
-        self.registry = BrokerRegistry(store)
         self.admin = AdminHandlers(self)
         self._ownership_watches: dict[NamespaceName, WatchHandle] = {}
         self._waiters: dict[int, asyncio.Future[RequestReply]] = {}
@@ -175,7 +176,6 @@ class Controller:
     async def start(self) -> None:
         """Rebuild the image from the store and start deciding."""
         self._register_handlers()
-        await self.registry.start()
         await self._rebuild()
         self.registry.add_listener(self._on_membership)
         self.events.start()
@@ -199,7 +199,7 @@ class Controller:
         await self.events.stop()
         await self.moves.stop()
         await self.channel.stop()
-        await self.registry.stop()
+        self.registry.remove_listener(self._on_membership)
         for watch in self._ownership_watches.values():
             watch.cancel()
         self._ownership_watches.clear()
@@ -355,28 +355,38 @@ class Controller:
                 self.image.owners.pop(bundle, None)
             for bundle in orphans:
                 self._assign(BundleName.parse(bundle), f"its broker {broker} left")
+            if broker in change.left:
+                self._adopt_bundles_of(broker)
         if change.updated and not change.membership_changed:
             self.events.defer("update-all", UPDATE_DEBOUNCE_S, UpdateAll)
 
     async def _adopt_orphans(self, _event: AdoptOrphans) -> None:
         live = self.registry.brokers()
-        for broker, data in sorted(self._departed.items()):
-            if broker in live:
-                continue
-            try:
-                report = LocalBrokerData.from_json(data)
-            except ModelError:
-                continue
-            for bundle in sorted(report.bundles | report.last_stats.keys()):
-                parsed = BundleName.parse(bundle)
-                if (
-                    bundle not in self.image.owners
-                    and bundle not in self.image.moving
-                    and self.image.bundle_exists(parsed)
-                    and not is_heartbeat(parsed.namespace)
-                ):
-                    self._assign(parsed, f"it was held by {broker}, gone before this leader")
-        self._departed.clear()
+        for broker in sorted(self.registry.departed):
+            if broker not in live:
+                self._adopt_bundles_of(broker)
+
+    def _adopt_bundles_of(self, broker: str) -> None:
+        """Place the bundles a departed broker held, from its last report, that nobody owns:
+        its ownership records vanished with its session (the only trace left when it was the
+        leader, whose image died with it)."""
+        entry = self.registry.departed.get(broker)
+        if entry is None or (broker, entry.version) in self._adopted_versions:
+            return
+        self._adopted_versions.add((broker, entry.version))
+        try:
+            report = LocalBrokerData.from_json(entry.data)
+        except ModelError:
+            return
+        for bundle in sorted(report.bundles | report.last_stats.keys()):
+            parsed = BundleName.parse(bundle)
+            if (
+                bundle not in self.image.owners
+                and bundle not in self.image.moving
+                and self.image.bundle_exists(parsed)
+                and not is_heartbeat(parsed.namespace)
+            ):
+                self._assign(parsed, f"it was held by {broker}, which is gone")
 
     async def _ownership_changed(self, event: OwnershipChanged) -> None:
         namespace = event.namespace

@@ -170,6 +170,10 @@ class BrokerRegistry:
     def add_listener(self, listener: MembershipListener) -> None:
         self._listeners.append(listener)
 
+    def remove_listener(self, listener: MembershipListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     def brokers(self) -> dict[str, BrokerEntry]:
         """The registered brokers by id, as last read."""
         return {broker_id: tracked.entry for broker_id, tracked in self._brokers.items()}

@@ -9,6 +9,7 @@ move (the client retries).
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,7 @@ import msgspec
 from aiohttp import web
 
 from ballast.broker.http.errors import ApiError, reason
-from ballast.broker.lookup import AnswerKind, LookupErrorKind, LookupOptions
+from ballast.broker.lookup import AnswerKind, LookupAnswer, LookupErrorKind, LookupOptions
 from ballast.controller.commands import decode_command
 from ballast.controller.requests import RequestReply, decode_request
 from ballast.coordination.election import read_leader
@@ -36,6 +37,12 @@ if TYPE_CHECKING:
 
 def _true(value: str | None) -> bool:
     return value is not None and value.lower() == "true"
+
+
+@functools.lru_cache(maxsize=100_000)
+def topic_from_path(domain: str, parts: tuple[str, ...]) -> TopicName:
+    """:func:`topic_from_parts`, memoised: the same topics are looked up again and again."""
+    return topic_from_parts(domain, list(parts))
 
 
 def topic_from_parts(domain: str, parts: list[str]) -> TopicName:
@@ -58,31 +65,37 @@ def topic_from_parts(domain: str, parts: list[str]) -> TopicName:
         raise ApiError(400, str(exc)) from None
 
 
+@functools.lru_cache(maxsize=4096)
+def _lookup_data(answer: LookupAnswer) -> bytes:
+    """Pulsar's ``LookupData`` JSON of a Connect answer (answers are reused while the owner
+    record is unchanged, so this is computed once per owner)."""
+    return msgspec.json.encode(
+        {
+            "brokerUrl": answer.broker_url,
+            "brokerUrlTls": answer.broker_url_tls,
+            "httpUrl": answer.http_url,
+            "httpUrlTls": answer.http_url_tls,
+            "nativeUrl": answer.broker_url,
+        }
+    )
+
+
 class LookupApi:
     def __init__(self, node: BrokerNode) -> None:
         self.node = node
 
     async def lookup(self, request: web.Request) -> web.StreamResponse:
         raw = request.rel_url.raw_parts  # ('/', 'lookup', 'v2', 'topic', domain, ...)
-        topic = topic_from_parts(raw[4], list(raw[5:]))
-        options = LookupOptions(
-            authoritative=_true(request.query.get("authoritative")),
-            read_only=_true(request.query.get("readOnly")),
-        )
-        answer = await self.node.lookup(topic, options)
-        if answer.kind is AnswerKind.CONNECT:
-            return web.Response(
-                body=msgspec.json.encode(
-                    {
-                        "brokerUrl": answer.broker_url,
-                        "brokerUrlTls": answer.broker_url_tls,
-                        "httpUrl": answer.http_url,
-                        "httpUrlTls": answer.http_url_tls,
-                        "nativeUrl": answer.broker_url,
-                    }
-                ),
-                content_type="application/json",
+        topic = topic_from_path(raw[4], raw[5:])
+        answer = self.node.lookups.cached_answer(topic)
+        if answer is None:
+            options = LookupOptions(
+                authoritative=_true(request.query.get("authoritative")),
+                read_only=_true(request.query.get("readOnly")),
             )
+            answer = await self.node.lookup(topic, options)
+        if answer.kind is AnswerKind.CONNECT:
+            return web.Response(body=_lookup_data(answer), content_type="application/json")
         if answer.kind is AnswerKind.REDIRECT:
             target = answer.http_url or ""
             query = f"authoritative={'true' if answer.authoritative else 'false'}"
