@@ -77,7 +77,10 @@ class LocalCluster:
         traffic: TrafficSource | None = None,
         host_usage: HostUsageFactory | None = None,
         seed: int = 0,
+        on_node: Callable[[BrokerNode], None] | None = None,
     ) -> None:
+        """``on_node(node)`` is called for every broker created, before it starts (to attach
+        listeners that must not miss its first bundles)."""
         self.clock = clock
         self.settings = settings or defaults()
         self.store_url = store_url
@@ -87,6 +90,7 @@ class LocalCluster:
         self.host_usage = host_usage or modelled_usage()
         self.rng = random.Random(seed)
         self.nodes: dict[str, BrokerNode] = {}
+        self._on_node = on_node
 
     async def connect(self) -> MetadataStore:
         """A client of the cluster's store (an observer, a test, an admin tool)."""
@@ -111,6 +115,8 @@ class LocalCluster:
         )
         self.nodes[identity.broker_id] = node
         self.transport.nodes[identity.broker_id] = node
+        if self._on_node is not None:
+            self._on_node(node)
         await node.start()
         return node
 

@@ -261,13 +261,31 @@ class BrokerNode:
         self.owners.invalidate(bundle)
 
     def bundle_stats(self) -> dict[str, NamespaceBundleStats]:
-        """Stats of every bundle this broker serves (the ``lastStats`` of its report)."""
+        """Stats of every bundle this broker serves (the ``lastStats`` of its report), in
+        bundle-name order."""
         owned = self.ownership.owned()
-        return {
-            str(bundle): self.traffic.bundle_stats(self.served.topics(bundle))
-            for bundle in self.served.bundles()
+        serving = sorted(
+            (str(bundle), bundle)
+            for bundle in self.served.bundles_unordered()
             if owned.get(bundle) is OwnershipState.OWNED
+        )
+        return {
+            name: self.traffic.bundle_stats(bundle, self.served.topics(bundle))
+            for name, bundle in serving
         }
+
+    async def open_topic(self, topic: TopicName) -> bool:
+        """A client opens ``topic`` here (a producer or consumer connecting: Pulsar's
+        ``getOrCreateTopic``). Served only if this broker owns the topic's bundle; False tells
+        the client to look the topic up again."""
+        if self.stopped:
+            return False
+        bundle = await self.lookups.bundle_of(topic)
+        if self.ownership.state_of(bundle) is not OwnershipState.OWNED or bundle not in self.served:
+            return False
+        if self.served.bundle_of(topic) != bundle:
+            self.served.add_topic(topic, bundle)
+        return True
 
     async def lookup(
         self, topic: TopicName, options: LookupOptions = DEFAULT_OPTIONS
