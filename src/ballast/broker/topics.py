@@ -13,6 +13,7 @@ hear it the same way).
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -60,15 +61,7 @@ class NamespaceTopicIndex:
         names = await self._store.children(
             paths.namespace_topics(namespace, TopicDomain.PERSISTENT)
         )
-        entries: list[tuple[int, TopicName]] = []
-        for name in names:
-            try:
-                topic = TopicName.of(TopicDomain.PERSISTENT, namespace, java_url_decode(name))
-            except InvalidNameError:
-                continue  # a ledger name that is not a topic of ours
-            entries.append((topic_hash(topic), topic))
-        entries.sort(key=lambda entry: (entry[0], str(entry[1])))
-        return [h for h, _ in entries], [t for _, t in entries]
+        return _sorted_by_hash(namespace, tuple(names))
 
     def close(self) -> None:
         self._cache.close()
@@ -88,6 +81,24 @@ class ServedChange:
 
 
 ServedListener = Callable[[ServedChange], None]
+
+
+@functools.lru_cache(maxsize=4096)
+def _sorted_by_hash(
+    namespace: NamespaceName, names: tuple[str, ...]
+) -> tuple[list[int], list[TopicName]]:
+    """The topics of ``names`` (managed-ledger names) sorted by hash, and their hashes.
+    Memoised — a pure function of its arguments — because every broker of a process indexes
+    the same namespaces; callers only read the lists."""
+    entries: list[tuple[int, TopicName]] = []
+    for name in names:
+        try:
+            topic = TopicName.of(TopicDomain.PERSISTENT, namespace, java_url_decode(name))
+        except InvalidNameError:
+            continue  # a ledger name that is not a topic of ours
+        entries.append((topic_hash(topic), topic))
+    entries.sort(key=lambda entry: (entry[0], str(entry[1])))
+    return [h for h, _ in entries], [t for _, t in entries]
 
 
 class ServedTopics:

@@ -157,6 +157,7 @@ class Controller:
         self._waiters: dict[int, asyncio.Future[RequestReply]] = {}
         self.running = False
         self.last_shedding: dict[str, Any] = {}
+        self._parsed_reports: dict[str, tuple[int, int | None, LocalBrokerData]] = {}
         self.decisions_log: list[dict[str, Any]] = []
 
     # -- life cycle -------------------------------------------------------------------------
@@ -295,11 +296,20 @@ class Controller:
         """Pulsar's ``updateAll``: take every broker's report, update bundle data and time
         averages, then check for bundles to split."""
         reports: dict[str, tuple[LocalBrokerData, int | None]] = {}
+        parsed: dict[str, tuple[int, int | None, LocalBrokerData]] = {}
         for broker, entry in self.registry.brokers().items():
-            try:
-                reports[broker] = (LocalBrokerData.from_json(entry.data), entry.session)
-            except ModelError:
-                log.warning("report of %s is unreadable; broker ignored", broker)
+            known = self._parsed_reports.get(broker)
+            if known is not None and known[:2] == (entry.version, entry.session):
+                report = known[2]  # the record did not change: the same report
+            else:
+                try:
+                    report = LocalBrokerData.from_json(entry.data)
+                except ModelError:
+                    log.warning("report of %s is unreadable; broker ignored", broker)
+                    continue
+            parsed[broker] = (entry.version, entry.session, report)
+            reports[broker] = (report, entry.session)
+        self._parsed_reports = parsed
         draining = {b for b, v in self.image.brokers.items() if v.draining}
         self.image.update_all(reports)
         for broker in draining & self.image.brokers.keys():
