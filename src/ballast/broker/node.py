@@ -43,7 +43,7 @@ from ballast.controller.commands import (
     TransportError,
     UnloadBundle,
 )
-from ballast.controller.controller import Controller
+from ballast.controller.controller import Controller, DecisionListener
 from ballast.controller.requests import ClusterTransport, DrainBroker
 from ballast.coordination.election import LeaderElection, LeaderInfo, Leadership, read_leader
 from ballast.coordination.ownership import (
@@ -128,6 +128,8 @@ class BrokerNode:
             heartbeat_namespace(self.broker_id), 1
         ).bundles[0]
         self.ownership.add_lost_listener(self._on_bundle_lost)
+        # Told of every decision of this broker's controllers (attach before start).
+        self.decision_listeners: list[DecisionListener] = []
         self.stopped = False  # stop() began: no longer a member to route clients to
         self.closed = False  # its session is gone: it takes no more commands
 
@@ -227,6 +229,7 @@ class BrokerNode:
             transport=self.transport,
             rng=random.Random(self._rng.random()),
             leader_id=self.broker_id,
+            decision_listeners=self.decision_listeners,
         )
         spawn(f"controller-start-{self.broker_id}", self.controller.start())
 
