@@ -13,6 +13,7 @@ from ballast.cli.bundle import bundle_app
 from ballast.cli.config import config_app
 from ballast.cli.decide import decide_app
 from ballast.cli.metadata import metadata_app
+from ballast.cli.simulate import simulate_command
 from ballast.cli.topic import topic_command
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ app.add_typer(bundle_app, name="bundle")
 app.add_typer(config_app, name="config")
 app.add_typer(metadata_app, name="metadata")
 app.add_typer(decide_app, name="decide")
+app.command("simulate")(simulate_command)
 
 
 def _version(value: bool) -> None:
