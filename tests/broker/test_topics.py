@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ballast.broker.topics import NamespaceTopicIndex, ServedTopics
+from ballast.broker.topics import NamespaceTopicIndex, ServedChange, ServedTopics
 from ballast.clock import Clock
 from ballast.metadata.factory import MetadataStores
 from ballast.model.bundles import BundleName, NamespaceBundles, topic_hash
@@ -53,3 +53,34 @@ def test_served_topics_follow_a_split() -> None:
     assert served.remove_bundle(children[0]) == {
         t for t in topics if children[0].range.contains(topic_hash(t))
     }
+
+
+def test_listeners_hear_every_change_and_splits_are_marked() -> None:
+    served = ServedTopics()
+    heard: list[ServedChange] = []
+    served.add_listener(heard.append)
+    parent = BundleName.parse("t/ns/0x00000000_0xffffffff")
+    topics = [TopicName.parse(f"persistent://t/ns/x{i}") for i in range(10)]
+    served.add_bundle(parent, topics[:5])
+    served.add_topic(topics[5], parent)
+    served.add_topic(topics[5], parent)  # already served: nothing new to tell
+    children = [
+        BundleName.parse("t/ns/0x00000000_0x80000000"),
+        BundleName.parse("t/ns/0x80000000_0xffffffff"),
+    ]
+    served.split(parent, children)
+    served.remove_bundle(children[0])
+    served.remove_bundle(children[0])  # gone already: silent
+    assert [(c.bundle, c.added, c.split) for c in heard] == [
+        (parent, True, False),
+        (parent, True, False),
+        (parent, False, True),
+        (children[0], True, True),
+        (children[1], True, True),
+        (children[0], False, False),
+    ]
+    assert set(heard[0].topics) == set(topics[:5])
+    assert heard[1].topics == (topics[5],)
+    assert set(heard[2].topics) == set(topics[:6])
+    assert set(heard[3].topics) | set(heard[4].topics) == set(topics[:6])
+    assert set(heard[5].topics) == set(heard[3].topics)

@@ -6,8 +6,8 @@ anti-affinity groups, failure domains).
 
 The snapshot is built directly from values (the controller builds it from its in-memory image;
 ``ballast decide`` from JSON via :mod:`ballast.balance.snapshot_json`). It is immutable: a
-strategy never changes it, and derived indexes are computed once, when it is built, in linear
-time.
+strategy never changes it, and derived indexes are computed once, on first use (per broker, or
+over the whole snapshot in linear time).
 
 Iteration order is part of the contract: Pulsar iterates Java hash maps whose order is arbitrary;
 Ballast iterates ``brokers`` and ``bundles`` in the order the snapshot gives them (insertion
@@ -94,8 +94,24 @@ class Policies:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerIndex:
+    """Lookups derived from one broker's data alone (built on first use)."""
+
+    bundles: frozenset[str]
+    """The bundles the broker reports: its ``bundles`` plus the keys of its ``lastStats``."""
+    namespaces: Mapping[str, frozenset[str]]
+    """Namespace → the bundles of it the broker serves or has preallocated."""
+    preallocated_topics: int
+    """Topics of the broker's preallocated bundles (their data's ``topics``)."""
+    preallocated_long_term_msg_rate: float
+    """Long-term message rate (in + out) of the broker's preallocated bundles, summed in
+    their order."""
+
+
+@dataclass(frozen=True, slots=True)
 class SnapshotIndex:
-    """Lookups derived from a snapshot's brokers and bundles (built once, O(bundles))."""
+    """Lookups derived from a snapshot's brokers and bundles (built once, O(bundles), on
+    first use)."""
 
     broker_bundles: Mapping[BrokerId, frozenset[str]]
     """Bundles each broker reports: its ``bundles`` plus the keys of its ``lastStats``."""
@@ -113,6 +129,17 @@ class SnapshotIndex:
     warnings: tuple[str, ...]
 
 
+class _Memo:
+    """What a snapshot derives from its values, filled on first use. Deterministic caches
+    only: a snapshot answers the same whether or not they are filled."""
+
+    __slots__ = ("brokers", "index")
+
+    def __init__(self) -> None:
+        self.brokers: dict[BrokerId, BrokerIndex] = {}
+        self.index: SnapshotIndex | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class LoadSnapshot:
     """Everything a balancing decision may read. Bundle names are canonical (lowercase hex);
@@ -125,6 +152,11 @@ class LoadSnapshot:
     - ``namespaces``: the authoritative bundle boundaries of the namespaces that have them.
     - ``policies``: isolation, anti-affinity groups, failure domains.
     - ``broker_load``: the extensible manager's per-broker averages where known.
+
+    Derived lookups are computed on first use: per broker (what one broker serves) or over
+    the whole snapshot (:attr:`index`). Building a snapshot is O(brokers); placing one bundle
+    reads a few brokers' lookups, so it stays O(brokers) however many bundles there are.
+    :meth:`evolve` derives a snapshot that shares the lookups of unchanged brokers.
     """
 
     brokers: Mapping[BrokerId, BrokerData]
@@ -134,22 +166,58 @@ class LoadSnapshot:
     namespaces: Mapping[str, NamespaceBundles] = field(default_factory=_empty)
     policies: Policies = field(default_factory=Policies)
     broker_load: Mapping[BrokerId, BrokerLoad] = field(default_factory=_empty)
-    index: SnapshotIndex = field(init=False, repr=False, compare=False)
+    _memo: _Memo = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "index", _build_index(self.brokers, self.bundles))
+        object.__setattr__(self, "_memo", _Memo())
+
+    @property
+    def index(self) -> SnapshotIndex:
+        """The lookups over every broker and bundle (built on first use, O(bundles))."""
+        memo = self._memo
+        if memo.index is None:
+            memo.index = _build_index(self)
+        return memo.index
 
     # -- lookups ------------------------------------------------------------------------------
 
     def local(self, broker: BrokerId) -> LocalBrokerData:
         return self.brokers[broker].local_data
 
+    def broker_index(self, broker: BrokerId) -> BrokerIndex | None:
+        """The lookups of one broker (None if it is not in the snapshot)."""
+        memo = self._memo.brokers
+        found = memo.get(broker)
+        if found is None:
+            data = self.brokers.get(broker)
+            if data is None:
+                return None
+            found = memo[broker] = _broker_index(data)
+        return found
+
     def bundles_of(self, broker: BrokerId) -> frozenset[str]:
         """The bundles ``broker`` reports (``bundles`` and ``lastStats`` keys)."""
-        return self.index.broker_bundles.get(broker, frozenset())
+        found = self.broker_index(broker)
+        return frozenset() if found is None else found.bundles
+
+    def broker_namespaces(self, broker: BrokerId) -> Mapping[str, frozenset[str]]:
+        """Namespace → bundles ``broker`` serves or has preallocated."""
+        found = self.broker_index(broker)
+        return MappingProxyType({}) if found is None else found.namespaces
 
     def owner(self, bundle: str) -> BrokerId | None:
         return self.index.owners.get(bundle)
+
+    def preallocated_broker(self, bundle: str) -> BrokerId | None:
+        """The broker ``bundle`` is preallocated to (the first in broker order), or None.
+        O(brokers) until the whole index is built."""
+        index = self._memo.index
+        if index is not None:
+            return index.preallocated.get(bundle)
+        for broker, data in self.brokers.items():
+            if bundle in data.preallocated_bundle_data:
+                return broker
+        return None
 
     def bundle_data_or_default(self, bundle: str) -> BundleData:
         """The bundle's data, or Pulsar's default for a bundle never seen (50 msg/s and
@@ -167,7 +235,47 @@ class LoadSnapshot:
 
     def namespace_bundle_count(self, broker: BrokerId, namespace: str) -> int:
         """Bundles of ``namespace`` that ``broker`` serves or has preallocated."""
-        return len(self.index.broker_namespaces.get(broker, {}).get(namespace, ()))
+        found = self.broker_index(broker)
+        return 0 if found is None else len(found.namespaces.get(namespace, ()))
+
+    def evolve(
+        self,
+        *,
+        brokers: Mapping[BrokerId, BrokerData] | None = None,
+        bundles: Mapping[str, BundleData] | None = None,
+        recently_unloaded_bundles: Mapping[str, int] | None = None,
+        recently_unloaded_brokers: Mapping[BrokerId, int] | None = None,
+        namespaces: Mapping[str, NamespaceBundles] | None = None,
+        policies: Policies | None = None,
+        broker_load: Mapping[BrokerId, BrokerLoad] | None = None,
+    ) -> LoadSnapshot:
+        """The same snapshot with some values replaced (the caller hands over immutable
+        values). Lookups of brokers whose data is the very same object are shared, and the
+        whole index too when brokers and bundles are both unchanged."""
+        evolved = LoadSnapshot(
+            brokers=self.brokers if brokers is None else brokers,
+            bundles=self.bundles if bundles is None else bundles,
+            recently_unloaded_bundles=(
+                self.recently_unloaded_bundles
+                if recently_unloaded_bundles is None
+                else recently_unloaded_bundles
+            ),
+            recently_unloaded_brokers=(
+                self.recently_unloaded_brokers
+                if recently_unloaded_brokers is None
+                else recently_unloaded_brokers
+            ),
+            namespaces=self.namespaces if namespaces is None else namespaces,
+            policies=self.policies if policies is None else policies,
+            broker_load=self.broker_load if broker_load is None else broker_load,
+        )
+        memo = evolved._memo
+        for broker, found in self._memo.brokers.items():
+            if evolved.brokers.get(broker) is self.brokers.get(broker):
+                memo.brokers[broker] = found
+        if evolved.brokers is self.brokers and evolved.bundles is self.bundles:
+            memo.index = self._memo.index
+        return evolved
 
     def with_recently_unloaded(
         self,
@@ -175,22 +283,9 @@ class LoadSnapshot:
         brokers: Mapping[BrokerId, int] | None = None,
     ) -> LoadSnapshot:
         """The same snapshot with other recently-unloaded maps."""
-        return LoadSnapshot(
-            brokers=self.brokers,
-            bundles=self.bundles,
-            recently_unloaded_bundles=(
-                self.recently_unloaded_bundles
-                if bundles is None
-                else MappingProxyType(dict(bundles))
-            ),
-            recently_unloaded_brokers=(
-                self.recently_unloaded_brokers
-                if brokers is None
-                else MappingProxyType(dict(brokers))
-            ),
-            namespaces=self.namespaces,
-            policies=self.policies,
-            broker_load=self.broker_load,
+        return self.evolve(
+            recently_unloaded_bundles=None if bundles is None else MappingProxyType(dict(bundles)),
+            recently_unloaded_brokers=None if brokers is None else MappingProxyType(dict(brokers)),
         )
 
 
@@ -202,17 +297,38 @@ def reported_bundles(local: LocalBrokerData) -> frozenset[str]:
     return local.bundles | local.last_stats.keys()
 
 
-def _build_index(
-    brokers: Mapping[BrokerId, BrokerData], bundles: Mapping[str, BundleData]
-) -> SnapshotIndex:
+def _broker_index(data: BrokerData) -> BrokerIndex:
+    served = reported_bundles(data.local_data)
+    by_namespace: dict[str, set[str]] = {}
+    for bundle in _chain(served, data.preallocated_bundle_data):
+        by_namespace.setdefault(bundle_namespace(bundle), set()).add(bundle)
+    topics = 0
+    rate = 0.0
+    for pre in data.preallocated_bundle_data.values():
+        topics += pre.topics
+        rate += pre.long_term_data.msg_rate_in + pre.long_term_data.msg_rate_out
+    return BrokerIndex(
+        bundles=served,
+        namespaces=MappingProxyType(
+            {ns: frozenset(members) for ns, members in by_namespace.items()}
+        ),
+        preallocated_topics=topics,
+        preallocated_long_term_msg_rate=rate,
+    )
+
+
+def _build_index(snapshot: LoadSnapshot) -> SnapshotIndex:
+    bundles = snapshot.bundles
     broker_bundles: dict[BrokerId, frozenset[str]] = {}
     owners: dict[str, BrokerId] = {}
     duplicates: dict[str, list[BrokerId]] = {}
     preallocated: dict[str, BrokerId] = {}
     broker_namespaces: dict[BrokerId, Mapping[str, frozenset[str]]] = {}
     seen: set[str] = set(bundles)
-    for broker, data in brokers.items():
-        served = reported_bundles(data.local_data)
+    for broker, data in snapshot.brokers.items():
+        found = snapshot.broker_index(broker)
+        assert found is not None
+        served = found.bundles
         broker_bundles[broker] = served
         # Sorted: a report's bundle set has no order of its own, and ownership of a bundle
         # reported twice must not depend on hash order.
@@ -222,12 +338,7 @@ def _build_index(
                 duplicates.setdefault(bundle, [first]).append(broker)
         for bundle in data.preallocated_bundle_data:
             preallocated.setdefault(bundle, broker)
-        by_namespace: dict[str, set[str]] = {}
-        for bundle in _chain(served, data.preallocated_bundle_data):
-            by_namespace.setdefault(bundle_namespace(bundle), set()).add(bundle)
-        broker_namespaces[broker] = MappingProxyType(
-            {ns: frozenset(members) for ns, members in by_namespace.items()}
-        )
+        broker_namespaces[broker] = found.namespaces
         seen.update(served)
     counts: dict[str, int] = {}
     for bundle in seen:

@@ -82,7 +82,10 @@ class LocalCluster:
         host_usage: HostUsageFactory | None = None,
         seed: int = 0,
         serve_http: bool = False,
+        on_node: Callable[[BrokerNode], None] | None = None,
     ) -> None:
+        """``on_node(node)`` is called for every broker created, before it starts (to attach
+        listeners that must not miss its first bundles)."""
         self.clock = clock
         self.settings = settings or defaults()
         self.store_url = store_url
@@ -95,6 +98,7 @@ class LocalCluster:
         self.rng = random.Random(seed)
         self.nodes: dict[str, BrokerNode] = {}
         self.servers: dict[str, ApiServer] = {}
+        self._on_node = on_node
 
     async def connect(self) -> MetadataStore:
         """A client of the cluster's store (an observer, a test, an admin tool)."""
@@ -123,6 +127,8 @@ class LocalCluster:
             server = ApiServer(node, identity.host, identity.web_port)
             await server.start()
             self.servers[identity.broker_id] = server
+        if self._on_node is not None:
+            self._on_node(node)
         await node.start()
         return node
 

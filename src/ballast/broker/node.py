@@ -43,7 +43,7 @@ from ballast.controller.commands import (
     TransportError,
     UnloadBundle,
 )
-from ballast.controller.controller import Controller
+from ballast.controller.controller import Controller, DecisionListener
 from ballast.controller.requests import ClusterTransport, DrainBroker
 from ballast.coordination.election import LeaderElection, LeaderInfo, Leadership, read_leader
 from ballast.coordination.ownership import (
@@ -128,6 +128,8 @@ class BrokerNode:
             heartbeat_namespace(self.broker_id), 1
         ).bundles[0]
         self.ownership.add_lost_listener(self._on_bundle_lost)
+        # Told of every decision of this broker's controllers (attach before start).
+        self.decision_listeners: list[DecisionListener] = []
         self.stopped = False  # stop() began: no longer a member to route clients to
         self.closed = False  # its session is gone: it takes no more commands
 
@@ -228,6 +230,7 @@ class BrokerNode:
             rng=random.Random(self._rng.random()),
             leader_id=self.broker_id,
             registry=self.registry,
+            decision_listeners=self.decision_listeners,
         )
         spawn(f"controller-start-{self.broker_id}", self.controller.start())
 
@@ -262,13 +265,31 @@ class BrokerNode:
         self.owners.invalidate(bundle)
 
     def bundle_stats(self) -> dict[str, NamespaceBundleStats]:
-        """Stats of every bundle this broker serves (the ``lastStats`` of its report)."""
+        """Stats of every bundle this broker serves (the ``lastStats`` of its report), in
+        bundle-name order."""
         owned = self.ownership.owned()
-        return {
-            str(bundle): self.traffic.bundle_stats(self.served.topics(bundle))
-            for bundle in self.served.bundles()
+        serving = sorted(
+            (str(bundle), bundle)
+            for bundle in self.served.bundles_unordered()
             if owned.get(bundle) is OwnershipState.OWNED
+        )
+        return {
+            name: self.traffic.bundle_stats(bundle, self.served.topics(bundle))
+            for name, bundle in serving
         }
+
+    async def open_topic(self, topic: TopicName) -> bool:
+        """A client opens ``topic`` here (a producer or consumer connecting: Pulsar's
+        ``getOrCreateTopic``). Served only if this broker owns the topic's bundle; False tells
+        the client to look the topic up again."""
+        if self.stopped:
+            return False
+        bundle = await self.lookups.bundle_of(topic)
+        if self.ownership.state_of(bundle) is not OwnershipState.OWNED or bundle not in self.served:
+            return False
+        if self.served.bundle_of(topic) != bundle:
+            self.served.add_topic(topic, bundle)
+        return True
 
     async def lookup(
         self, topic: TopicName, options: LookupOptions = DEFAULT_OPTIONS

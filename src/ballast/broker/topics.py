@@ -5,13 +5,17 @@ lists the namespace's managed ledgers and keeps those whose hash falls in the bu
 :class:`NamespaceTopicIndex` keeps each namespace's topics sorted by hash (refreshed by a watch
 on ``/managed-ledgers/<ns>/persistent``), so a bundle's topics are one range query.
 :class:`ServedTopics` is the broker's topic → bundle map, re-cut when a bundle splits
-(``refreshTopicToStatsMaps``).
+(``refreshTopicToStatsMaps``). Listeners hear every change of the map — what a protocol
+layer needs to close the connections of topics a broker stops serving (the simulator's clients
+hear it the same way).
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from ballast.broker.caches import WatchedCache
 from ballast.metadata import paths
@@ -57,58 +61,111 @@ class NamespaceTopicIndex:
         names = await self._store.children(
             paths.namespace_topics(namespace, TopicDomain.PERSISTENT)
         )
-        entries: list[tuple[int, TopicName]] = []
-        for name in names:
-            try:
-                topic = TopicName.of(TopicDomain.PERSISTENT, namespace, java_url_decode(name))
-            except InvalidNameError:
-                continue  # a ledger name that is not a topic of ours
-            entries.append((topic_hash(topic), topic))
-        entries.sort(key=lambda entry: (entry[0], str(entry[1])))
-        return [h for h, _ in entries], [t for _, t in entries]
+        return _sorted_by_hash(namespace, tuple(names))
 
     def close(self) -> None:
         self._cache.close()
 
 
+@dataclass(frozen=True, slots=True)
+class ServedChange:
+    """The broker began (``added``) or stopped serving ``topics`` of ``bundle``. A bundle
+    added with no topics yet is reported too (``topics`` empty). ``split``: the change is the
+    re-cut of a split — the parent removed, its children added — and the topics stay on this
+    broker (their clients stay connected)."""
+
+    bundle: BundleName
+    topics: tuple[TopicName, ...]
+    added: bool
+    split: bool = False
+
+
+ServedListener = Callable[[ServedChange], None]
+
+
+@functools.lru_cache(maxsize=4096)
+def _sorted_by_hash(
+    namespace: NamespaceName, names: tuple[str, ...]
+) -> tuple[list[int], list[TopicName]]:
+    """The topics of ``names`` (managed-ledger names) sorted by hash, and their hashes.
+    Memoised — a pure function of its arguments — because every broker of a process indexes
+    the same namespaces; callers only read the lists."""
+    entries: list[tuple[int, TopicName]] = []
+    for name in names:
+        try:
+            topic = TopicName.of(TopicDomain.PERSISTENT, namespace, java_url_decode(name))
+        except InvalidNameError:
+            continue  # a ledger name that is not a topic of ours
+        entries.append((topic_hash(topic), topic))
+    entries.sort(key=lambda entry: (entry[0], str(entry[1])))
+    return [h for h, _ in entries], [t for _, t in entries]
+
+
 class ServedTopics:
-    """The broker's topic → bundle map for the bundles it owns."""
+    """The broker's topic → bundle map for the bundles it owns. Listeners are called
+    synchronously, after the map changed, in the order of the changes."""
 
     def __init__(self) -> None:
         self._by_bundle: dict[BundleName, set[TopicName]] = {}
         self._bundle_of: dict[TopicName, BundleName] = {}
+        self._listeners: list[ServedListener] = []
 
-    def add_bundle(self, bundle: BundleName, topics: Iterable[TopicName]) -> None:
+    def add_listener(self, listener: ServedListener) -> None:
+        self._listeners.append(listener)
+
+    def _tell(self, change: ServedChange) -> None:
+        for listener in self._listeners:
+            listener(change)
+
+    def add_bundle(
+        self, bundle: BundleName, topics: Iterable[TopicName], *, split: bool = False
+    ) -> None:
+        new_bundle = bundle not in self._by_bundle
         served = self._by_bundle.setdefault(bundle, set())
+        added: list[TopicName] = []
         for topic in topics:
-            served.add(topic)
+            if topic not in served:
+                served.add(topic)
+                added.append(topic)
             self._bundle_of[topic] = bundle
+        if added or new_bundle:
+            self._tell(ServedChange(bundle, tuple(added), True, split))
 
     def add_topic(self, topic: TopicName, bundle: BundleName) -> None:
         self.add_bundle(bundle, [topic])
 
-    def remove_bundle(self, bundle: BundleName) -> set[TopicName]:
-        topics = self._by_bundle.pop(bundle, set())
+    def remove_bundle(self, bundle: BundleName, *, split: bool = False) -> set[TopicName]:
+        if bundle not in self._by_bundle:
+            return set()
+        topics = self._by_bundle.pop(bundle)
         for topic in topics:
             self._bundle_of.pop(topic, None)
+        self._tell(ServedChange(bundle, tuple(topics), False, split))
         return topics
 
     def split(self, parent: BundleName, children: Iterable[BundleName]) -> None:
         """Re-cut the parent's topics into its children (Pulsar's
-        ``refreshTopicToStatsMaps``)."""
-        topics = self.remove_bundle(parent)
+        ``refreshTopicToStatsMaps``): listeners hear the parent removed, then each child
+        added."""
+        topics = self.remove_bundle(parent, split=True)
         ordered = list(children)
-        for child in ordered:
-            self._by_bundle.setdefault(child, set())
+        by_child: dict[BundleName, list[TopicName]] = {child: [] for child in ordered}
         for topic in topics:
             key = topic_hash(topic)
             for child in ordered:
                 if child.range.contains(key):
-                    self.add_topic(topic, child)
+                    by_child[child].append(topic)
                     break
+        for child in ordered:
+            self.add_bundle(child, by_child[child], split=True)
 
     def bundles(self) -> list[BundleName]:
+        """The bundles served, in name order (namespace, then range)."""
         return sorted(self._by_bundle)
+
+    def bundles_unordered(self) -> Iterable[BundleName]:
+        """The bundles served, in no particular order (cheaper than :meth:`bundles`)."""
+        return self._by_bundle.keys()
 
     def topics(self, bundle: BundleName) -> set[TopicName]:
         return self._by_bundle.get(bundle, set())

@@ -5,10 +5,11 @@ rates set by a workload; brokers speaking the binary protocol measure real traff
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from ballast.model.bundles import BundleName
 from ballast.model.loaddata import NamespaceBundleStats
 from ballast.model.naming import TopicName
 
@@ -54,8 +55,12 @@ class TrafficSource(Protocol):
         """The topic's current traffic (zero when unknown)."""
         ...
 
-    def bundle_stats(self, topics: Iterable[TopicName]) -> NamespaceBundleStats:
-        """The sum over ``topics``, as Pulsar's per-bundle stats."""
+    def bundle_stats(
+        self, bundle: BundleName, topics: Collection[TopicName]
+    ) -> NamespaceBundleStats:
+        """The sum over ``topics``, the topics the caller serves in ``bundle``, as Pulsar's
+        per-bundle stats. A source may key caches by ``bundle``: a broker asks again for the
+        same bundle only with the same topics, unless its served topics changed."""
         ...
 
 
@@ -123,5 +128,8 @@ class WorkloadTraffic:
     def topic_stats(self, topic: TopicName) -> TopicStats:
         return self._rates.get(topic, IDLE)
 
-    def bundle_stats(self, topics: Iterable[TopicName]) -> NamespaceBundleStats:
+    def bundle_stats(
+        self, bundle: BundleName, topics: Collection[TopicName]
+    ) -> NamespaceBundleStats:
+        del bundle
         return sum_stats(self._rates.get(t, IDLE) for t in topics)

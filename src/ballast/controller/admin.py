@@ -100,11 +100,13 @@ class AdminHandlers:
                 return failed(412, f"destination broker {request.destination} is not available")
             self.c.image.moving.add(name)
             self.c.image.recently_unloaded_bundles[name] = now
-            self.c.log_decision("transfer", name, owner, request.destination, "admin unload")
+            self.c.log_decision(
+                "transfer", name, owner, request.destination, "admin unload", origin="admin"
+            )
             return self.c.completion(self.c.moves.transfer(name, owner, request.destination))
         self.c.image.moving.add(name)
         self.c.image.recently_unloaded_bundles[name] = now
-        self.c.log_decision("unload", name, owner, None, "admin unload")
+        self.c.log_decision("unload", name, owner, None, "admin unload", origin="admin")
         return self.c.completion(self.c.moves.unload(name, owner))
 
     async def _SplitRequest(self, request: SplitRequest) -> Any:  # noqa: N802
@@ -131,7 +133,9 @@ class AdminHandlers:
         if name in self.c.image.moving:
             return failed(409, f"{name} is already being moved")
         self.c.image.moving.add(name)
-        self.c.log_decision("split", name, owner, None, f"admin split ({algorithm})")
+        self.c.log_decision(
+            "split", name, owner, None, f"admin split ({algorithm})", origin="admin"
+        )
         return self.c.completion(
             self.c.moves.split(name, owner, algorithm, request.boundaries, request.unload)
         )
@@ -157,12 +161,18 @@ class AdminHandlers:
             parsed = BundleName.parse(bundle)
             if parsed.namespace.is_system_service or bundle in self.c.image.moving:
                 continue
-            destination = self.c.choose(parsed)
-            if destination is None or destination == request.broker:
+            choice = self.c.choose(parsed)
+            if choice is None or choice[0] == request.broker:
                 continue
+            destination, placed = choice
             self.c.image.moving.add(bundle)
             self.c.log_decision(
-                "transfer", bundle, request.broker, destination, "broker is stopping"
+                "transfer",
+                bundle,
+                request.broker,
+                destination,
+                f"broker is stopping; {placed}",
+                origin="drain",
             )
             self.c.moves.transfer(bundle, request.broker, destination)
             moved += 1

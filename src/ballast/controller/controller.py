@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +71,8 @@ from ballast.model.naming import NamespaceName
 log = logging.getLogger(__name__)
 
 UPDATE_DEBOUNCE_S = 0.1
+
+DecisionListener = Callable[[Mapping[str, Any]], None]
 
 
 class NoBrokerError(Exception):
@@ -138,7 +141,9 @@ class Controller:
         rng: random.Random,
         leader_id: str,
         registry: BrokerRegistry,
+        decision_listeners: Sequence[DecisionListener] = (),
     ) -> None:
+        """``decision_listeners`` hear every decision as :meth:`log_decision` records it."""
         self.leadership = leadership
         self.epoch = leadership.epoch
         self.election = election
@@ -169,7 +174,9 @@ class Controller:
         self._waiters: dict[int, asyncio.Future[RequestReply]] = {}
         self.running = False
         self.last_shedding: dict[str, Any] = {}
+        self._parsed_reports: dict[str, tuple[int, int | None, LocalBrokerData]] = {}
         self.decisions_log: list[dict[str, Any]] = []
+        self.decision_listeners = decision_listeners
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -276,8 +283,9 @@ class Controller:
         self._waiters[move_id] = future
         return future
 
-    def choose(self, bundle: BundleName) -> str | None:
-        """Placement for ``bundle`` (recording the preallocation)."""
+    def choose(self, bundle: BundleName) -> tuple[str, str] | None:
+        """Placement for ``bundle`` (recording the preallocation): the broker and why, or
+        None when no broker can take it."""
         return self._choose(bundle)
 
     # -- event sources ----------------------------------------------------------------------
@@ -308,11 +316,20 @@ class Controller:
         """Pulsar's ``updateAll``: take every broker's report, update bundle data and time
         averages, then check for bundles to split."""
         reports: dict[str, tuple[LocalBrokerData, int | None]] = {}
+        parsed: dict[str, tuple[int, int | None, LocalBrokerData]] = {}
         for broker, entry in self.registry.brokers().items():
-            try:
-                reports[broker] = (LocalBrokerData.from_json(entry.data), entry.session)
-            except ModelError:
-                log.warning("report of %s is unreadable; broker ignored", broker)
+            known = self._parsed_reports.get(broker)
+            if known is not None and known[:2] == (entry.version, entry.session):
+                report = known[2]  # the record did not change: the same report
+            else:
+                try:
+                    report = LocalBrokerData.from_json(entry.data)
+                except ModelError:
+                    log.warning("report of %s is unreadable; broker ignored", broker)
+                    continue
+            parsed[broker] = (entry.version, entry.session, report)
+            reports[broker] = (report, entry.session)
+        self._parsed_reports = parsed
         draining = {b for b, v in self.image.brokers.items() if v.draining}
         self.image.update_all(reports)
         for broker in draining & self.image.brokers.keys():
@@ -329,7 +346,7 @@ class Controller:
             if bundle in self.image.moving or not self.image.bundle_exists(split.bundle):
                 continue
             self.image.moving.add(bundle)
-            self.log_decision("split", bundle, owner, None, str(split.reason))
+            self.log_decision("split", bundle, owner, None, str(split.reason), origin="split")
             self.moves.split(
                 bundle,
                 owner,
@@ -406,14 +423,16 @@ class Controller:
         owner = self.image.owners.get(str(bundle))
         if owner is not None and owner in self.image.brokers:
             return owner
-        broker = self._choose(bundle)
-        if broker is None:
+        choice = self._choose(bundle)
+        if choice is None:
             raise NoBrokerError(f"no broker can take bundle {bundle}")
+        broker, why = choice
+        self.log_decision("assign", str(bundle), None, broker, why, origin="lookup")
         self.image.moving.add(str(bundle))
         self.moves.assign(str(bundle), broker)
         return broker
 
-    def _choose(self, bundle: BundleName) -> str | None:
+    def _choose(self, bundle: BundleName) -> tuple[str, str] | None:
         """Placement with preallocation bookkeeping (Pulsar's ``selectBrokerForAssignment``)."""
         if is_heartbeat(bundle.namespace):
             return None  # only its own broker may own a heartbeat bundle
@@ -429,16 +448,17 @@ class Controller:
         if result.preallocation is not None:
             p = result.preallocation
             self.image.preallocate(p.bundle, p.broker, p.data, p.new_bundle_data)
-        self.log_decision(
-            "assign", str(bundle), None, result.decision.broker, str(result.decision.reason)
-        )
-        return result.decision.broker
+        return result.decision.broker, str(result.decision.reason)
 
     def _assign(self, bundle: BundleName, why: str) -> None:
-        broker = self._choose(bundle)
-        if broker is None:
+        choice = self._choose(bundle)
+        if choice is None:
             log.warning("cannot place %s (%s): no broker", bundle, why)
             return
+        broker, placed = choice
+        self.log_decision(
+            "assign", str(bundle), None, broker, f"{why}; {placed}", origin="failover"
+        )
         self.image.moving.add(str(bundle))
         self.moves.assign(str(bundle), broker)
 
@@ -478,12 +498,19 @@ class Controller:
                 self.image.recently_unloaded_brokers[move.source] = now_ms
                 self.image.recently_unloaded_brokers[move.destination] = now_ms
                 self.log_decision(
-                    "transfer", bundle, move.source, move.destination, str(move.reason)
+                    "transfer",
+                    bundle,
+                    move.source,
+                    move.destination,
+                    str(move.reason),
+                    origin="shedding",
                 )
                 self.moves.transfer(bundle, move.source, move.destination)
             elif isinstance(move, Unload):
                 self.image.recently_unloaded_brokers[move.broker] = now_ms
-                self.log_decision("unload", bundle, move.broker, None, str(move.reason))
+                self.log_decision(
+                    "unload", bundle, move.broker, None, str(move.reason), origin="shedding"
+                )
                 self.moves.unload(bundle, move.broker)
 
     async def _apply_move(self, event: MoveFinished) -> None:
@@ -552,8 +579,19 @@ class Controller:
     # -- bookkeeping ------------------------------------------------------------------------
 
     def log_decision(
-        self, action: str, bundle: str, source: str | None, destination: str | None, reason: str
+        self,
+        action: str,
+        bundle: str,
+        source: str | None,
+        destination: str | None,
+        reason: str,
+        *,
+        origin: str,
     ) -> None:
+        """Record a decision (``action``: assign, transfer, unload, split) and tell the
+        decision listeners. ``origin`` says what led to it: ``lookup`` (placing an unowned
+        bundle), ``failover`` (its broker left), ``shedding``, ``split`` (automatic), ``drain``
+        (a broker stopping) or ``admin``."""
         entry = {
             "at": self.clock.wall_ms(),
             "action": action,
@@ -561,7 +599,10 @@ class Controller:
             "broker": source,
             "destination": destination,
             "reason": reason,
+            "origin": origin,
         }
         self.decisions_log.append(entry)
         if len(self.decisions_log) > 1000:
             del self.decisions_log[:500]
+        for listener in self.decision_listeners:
+            listener(entry)

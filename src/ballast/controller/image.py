@@ -3,7 +3,10 @@ averages, preallocations, recently unloaded bundles and brokers (Pulsar's ``Load
 extensible manager's additions), the namespaces' bundles and policies, and who owns each bundle.
 
 Only the controller's event task changes it. It turns into the frozen
-:class:`~ballast.balance.snapshot.LoadSnapshot` every balancing decision reads.
+:class:`~ballast.balance.snapshot.LoadSnapshot` every balancing decision reads; taking one is
+O(brokers) while only preallocations changed since the last (each broker's ``BrokerData`` is
+kept until its report, averages or preallocations change, and the bundle data is copied once
+per change), so placing thousands of bundles in a row stays cheap.
 """
 
 from __future__ import annotations
@@ -26,19 +29,49 @@ from ballast.model.policies import IsolationPolicies
 
 @dataclass(slots=True)
 class BrokerView:
-    """A live broker as the leader sees it."""
+    """A live broker as the leader sees it. Change ``preallocated`` only through
+    :meth:`preallocate` and :meth:`drop_preallocated` (they keep :meth:`broker_data` right)."""
 
     report: LocalBrokerData
     session: int | None
     time_average: TimeAverageBrokerData = field(default_factory=TimeAverageBrokerData)
     preallocated: dict[str, BundleData] = field(default_factory=dict)
     draining: bool = False
+    _data: BrokerData | None = field(default=None, repr=False, compare=False)
+
+    def preallocate(self, bundle: str, data: BundleData) -> None:
+        self.preallocated[bundle] = data
+        self._data = None
+
+    def drop_preallocated(self, bundles: Iterable[str]) -> None:
+        for bundle in bundles:
+            if self.preallocated.pop(bundle, None) is not None:
+                self._data = None
+
+    def broker_data(self) -> BrokerData:
+        """Pulsar's ``BrokerData`` of this broker; the same object until something in it
+        changes."""
+        data = self._data
+        if (
+            data is None
+            or data.local_data is not self.report
+            or data.time_average_data is not self.time_average
+        ):
+            data = self._data = BrokerData(
+                local_data=self.report,
+                time_average_data=self.time_average,
+                preallocated_bundle_data=dict(self.preallocated),
+            )
+        return data
 
 
 @dataclass(slots=True)
 class ClusterImage:
+    """``bundle_data`` is read-only to callers: it changes through :meth:`update_all`,
+    :meth:`preallocate`, :meth:`forget_bundle` or by assigning a whole new mapping."""
+
     brokers: dict[str, BrokerView] = field(default_factory=dict)
-    bundle_data: dict[str, BundleData] = field(default_factory=dict)
+    _bundle_data: dict[str, BundleData] = field(default_factory=dict)
     recently_unloaded_bundles: dict[str, int] = field(default_factory=dict)
     recently_unloaded_brokers: dict[str, int] = field(default_factory=dict)
     namespaces: dict[NamespaceName, NamespaceBundles] = field(default_factory=dict)
@@ -47,6 +80,17 @@ class ClusterImage:
     failure_domains: dict[str, tuple[str, ...]] = field(default_factory=dict)
     owners: dict[str, str] = field(default_factory=dict)  # bundle → broker id (records)
     moving: set[str] = field(default_factory=set)  # bundles with a move in flight
+    _frozen_bundle_data: Mapping[str, BundleData] | None = None  # a copy; None once changed
+    _last_snapshot: LoadSnapshot | None = None
+
+    @property
+    def bundle_data(self) -> Mapping[str, BundleData]:
+        return self._bundle_data
+
+    @bundle_data.setter
+    def bundle_data(self, data: Mapping[str, BundleData]) -> None:
+        self._bundle_data = dict(data)
+        self._frozen_bundle_data = None
 
     # -- reports (Pulsar's updateAll) -------------------------------------------------------
 
@@ -63,32 +107,35 @@ class ClusterImage:
                 self.brokers[broker] = BrokerView(report, session)
             else:
                 view.report, view.session = report, session
+        bundle_data = self._bundle_data
         for view in self.brokers.values():
             for bundle, stats in view.report.last_stats.items():
-                known = self.bundle_data.get(bundle)
-                self.bundle_data[bundle] = (known or BundleData.new_default()).updated(stats)
+                known = bundle_data.get(bundle)
+                bundle_data[bundle] = (known or BundleData.new_default()).updated(stats)
+        self._frozen_bundle_data = None
         for view in self.brokers.values():
             reported = view.report.last_stats.keys() | view.report.bundles
-            for bundle in [b for b in view.preallocated if b in reported]:
-                del view.preallocated[bundle]
+            view.drop_preallocated([b for b in view.preallocated if b in reported])
             view.time_average = TimeAverageBrokerData.from_bundles(
-                view.report.last_stats.keys(), self.bundle_data
+                view.report.last_stats.keys(), bundle_data
             )
         return gone
 
     def preallocate(self, bundle: str, broker: str, data: BundleData, new: bool) -> None:
         view = self.brokers.get(broker)
         if view is not None:
-            view.preallocated[bundle] = data
-        if new:
-            self.bundle_data.setdefault(bundle, data)
+            view.preallocate(bundle, data)
+        if new and bundle not in self._bundle_data:
+            self._bundle_data[bundle] = data
+            self._frozen_bundle_data = None
 
     def forget_bundle(self, bundle: str) -> None:
         """A bundle that no longer exists (split): drop its data everywhere."""
-        self.bundle_data.pop(bundle, None)
+        if self._bundle_data.pop(bundle, None) is not None:
+            self._frozen_bundle_data = None
         self.owners.pop(bundle, None)
         for view in self.brokers.values():
-            view.preallocated.pop(bundle, None)
+            view.drop_preallocated([bundle])
 
     # -- ownership --------------------------------------------------------------------------
 
@@ -117,20 +164,23 @@ class ClusterImage:
         """The frozen view the balancing strategies read (draining brokers left out)."""
         excluded = set(exclude)
         brokers = {
-            broker: BrokerData(
-                local_data=view.report,
-                time_average_data=view.time_average,
-                preallocated_bundle_data=dict(view.preallocated),
-            )
+            broker: view.broker_data()
             for broker, view in sorted(self.brokers.items())
             if not view.draining and broker not in excluded
         }
         domains = {
             broker: domain for domain, members in self.failure_domains.items() for broker in members
         }
-        return LoadSnapshot(
+        bundles = self._frozen_bundle_data
+        if bundles is None:
+            bundles = self._frozen_bundle_data = MappingProxyType(dict(self._bundle_data))
+        last = self._last_snapshot
+        if last is None:
+            last = LoadSnapshot(brokers=MappingProxyType({}))
+        # Evolving the last snapshot shares what it derived for brokers that did not change.
+        snapshot = last.evolve(
             brokers=MappingProxyType(brokers),
-            bundles=MappingProxyType(dict(self.bundle_data)),
+            bundles=bundles,
             recently_unloaded_bundles=MappingProxyType(dict(self.recently_unloaded_bundles)),
             recently_unloaded_brokers=MappingProxyType(dict(self.recently_unloaded_brokers)),
             namespaces=MappingProxyType({str(ns): b for ns, b in self.namespaces.items()}),
@@ -140,6 +190,8 @@ class ClusterImage:
                 broker_domains=MappingProxyType(domains),
             ),
         )
+        self._last_snapshot = snapshot
+        return snapshot
 
     def bundle_exists(self, bundle: BundleName) -> bool:
         bundles = self.namespaces.get(bundle.namespace)

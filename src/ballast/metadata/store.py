@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import enum
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -220,8 +221,11 @@ def validate_path(path: str) -> None:
             raise InvalidPathError(path, "empty segment")
         if segment in (".", ".."):
             raise InvalidPathError(path, f'segment "{segment}" is not allowed')
-    if any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in path):
+    if _CONTROL_CHARACTERS.search(path) is not None:
         raise InvalidPathError(path, "control characters are not allowed")
+
+
+_CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def parent_of(path: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import re
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -31,9 +32,14 @@ class InvalidBundle(ValueError):
         return f"InvalidBundle: {self.args[0]}"
 
 
+_PLAIN_HEX = re.compile(r"0[xX][0-9a-fA-F]{1,15}")
+
+
 def java_long_decode(text: str) -> int:
     """``java.lang.Long.decode``: optional sign, then ``0x``/``0X``/``#`` for hex, a leading
     ``0`` for octal, else decimal. Raises ValueError where Java throws NumberFormatException."""
+    if _PLAIN_HEX.fullmatch(text) is not None:
+        return int(text[2:], 16)  # the common case (boundaries as Pulsar writes them)
     if text == "":
         raise ValueError("empty number")
     index = 0

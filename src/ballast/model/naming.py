@@ -8,6 +8,7 @@ its canonical string, never re-parsing (STYLE 9). Errors name the part that is w
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -50,14 +51,16 @@ class TopicDomain(enum.Enum):
     @classmethod
     def parse(cls, text: str) -> TopicDomain:
         """Case-insensitive, as Pulsar's ``TopicDomain.getEnum``."""
-        lowered = text.lower()
-        for domain in cls:
-            if domain.value == lowered:
-                return domain
-        raise ValueError(f'domain "{text}" is not "persistent" or "non-persistent"')
+        found = _DOMAINS.get(text.lower())
+        if found is None:
+            raise ValueError(f'domain "{text}" is not "persistent" or "non-persistent"')
+        return found
 
     def __str__(self) -> str:
         return self.value
+
+
+_DOMAINS = {domain.value: domain for domain in TopicDomain}
 
 
 def _check_part(role: str, value: str, whole: str, error: type[InvalidNameError]) -> None:
@@ -223,7 +226,12 @@ class TopicName:
         """Parse as Pulsar's ``TopicName.get``, including its short forms (``t`` →
         ``persistent://public/default/t``, ``a/b/c`` → ``persistent://a/b/c``) and the rule that
         the part after ``://`` is split on ``/`` into at most 4 pieces (so a local name with a
-        slash makes a v1 name)."""
+        slash makes a v1 name). Parsed names are memoised (they are immutable values and the
+        same names are parsed again and again, e.g. by every broker indexing a namespace)."""
+        return _parse_topic(text)
+
+    @classmethod
+    def _parse_uncached(cls, text: str) -> TopicName:
         complete = text
         if "://" not in complete:
             tokens = [t for t in complete.split("/") if t != ""]
@@ -321,3 +329,8 @@ class TopicName:
 
     def __str__(self) -> str:
         return f"{self.domain.value}://{self.namespace}/{self.local_name}"
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _parse_topic(text: str) -> TopicName:
+    return TopicName._parse_uncached(text)

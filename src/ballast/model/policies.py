@@ -5,6 +5,7 @@ domains (``/admin/clusters/<c>/failureDomain/<d>``)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
@@ -184,6 +185,7 @@ def broker_domains(domains: Mapping[str, FailureDomain | Iterable[str]]) -> dict
     return result
 
 
+@functools.lru_cache(maxsize=4096)
 def broker_host(broker_id: str) -> str:
     """The host of a broker id ``host:port``, parsed as Pulsar does from ``http://<id>``."""
     return urlsplit(f"http://{broker_id}").hostname or broker_id

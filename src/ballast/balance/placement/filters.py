@@ -81,12 +81,10 @@ def filter_large_topic_count(
     those of their preallocated bundles) are at most ``max_topics``; if none is, keep all."""
     kept: list[BrokerId] = []
     for broker in candidates:
-        data = snapshot.brokers.get(broker)
+        found = snapshot.broker_index(broker)
         topics = 0
-        if data is not None:
-            topics = data.local_data.num_topics + sum(
-                pre.topics for pre in data.preallocated_bundle_data.values()
-            )
+        if found is not None:
+            topics = snapshot.local(broker).num_topics + found.preallocated_topics
         if topics <= max_topics:
             kept.append(broker)
     return tuple(kept) if kept else candidates
@@ -102,8 +100,8 @@ def anti_affinity_counts(snapshot: LoadSnapshot, namespace: str) -> dict[BrokerI
         return None
     target = group.lower()
     counts: dict[BrokerId, int] = {}
-    for broker, namespaces in snapshot.index.broker_namespaces.items():
-        for member in namespaces:
+    for broker in snapshot.brokers:
+        for member in snapshot.broker_namespaces(broker):
             other = policies.anti_affinity_group(member)
             if other is not None and other.lower() == target:
                 counts[broker] = counts.get(broker, 0) + 1

@@ -210,7 +210,7 @@ def select_broker_for_assignment(
     """Pulsar's ``selectBrokerForAssignment``: the preallocated broker if there is one, else
     :func:`select_broker` and the preallocation to record."""
     parsed = bundle_name(bundle)
-    preallocated = snapshot.index.preallocated.get(bundle)
+    preallocated = snapshot.preallocated_broker(bundle)
     if preallocated is not None:
         reason = Reason(ReasonKind.PREALLOCATED, f"already preallocated to {preallocated}")
         stats: dict[str, JsonValue] = {"outcome": "Success", "preallocated": True}

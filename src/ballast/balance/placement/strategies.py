@@ -64,9 +64,8 @@ def long_term_message_rate_score(
     data = snapshot.brokers[broker]
     if data.local_data.max_resource_usage_with_weight(config.weights) > config.overloaded_threshold:
         return math.inf
-    total = 0.0
-    for bundle in data.preallocated_bundle_data.values():
-        total += bundle.long_term_data.msg_rate_in + bundle.long_term_data.msg_rate_out
+    found = snapshot.broker_index(broker)
+    total = 0.0 if found is None else found.preallocated_long_term_msg_rate
     averages = data.time_average_data
     return total + (averages.long_term_msg_rate_in + averages.long_term_msg_rate_out)
 

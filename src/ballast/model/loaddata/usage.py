@@ -4,6 +4,7 @@ manager applies."""
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from dataclasses import dataclass
@@ -53,10 +54,16 @@ class ResourceUsage(msgspec.Struct, frozen=True, kw_only=True):
         ``percentUsage()`` (0 when the limit is not positive). Correctly rounded float32
         division and multiplication equal the float64 result rounded to float32 (53 >= 2*24+2
         bits), so no float32 library is needed."""
-        proportion = 0.0
-        if self.limit > 0:
-            proportion = f32(java_divide(f32(self.usage), f32(self.limit)))
-        return f32(proportion * 100.0)
+        return _percent_usage(self.usage, self.limit)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _percent_usage(usage: float, limit: float) -> float:
+    # Memoised: the same reports are read again and again (every placement, every cycle).
+    proportion = 0.0
+    if limit > 0:
+        proportion = f32(java_divide(f32(usage), f32(limit)))
+    return f32(proportion * 100.0)
 
 
 UNKNOWN_USAGE = ResourceUsage(usage=-1.0, limit=-1.0)

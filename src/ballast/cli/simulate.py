@@ -1,0 +1,189 @@
+"""``ballast simulate``: replay a scenario through the real runtime on virtual time, measure
+balance and cost, compare strategies. See ``docs/simulator.md``."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ballast.cli.common import fail
+from ballast.model.config import ConfigError
+from ballast.sim.invariants import InvariantViolation
+from ballast.sim.output import FORMATS, write_json, write_run
+from ballast.sim.plots import plot_comparison
+from ballast.sim.runner import RunOptions, RunResult, SimulationError, simulate
+from ballast.sim.scenario import Scenario, load_scenario
+from ballast.sim.schema import ScenarioError
+from ballast.sim.strategies import PROFILES, UnknownProfile, strategy_profile
+from ballast.sim.summary import failed_expectations, summarize
+
+
+def find_scenario(text: str) -> Path:
+    """A scenario file: the path given, or ``scenarios/<name>.toml`` under the current
+    directory."""
+    path = Path(text)
+    if path.exists():
+        return path
+    library = Path("scenarios") / f"{text}.toml"
+    if library.exists():
+        return library
+    fail(f"scenario {text} not found (a file, or a name of scenarios/*.toml)")
+
+
+def _strategies(strategy: str | None, compare: str | None) -> list[str | None]:
+    if strategy is not None and compare is not None:
+        fail("give --strategy or --compare, not both")
+    names: list[str | None]
+    if compare is not None:
+        names = list(PROFILES) if compare == "all" else [n.strip() for n in compare.split(",")]
+        names = [n for n in names if n]
+        if not names:
+            fail("--compare needs strategy names (or all)")
+    else:
+        names = [strategy]
+    for name in names:
+        if name is not None:
+            try:
+                strategy_profile(name)
+            except UnknownProfile as exc:
+                fail(str(exc))
+    return names
+
+
+def _row(summary: dict[str, Any]) -> list[str]:
+    final = summary["final"]
+    converged = summary["convergenceS"]
+    return [
+        str(summary["strategy"]),
+        f"{final['std']:.3f}",
+        f"{final['ratio']:.2f}",
+        f"{summary['afterLastEvent']['meanStd']:.3f}",
+        "never" if converged is None else f"{converged:.0f} s",
+        str(summary["moves"]["shedding"]),
+        str(summary["bounces"]),
+        f"{summary['unownedTopicSeconds']:.0f}",
+        str(summary["lookups"]["clients"]),
+    ]
+
+
+def _print_table(scenario: Scenario, summaries: list[dict[str, Any]]) -> None:
+    table = Table(title=f"{scenario.name} ({scenario.duration_s / 60:g} min)")
+    for column in (
+        "strategy",
+        "final std",
+        "max/bound",
+        "mean std",
+        "converged",
+        "moves",
+        "bounces",
+        "unowned topic-s",
+        "lookups",
+    ):
+        table.add_column(column, justify="left" if column == "strategy" else "right")
+    for summary in summaries:
+        table.add_row(*_row(summary))
+    Console().print(table)
+
+
+def simulate_command(
+    scenario: Annotated[
+        str, typer.Argument(help="Scenario file (TOML), or the name of one in scenarios/.")
+    ],
+    strategy: Annotated[
+        str | None,
+        typer.Option("--strategy", help=f"Strategy to run: {', '.join(PROFILES)}."),
+    ] = None,
+    compare: Annotated[
+        str | None,
+        typer.Option("--compare", help="Strategies to run side by side: A,B,... or all."),
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Replace the scenario's seed.")] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a setting: key=value (repeatable)."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Directory for the summaries, timelines and charts."),
+    ] = None,
+    timeline_format: Annotated[
+        str, typer.Option("--format", help="Timeline files: parquet or csv.")
+    ] = "parquet",
+    check_invariants: Annotated[
+        bool, typer.Option("--check-invariants", help="Check the invariants at every step.")
+    ] = False,
+    check_expectations: Annotated[
+        bool,
+        typer.Option("--check-expectations", help="Exit 1 if the scenario's [expect] fails."),
+    ] = False,
+    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Draw PNG charts.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summaries as JSON.")] = False,
+) -> None:
+    """Replay a scenario through the real brokers, controller and strategies on virtual time;
+    print the balance it reached and what it cost, and write timelines and charts."""
+    if timeline_format not in FORMATS:
+        fail(f"--format must be one of {', '.join(FORMATS)}")
+    try:
+        loaded = load_scenario(find_scenario(scenario))
+    except ScenarioError as exc:
+        fail(str(exc))
+    names = _strategies(strategy, compare)
+    logging.getLogger("ballast").setLevel(logging.ERROR)
+    results: list[RunResult] = []
+    summaries: list[dict[str, Any]] = []
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f} s"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        for name in names:
+            label = name or "settings"
+            task = progress.add_task(f"{loaded.name} · {label}", total=loaded.duration_s)
+
+            def advance(now: float, _total: float, task: Any = task) -> None:
+                progress.update(task, completed=now)
+
+            options = RunOptions(
+                strategy=name,
+                seed=seed,
+                overrides=tuple(overrides or ()),
+                check_invariants=check_invariants,
+                progress=advance,
+            )
+            try:
+                result = simulate(loaded, options)
+            except ConfigError as exc:
+                fail(str(exc))
+            except InvariantViolation as exc:
+                fail(f"invariant broken ({label}): {exc}", code=1)
+            except SimulationError as exc:
+                fail(f"simulation failed ({label}): {exc}", code=1)
+            results.append(result)
+            summaries.append(summarize(result))
+    if out is not None:
+        for result, summary in zip(results, summaries, strict=True):
+            write_run(result, summary, out / result.strategy, fmt=timeline_format, plots=plots)
+        if len(results) > 1:
+            write_json(summaries, out / "comparison.json")
+            if plots:
+                plot_comparison(results, summaries, out / "comparison.png")
+    if as_json:
+        typer.echo(json.dumps(summaries if compare is not None else summaries[0], indent=2))
+    else:
+        _print_table(loaded, summaries)
+    failures = [f"{s['strategy']}: {line}" for s in summaries for line in failed_expectations(s)]
+    if failures and check_expectations:
+        for line in failures:
+            typer.echo(f"expectation failed: {line}", err=True)
+        raise typer.Exit(1)

@@ -1,0 +1,96 @@
+"""Writing a run's outputs into a directory:
+
+- ``summary.json``: :func:`ballast.sim.summary.summarize`;
+- ``timeline.parquet`` (or ``.csv``): one row per step — the cluster's load figures, topics
+  without an owner and the moves of that step;
+- ``brokers.parquet``: one row per step and running broker — its load (from the traffic
+  flowing through it), the load its last report claims, bundles, topics, rate, throughput;
+- ``decisions.parquet``: every decision of the leaders (assignments, transfers, unloads,
+  splits) with its time, origin and reason;
+- ``loads.png``: every broker's load over time with the moves marked (:mod:`.plots`).
+
+Column names are snake_case with units (``t_s``); every file is a pure function of the run, so
+the same scenario, strategy and seed write the same bytes.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ballast.sim.metrics import Decision
+from ballast.sim.plots import plot_run
+from ballast.sim.runner import BrokerRecord, RunResult, StepRecord
+
+FORMATS = ("parquet", "csv")
+
+
+def records_to_columns(records: Sequence[Any], fields: Sequence[str]) -> dict[str, list[Any]]:
+    return {name: [getattr(record, name) for record in records] for name in fields}
+
+
+def _fields(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def timeline_columns(result: RunResult) -> dict[str, list[Any]]:
+    return records_to_columns(result.steps, _fields(StepRecord))
+
+
+def broker_columns(result: RunResult) -> dict[str, list[Any]]:
+    return records_to_columns(result.brokers, _fields(BrokerRecord))
+
+
+def decision_columns(result: RunResult) -> dict[str, list[Any]]:
+    return records_to_columns(result.decisions, _fields(Decision))
+
+
+def write_table(columns: Mapping[str, list[Any]], path: Path, fmt: str) -> Path:
+    """Write ``columns`` to ``path`` (its suffix replaced by the format's)."""
+    target = path.with_suffix(f".{fmt}")
+    if fmt == "parquet":
+        pq.write_table(pa.table(dict(columns)), target, compression="zstd")
+    elif fmt == "csv":
+        names = list(columns)
+        rows = zip(*(columns[n] for n in names), strict=True)
+        with target.open("w", newline="", encoding="utf-8") as out:
+            writer = csv.writer(out, lineterminator="\n")
+            writer.writerow(names)
+            for row in rows:
+                writer.writerow(["" if v is None else v for v in row])
+    else:
+        raise ValueError(f"unknown format {fmt!r} (valid: {', '.join(FORMATS)})")
+    return target
+
+
+def write_json(value: Any, path: Path) -> Path:
+    path.write_text(json.dumps(value, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return path
+
+
+def write_run(
+    result: RunResult,
+    summary: Mapping[str, Any],
+    directory: Path,
+    *,
+    fmt: str = "parquet",
+    plots: bool = True,
+) -> list[Path]:
+    """Write every output of one run into ``directory`` (created); returns the files."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = [
+        write_json(summary, directory / "summary.json"),
+        write_table(timeline_columns(result), directory / "timeline", fmt),
+        write_table(broker_columns(result), directory / "brokers", fmt),
+        write_table(decision_columns(result), directory / "decisions", fmt),
+    ]
+    if plots:
+        written.append(plot_run(result, directory / "loads.png"))
+    return written

@@ -1,0 +1,533 @@
+"""Running a scenario through the real runtime on virtual time: real brokers and controller
+(:class:`~ballast.broker.cluster.LocalCluster` on the memory store), the workload's traffic
+(:class:`~ballast.sim.traffic.SimTraffic`) and clients (:class:`~ballast.sim.clients.SimClients`),
+the scenario's events, and a record of every step.
+
+At each step boundary ``t``: the state is measured (each running broker's load from the
+traffic flowing through it, the cluster figures, topics without an owner, decisions since the
+last step), the invariants are checked if asked, the events due before the next step are
+applied at their times (stops, drains and restarts run in the background, as they take time),
+and the topics' rates are set for the coming step. The same scenario, strategy and seed give
+the same record, to the byte.
+
+Concurrency contract: one virtual-time event loop (:func:`ballast.clock.run_virtual`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ballast.broker.cluster import LocalCluster
+from ballast.broker.host_usage import BrokerCapacity, HostUsageProvider, ModelledHostUsage
+from ballast.broker.identity import BrokerIdentity
+from ballast.broker.node import BrokerNode
+from ballast.broker.topics import NamespaceTopicIndex
+from ballast.clock import Clock, run_virtual
+from ballast.controller.requests import CreateNamespace as CreateNamespaceRequest
+from ballast.controller.requests import CreateTenant, SetAntiAffinityGroup
+from ballast.metadata.store import MetadataStore
+from ballast.model.config import Settings, load_settings, resource_weights
+from ballast.model.loaddata.usage import ResourceWeights
+from ballast.model.naming import TopicName
+from ballast.sim import metrics
+from ballast.sim.clients import SimClients
+from ballast.sim.invariants import check_settled
+from ballast.sim.metrics import Capacities, Decision
+from ballast.sim.scenario import (
+    AddBrokers,
+    BrokerSelection,
+    CrashBrokers,
+    CreateNamespace,
+    CreateTopics,
+    Event,
+    NamespaceSpec,
+    RestartBrokers,
+    ScaleRates,
+    Scenario,
+    StopBrokers,
+)
+from ballast.sim.strategies import strategy_profile
+from ballast.sim.traffic import SimTraffic
+from ballast.sim.workload import Workload
+from ballast.tasks import spawn
+
+Progress = Callable[[float, float], None]
+
+
+class SimulationError(RuntimeError):
+    """The simulation could not go on (no leader, a request refused, an invariant broken)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """``strategy``: a profile of :mod:`ballast.sim.strategies` (None: the settings as the
+    scenario and ``overrides`` give them); ``seed``: replaces the scenario's; ``overrides``:
+    ``key=value`` settings applied last; ``check_invariants``: check them at every step."""
+
+    strategy: str | None = None
+    seed: int | None = None
+    overrides: tuple[str, ...] = ()
+    check_invariants: bool = False
+    progress: Progress | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """The cluster at one step boundary; moves and unowned topic-seconds are those of the
+    step that just ended."""
+
+    t_s: float
+    brokers: int
+    mean: float
+    std: float
+    minimum: float
+    maximum: float
+    bound: float
+    ratio: float
+    unowned_topics: int
+    unowned_topic_seconds: float
+    transfers: int
+    unloads: int
+    splits: int
+    assigns: int
+    shedding_moves: int
+    client_lookups: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRecord:
+    """One running broker at one step boundary."""
+
+    t_s: float
+    broker: str
+    load: float
+    reported_load: float
+    bundles: int
+    topics: int
+    msg_rate: float
+    throughput: float
+    leader: bool
+
+
+@dataclass(slots=True)
+class RunResult:
+    scenario: Scenario
+    strategy: str
+    seed: int
+    settings: Settings
+    steps: list[StepRecord] = field(default_factory=list)
+    brokers: list[BrokerRecord] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    event_times: list[tuple[float, str]] = field(default_factory=list)
+    broker_starts: dict[str, list[float]] = field(default_factory=dict)
+    lookups: int = 0
+    redirects: int = 0
+    client_lookups: int = 0
+    failed_lookups: int = 0
+    invariant_checks: int = 0
+    unowned_topic_seconds: float = 0.0
+
+
+def broker_identity(index: int) -> BrokerIdentity:
+    """The ``index``-th broker of a simulation (``broker-000:8080``, ...)."""
+    return BrokerIdentity(f"broker-{index:03d}", 8080, 6650)
+
+
+def effective_settings(scenario: Scenario, options: RunOptions) -> tuple[Settings, str]:
+    """The run's settings (scenario, then the strategy's profile, then ``overrides``) and
+    the strategy's name."""
+    overrides = list(scenario.settings_overrides())
+    if options.strategy is not None:
+        overrides += strategy_profile(options.strategy).overrides()
+    overrides += list(options.overrides)
+    settings = load_settings(overrides=overrides).settings
+    return settings, options.strategy or settings.get_str("loadBalancerLoadSheddingStrategy")
+
+
+class Simulation:
+    """One run of one scenario."""
+
+    def __init__(self, scenario: Scenario, options: RunOptions, clock: Clock) -> None:
+        self.scenario = scenario
+        self.options = options
+        self.clock = clock
+        self.settings, strategy = effective_settings(scenario, options)
+        self.seed = scenario.seed if options.seed is None else options.seed
+        self.result = RunResult(scenario, strategy, self.seed, self.settings)
+        self.weights: ResourceWeights = resource_weights(self.settings)
+        self.workload = Workload(_reseeded(scenario, self.seed))
+        self.traffic = SimTraffic(self.workload, clock.monotonic)
+        self.rng = random.Random(f"sim-{self.seed}")
+        self.ids: list[str] = []
+        self.capacities: list[BrokerCapacity] = []
+        self.index_of: dict[str, int] = {}
+        self.cluster = LocalCluster(
+            clock,
+            settings=self.settings,
+            traffic=self.traffic,
+            host_usage=self._host_usage,
+            seed=self.seed,
+            on_node=self._attach,
+        )
+        self.clients = SimClients(
+            self.cluster,
+            self.workload,
+            self.traffic,
+            clock,
+            random.Random(f"clients-{self.seed}"),
+            self._broker_index,
+        )
+        self._start_wall_ms = clock.wall_ms()
+        self._background: set[asyncio.Task[None]] = set()
+        self._seen_decisions = 0
+        self._last_unowned = 0.0
+        self._last_lookups = 0
+        self._topic_index: NamespaceTopicIndex | None = None
+        self._observer: MetadataStore | None = None
+        self._all_nodes: list[BrokerNode] = []
+
+    # -- brokers --------------------------------------------------------------------------------
+
+    def _broker_index(self, broker_id: str) -> int:
+        return self.index_of[broker_id]
+
+    def _host_usage(self, identity: BrokerIdentity) -> HostUsageProvider:
+        return ModelledHostUsage(self.capacities[self.index_of[identity.broker_id]])
+
+    def _attach(self, node: BrokerNode) -> None:
+        self._all_nodes.append(node)
+        self.clients.attach(node)
+        node.decision_listeners.append(self._on_decision)
+
+    def _on_decision(self, entry: Mapping[str, Any]) -> None:
+        self.result.decisions.append(
+            Decision(
+                t_s=(int(entry["at"]) - self._start_wall_ms) / 1000,
+                action=str(entry["action"]),
+                bundle=str(entry["bundle"]),
+                source=entry.get("broker"),
+                destination=entry.get("destination"),
+                origin=str(entry.get("origin", "")),
+                reason=str(entry["reason"]),
+            )
+        )
+
+    def _new_broker(self, capacity: BrokerCapacity) -> str:
+        index = len(self.ids)
+        broker_id = broker_identity(index).broker_id
+        self.ids.append(broker_id)
+        self.capacities.append(capacity)
+        self.index_of[broker_id] = index
+        return broker_id
+
+    async def _start_broker(self, broker_id: str) -> None:
+        self.result.broker_starts.setdefault(broker_id, []).append(self.clock.monotonic())
+        await self.cluster.add_broker(broker_identity(self.index_of[broker_id]))
+
+    def running_ids(self) -> list[str]:
+        return [n.broker_id for n in self.cluster.running()]
+
+    def _select(self, selection: BrokerSelection) -> list[str]:
+        running = sorted(self.running_ids(), key=self._broker_index)
+        if selection.indexes:
+            wanted = [self.ids[i] for i in selection.indexes if i < len(self.ids)]
+            return [b for b in wanted if b in running]
+        if selection.everyone:
+            return running
+        count = min(selection.count, len(running))
+        if selection.pick == "first":
+            return running[:count]
+        if selection.pick == "last":
+            return running[-count:]
+        if selection.pick == "random":
+            return sorted(self.rng.sample(running, count), key=self._broker_index)
+        current = self._broker_loads(running)
+        ranked = sorted(running, key=lambda b: (-current[b], self._broker_index(b)))
+        return sorted(ranked[:count], key=self._broker_index)
+
+    # -- setup ----------------------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        scenario = self.scenario
+        for _ in range(scenario.brokers):
+            await self._start_broker(self._new_broker(scenario.capacity))
+        for _ in range(200):
+            if self.cluster.leader() is not None:
+                break
+            await self.clock.sleep(0.05)
+        else:
+            raise SimulationError("no leader was elected")
+        self._observer = await self.cluster.connect()
+        self._topic_index = NamespaceTopicIndex(self._observer)
+        await self._request(CreateTenant(tenant=scenario.tenant))
+        for spec in scenario.namespaces:
+            await self._create_namespace_records(spec)
+        await self._create_topics(list(self.workload.names))
+        self.traffic.set_rates(self.workload.rates(0.0))
+        self.clients.connect_new(np.arange(self.workload.count, dtype=np.int64))
+
+    async def _request(self, request: Any) -> None:
+        reply = await self.cluster.request(request)
+        if not reply.ok:
+            raise SimulationError(f"{type(request).__name__} refused: {reply.message}")
+
+    async def _create_namespace_records(self, spec: NamespaceSpec) -> None:
+        await self._request(CreateNamespaceRequest(namespace=spec.name, bundles=spec.bundles))
+        if spec.anti_affinity_group:
+            await self._request(
+                SetAntiAffinityGroup(namespace=spec.name, group=spec.anti_affinity_group)
+            )
+
+    async def _create_topics(self, topics: list[TopicName]) -> None:
+        assert self._topic_index is not None
+        for topic in topics:
+            await self._topic_index.create(topic)
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _background_task(self, name: str, coro: Coroutine[Any, Any, None]) -> None:
+        task = spawn(name, coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def apply(self, event: Event) -> None:
+        action = event.action
+        self.result.event_times.append((self.clock.monotonic(), event.kind))
+        if isinstance(action, AddBrokers):
+            for _ in range(action.count):
+                broker = self._new_broker(action.capacity or self.scenario.capacity)
+                await self._start_broker(broker)
+        elif isinstance(action, StopBrokers):
+            for broker in self._select(action.brokers):
+                self._background_task(f"stop-{broker}", self._stop(broker, action.graceful))
+        elif isinstance(action, CrashBrokers):
+            for broker in self._select(action.brokers):
+                await self._crash(broker)
+                if action.restart_after_s is not None:
+                    self._background_task(
+                        f"restart-{broker}", self._later(action.restart_after_s, broker)
+                    )
+        elif isinstance(action, RestartBrokers):
+            chosen = self._select(action.brokers)
+            self._background_task("restarts", self._restart_all(chosen, action))
+        elif isinstance(action, CreateNamespace):
+            spec = action.namespace
+            await self._create_namespace_records(spec)
+            await self._new_topics(self.workload.add_namespace(spec))
+        elif isinstance(action, CreateTopics):
+            await self._new_topics(self.workload.add_topics(action.namespace, action.count))
+        elif isinstance(action, ScaleRates):
+            self._scale(action)
+
+    async def _new_topics(self, topics: list[TopicName]) -> None:
+        await self._create_topics(topics)
+        self.traffic.grow()
+        self.traffic.set_rates(self.workload.rates(self.clock.monotonic()))
+        first = self.workload.count - len(topics)
+        self.clients.connect_new(np.arange(first, self.workload.count, dtype=np.int64))
+
+    def _scale(self, action: ScaleRates) -> None:
+        if action.brokers is not None:
+            chosen = {self._broker_index(b) for b in self._select(action.brokers)}
+            topics = np.flatnonzero(np.isin(self.traffic.connected_to, list(chosen)))
+            if action.namespace is not None:
+                ours = self.workload.topics_of(action.namespace)
+                topics = np.intersect1d(topics, ours)
+        else:
+            topics = self.workload.most_popular(action.namespace, action.share)
+        self.workload.scale_rates(topics.astype(np.int64), action.factor)
+        self.traffic.set_rates(self.workload.rates(self.clock.monotonic()))
+
+    async def _stop(self, broker: str, graceful: bool) -> None:
+        node = self.cluster.nodes.get(broker)
+        if node is None or node.stopped:
+            return
+        if not graceful:
+            self.clients.broker_died(node)
+        await self.cluster.stop_broker(broker, graceful=graceful)
+
+    async def _crash(self, broker: str) -> None:
+        node = self.cluster.nodes.get(broker)
+        if node is None or node.stopped:
+            return
+        self.clients.broker_died(node)
+        await self.cluster.crash_broker(broker)
+
+    async def _later(self, delay_s: float, broker: str) -> None:
+        await self.clock.sleep(delay_s)
+        await self._start_broker(broker)
+
+    async def _restart_all(self, brokers: list[str], action: RestartBrokers) -> None:
+        for position, broker in enumerate(brokers):
+            if position > 0 and action.interval_s > 0:
+                await self.clock.sleep(action.interval_s)
+            self._background_task(f"restart-{broker}", self._restart(broker, action))
+
+    async def _restart(self, broker: str, action: RestartBrokers) -> None:
+        if action.graceful:
+            await self._stop(broker, graceful=True)
+        else:
+            await self._crash(broker)
+        await self.clock.sleep(action.down_s)
+        if broker not in self.running_ids():
+            await self._start_broker(broker)
+
+    # -- measuring ------------------------------------------------------------------------------
+
+    def _usage(self, indexes: list[int], sums: Any) -> metrics.Usage:
+        capacity = Capacities.of([self.capacities[i] for i in indexes])
+        pick = np.array(indexes, dtype=np.int64)
+        return metrics.usage_of(
+            sums.rate_in[pick],
+            sums.rate_out[pick],
+            sums.tput_in[pick],
+            sums.tput_out[pick],
+            sums.topics[pick],
+            capacity,
+        )
+
+    def _broker_loads(self, brokers: list[str]) -> dict[str, float]:
+        sums = self.traffic.sums_by(self.traffic.connected_to, len(self.ids))
+        indexes = [self._broker_index(b) for b in brokers]
+        values = metrics.loads(self._usage(indexes, sums), self.weights)
+        return {b: float(v) for b, v in zip(brokers, values, strict=True)}
+
+    def _largest_bundle(self) -> float:
+        size = len(self.traffic.bundle_names)
+        if size == 0 or not self.capacities:
+            return 0.0
+        sums = self.traffic.sums_by(self.traffic.served_in, size, only_flowing=False)
+        biggest = max(self.capacities, key=lambda c: (c.cores, c.nic_bytes_per_s))
+        capacity = Capacities.of([biggest] * size)
+        usage = metrics.usage_of(
+            sums.rate_in, sums.rate_out, sums.tput_in, sums.tput_out, sums.topics, capacity
+        )
+        served = sums.topics > 0
+        values = metrics.loads(usage, self.weights)
+        return float(np.max(values[served])) if np.any(served) else 0.0
+
+    def record(self) -> None:
+        now = self.clock.monotonic()
+        nodes = sorted(self.cluster.running(), key=lambda n: self._broker_index(n.broker_id))
+        brokers = [n.broker_id for n in nodes]
+        indexes = [self._broker_index(b) for b in brokers]
+        sums = self.traffic.sums_by(self.traffic.connected_to, len(self.ids))
+        usage = self._usage(indexes, sums)
+        values = metrics.loads(usage, self.weights)
+        figures = metrics.load_figures(
+            values, metrics.mean_load(usage, self.weights), self._largest_bundle()
+        )
+        fresh = self.result.decisions[self._seen_decisions :]
+        self._seen_decisions = len(self.result.decisions)
+        unowned = self.traffic.unowned_topic_seconds()
+        lookups = self.clients.stats.lookups
+        self.result.steps.append(
+            StepRecord(
+                t_s=now,
+                brokers=figures.brokers,
+                mean=figures.mean,
+                std=figures.std,
+                minimum=figures.minimum,
+                maximum=figures.maximum,
+                bound=figures.bound,
+                ratio=figures.ratio,
+                unowned_topics=self.traffic.not_flowing(),
+                unowned_topic_seconds=unowned - self._last_unowned,
+                transfers=sum(1 for d in fresh if d.action == "transfer"),
+                unloads=sum(1 for d in fresh if d.action == "unload"),
+                splits=sum(1 for d in fresh if d.action == "split"),
+                assigns=sum(1 for d in fresh if d.action == "assign"),
+                shedding_moves=metrics.shedding_moves(fresh),
+                client_lookups=lookups - self._last_lookups,
+            )
+        )
+        self._last_unowned = unowned
+        self._last_lookups = lookups
+        for node, index, value in zip(nodes, indexes, values, strict=True):
+            report = node.reporter.last_written
+            self.result.brokers.append(
+                BrokerRecord(
+                    t_s=now,
+                    broker=node.broker_id,
+                    load=float(value),
+                    reported_load=report.max_resource_usage_with_weight(self.weights),
+                    bundles=sum(1 for b in node.ownership.owned() if b != node.heartbeat_bundle),
+                    topics=int(sums.topics[index]),
+                    msg_rate=float(sums.rate_in[index] + sums.rate_out[index]),
+                    throughput=float(sums.tput_in[index] + sums.tput_out[index]),
+                    leader=node.controller is not None,
+                )
+            )
+
+    # -- the run --------------------------------------------------------------------------------
+
+    async def _sleep_until(self, t_s: float) -> None:
+        delay = t_s - self.clock.monotonic()
+        if delay > 0:
+            await self.clock.sleep(delay)
+
+    async def run(self) -> RunResult:
+        scenario = self.scenario
+        step = scenario.step_s
+        await self.setup()
+        events = list(scenario.events)
+        steps = round(scenario.duration_s / step)
+        try:
+            for k in range(steps + 1):
+                now = k * step
+                await self._sleep_until(now)
+                self.record()
+                if self.options.check_invariants:
+                    assert self._observer is not None
+                    await check_settled(self.cluster, self._observer, self.clock)
+                    self.result.invariant_checks += 1
+                if self.options.progress is not None:
+                    self.options.progress(now, scenario.duration_s)
+                if k == steps:
+                    break
+                while events and events[0].at_s < now + step:
+                    event = events.pop(0)
+                    await self._sleep_until(event.at_s)
+                    await self.apply(event)
+                self.traffic.set_rates(self.workload.rates(max(now, self.clock.monotonic())))
+        finally:
+            await self._finish()
+        return self.result
+
+    async def _finish(self) -> None:
+        result = self.result
+        result.unowned_topic_seconds = self.traffic.unowned_topic_seconds()
+        result.client_lookups = self.clients.stats.lookups
+        result.failed_lookups = self.clients.stats.failed_lookups
+        for node in self._all_nodes:  # stopped brokers answered lookups too
+            result.lookups += node.lookups.stats.lookups
+            result.redirects += node.lookups.stats.redirects
+        await self.clients.stop()
+        for task in list(self._background):
+            task.cancel()
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+        if self._topic_index is not None:
+            self._topic_index.close()
+        await self.cluster.close()
+        if self._observer is not None:
+            await self._observer.close()
+
+
+def _reseeded(scenario: Scenario, seed: int) -> Scenario:
+    return scenario if seed == scenario.seed else replace(scenario, seed=seed)
+
+
+def simulate(scenario: Scenario, options: RunOptions = RunOptions()) -> RunResult:
+    """Run ``scenario`` to its end on a fresh virtual-time loop."""
+
+    async def main(clock: Clock) -> RunResult:
+        return await Simulation(scenario, options, clock).run()
+
+    return run_virtual(main)

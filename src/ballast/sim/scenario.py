@@ -1,0 +1,416 @@
+"""Scenario files: a cluster, its workload, timed events and the outcome expected, in TOML
+(read with the standard library's ``tomllib``). The full schema, with an example of every key,
+is in ``docs/simulator.md``; :func:`parse_scenario` validates a file and names the key of the
+first problem (``ScenarioError: events[2].add_brokers: expected a positive integer``).
+
+Durations are seconds (a number) or text with a unit: ``"90s"``, ``"5m"``, ``"2h"``, ``"1d"``,
+``"1h30m"``. Every value is parsed here, once, into frozen dataclasses; nothing downstream
+reads the TOML again.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ballast.broker.host_usage import BrokerCapacity
+from ballast.sim.processes import ProcessSpec, parse_process
+from ballast.sim.schema import ScenarioError, Table, parse_duration
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceSpec:
+    """A namespace and its topics. ``rate`` is the mean publish rate per topic (msg/s),
+    ``size`` the mean message size (bytes; log-normal with ``size_sigma`` when above 0),
+    ``popularity`` the Zipf exponent of topic rates (0: every topic alike), ``processes`` what
+    the rates do over time (multiplied together)."""
+
+    name: str
+    bundles: int
+    topics: int
+    rate: float = 10.0
+    size: float = 1024.0
+    size_sigma: float = 0.0
+    fan_out: float = 1.0
+    producers: int = 1
+    consumers: int = 1
+    popularity: float = 0.0
+    processes: tuple[ProcessSpec, ...] = ()
+    anti_affinity_group: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSelection:
+    """Which brokers an event acts on: explicit indexes (creation order, from 0), or
+    ``count`` brokers picked by ``pick`` — ``first``/``last`` (by creation), ``busiest``
+    (most load now), ``random`` (the scenario's seed) — or ``all``."""
+
+    indexes: tuple[int, ...] = ()
+    count: int = 0
+    pick: str = "last"
+
+    @property
+    def everyone(self) -> bool:
+        return self.pick == "all"
+
+
+PICKS = ("first", "last", "busiest", "random", "all")
+
+
+@dataclass(frozen=True, slots=True)
+class AddBrokers:
+    count: int
+    capacity: BrokerCapacity | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StopBrokers:
+    """Stop brokers for good: gracefully (controlled shutdown: drained first) or not."""
+
+    brokers: BrokerSelection
+    graceful: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CrashBrokers:
+    """``kill -9``: the session expires after the timeout; with ``restart_after`` the broker
+    comes back (a new incarnation) that long after the crash."""
+
+    brokers: BrokerSelection
+    restart_after_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RestartBrokers:
+    """Restart brokers one after the other, ``interval_s`` apart (0: all at once): each stops
+    (gracefully or not) and starts again ``down_s`` later."""
+
+    brokers: BrokerSelection
+    graceful: bool = True
+    down_s: float = 10.0
+    interval_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CreateNamespace:
+    namespace: NamespaceSpec
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopics:
+    namespace: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleRates:
+    """Multiply the rates of some topics by ``factor`` from now on: of a namespace (or all),
+    optionally only the ``share`` most popular, or only those served now by the selected
+    brokers (a hot broker)."""
+
+    factor: float
+    namespace: str | None = None
+    share: float = 1.0
+    brokers: BrokerSelection | None = None
+
+
+Action = (
+    AddBrokers | StopBrokers | CrashBrokers | RestartBrokers | CreateNamespace | CreateTopics
+) | ScaleRates
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    at_s: float
+    action: Action
+
+    @property
+    def kind(self) -> str:
+        return _ACTION_NAMES[type(self.action)]
+
+
+@dataclass(frozen=True, slots=True)
+class Expectations:
+    """Outcomes a scenario test checks (None: not checked). ``final_*`` are measured at the
+    end of the run; convergence is counted from the last event."""
+
+    final_std_max: float | None = None
+    final_ratio_max: float | None = None
+    converged_within_s: float | None = None
+    moves_max: int | None = None
+    moves_min: int | None = None
+    bounces_max: int | None = None
+    new_brokers_loaded_within_cycles: int | None = None
+    unowned_topic_seconds_max: float | None = None
+    invariants: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A whole scenario; see the module docstring."""
+
+    name: str
+    description: str
+    duration_s: float
+    step_s: float
+    seed: int
+    brokers: int
+    capacity: BrokerCapacity
+    namespaces: tuple[NamespaceSpec, ...]
+    events: tuple[Event, ...] = ()
+    settings: Mapping[str, object] = field(default_factory=dict)
+    target_std: float = 0.05
+    expect: Expectations = Expectations()
+    tenant: str = "sim"
+
+    def settings_overrides(self) -> list[str]:
+        """The ``[settings]`` table as ``key=value`` overrides."""
+        return [f"{key}={_setting_text(value)}" for key, value in self.settings.items()]
+
+
+def _setting_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _capacity(table: Table, base: BrokerCapacity) -> BrokerCapacity:
+    capacity = BrokerCapacity(
+        cores=table.number("cores", base.cores, minimum=0.001),
+        cpu_per_msg_s=table.number("cpu_per_msg_us", base.cpu_per_msg_s * 1e6) / 1e6,
+        cpu_per_byte_s=table.number("cpu_per_byte_ns", base.cpu_per_byte_s * 1e9) / 1e9,
+        nic_bytes_per_s=table.number("nic_gbps", base.nic_bytes_per_s * 8 / 1e9, minimum=1e-6)
+        * 1e9
+        / 8,
+        memory_mb=table.number("memory_mb", base.memory_mb, minimum=1.0),
+        base_memory_mb=table.number("base_memory_mb", base.base_memory_mb),
+        memory_per_topic_mb=table.number("memory_per_topic_mb", base.memory_per_topic_mb),
+    )
+    table.finish()
+    return capacity
+
+
+def _namespace(table: Table, tenant: str) -> NamespaceSpec:
+    name = table.text("name")
+    if name.count("/") != 1:
+        name = f"{tenant}/{name}"
+    if not name.startswith(f"{tenant}/"):
+        raise ScenarioError(f"{table.path('name')}: namespaces belong to tenant {tenant!r}")
+    processes_raw = table.raw("processes", [])
+    if isinstance(processes_raw, dict):
+        processes_raw = [processes_raw]
+    if not isinstance(processes_raw, list):
+        raise ScenarioError(f"{table.path('processes')}: expected a list of tables")
+    processes = tuple(
+        parse_process(Table(item, f"{table.path('processes')}[{i}]"))
+        for i, item in enumerate(processes_raw)
+    )
+    group = table.raw("anti_affinity_group")
+    spec = NamespaceSpec(
+        name=name,
+        bundles=table.integer("bundles", 4, minimum=1),
+        topics=table.integer("topics", minimum=0),
+        rate=table.number("rate", 10.0),
+        size=table.number("size", 1024.0, minimum=1.0),
+        size_sigma=table.number("size_sigma", 0.0),
+        fan_out=table.number("fan_out", 1.0),
+        producers=table.integer("producers", 1),
+        consumers=table.integer("consumers", 1),
+        popularity=table.number("popularity", 0.0),
+        processes=processes,
+        anti_affinity_group=str(group) if group is not None else None,
+    )
+    table.finish()
+    return spec
+
+
+def _selection(table: Table, key: str = "brokers") -> BrokerSelection:
+    value = table.raw(key)
+    pick = table.text("pick", "last")
+    if pick not in PICKS:
+        raise ScenarioError(f"{table.path('pick')}: one of {', '.join(PICKS)}")
+    if value == "all":
+        return BrokerSelection(pick="all")
+    if isinstance(value, list):
+        if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value):
+            raise ScenarioError(f"{table.path(key)}: expected broker indexes (0, 1, ...)")
+        return BrokerSelection(indexes=tuple(value))
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return BrokerSelection(count=value, pick=pick)
+    raise ScenarioError(f'{table.path(key)}: a count, a list of indexes or "all"')
+
+
+def _event(table: Table, tenant: str, base: BrokerCapacity) -> Event:
+    at_s = table.duration("at")
+    kinds = [k for k in _EVENT_KEYS if table.has(k)]
+    if len(kinds) != 1:
+        raise ScenarioError(f"{table.where}: needs exactly one of {', '.join(_EVENT_KEYS)}")
+    kind = kinds[0]
+    action: Action
+    if kind == "add_brokers":
+        count = table.integer("add_brokers", minimum=1)
+        capacity = _capacity(table.sub("capacity"), base) if table.has("capacity") else None
+        action = AddBrokers(count, capacity)
+    elif kind == "stop_brokers":
+        action = StopBrokers(_selection(table, "stop_brokers"), table.flag("graceful", True))
+    elif kind == "crash_brokers":
+        restart = table.raw("restart_after")
+        action = CrashBrokers(
+            _selection(table, "crash_brokers"),
+            None if restart is None else parse_duration(restart, table.path("restart_after")),
+        )
+    elif kind == "restart_brokers":
+        action = RestartBrokers(
+            _selection(table, "restart_brokers"),
+            graceful=table.flag("graceful", True),
+            down_s=table.duration("down", 10.0),
+            interval_s=table.duration("interval", 0.0),
+        )
+    elif kind == "create_namespace":
+        action = CreateNamespace(_namespace(table.sub("create_namespace"), tenant))
+    elif kind == "create_topics":
+        sub = table.sub("create_topics")
+        namespace = sub.text("namespace")
+        action = CreateTopics(
+            namespace if "/" in namespace else f"{tenant}/{namespace}",
+            sub.integer("count", minimum=1),
+        )
+        sub.finish()
+    else:
+        sub = table.sub("scale_rates")
+        namespace = sub.raw("namespace")
+        if namespace is not None and not isinstance(namespace, str):
+            raise ScenarioError(f"{sub.path('namespace')}: expected a string")
+        share = sub.number("share", 1.0)
+        if not 0 < share <= 1:
+            raise ScenarioError(f"{sub.path('share')}: a fraction in (0, 1]")
+        brokers = _selection(sub, "brokers") if sub.has("brokers") else None
+        action = ScaleRates(
+            factor=sub.number("factor"),
+            namespace=None
+            if namespace is None
+            else (namespace if "/" in namespace else f"{tenant}/{namespace}"),
+            share=share,
+            brokers=brokers,
+        )
+        sub.finish()
+    table.finish()
+    return Event(at_s, action)
+
+
+_EVENT_KEYS = (
+    "add_brokers",
+    "stop_brokers",
+    "crash_brokers",
+    "restart_brokers",
+    "create_namespace",
+    "create_topics",
+    "scale_rates",
+)
+_ACTION_NAMES: dict[type, str] = {
+    AddBrokers: "add_brokers",
+    StopBrokers: "stop_brokers",
+    CrashBrokers: "crash_brokers",
+    RestartBrokers: "restart_brokers",
+    CreateNamespace: "create_namespace",
+    CreateTopics: "create_topics",
+    ScaleRates: "scale_rates",
+}
+
+
+def _expectations(table: Table) -> Expectations:
+    def optional_number(key: str) -> float | None:
+        return table.number(key) if table.has(key) else None
+
+    def optional_int(key: str) -> int | None:
+        return table.integer(key) if table.has(key) else None
+
+    expect = Expectations(
+        final_std_max=optional_number("final_std_max"),
+        final_ratio_max=optional_number("final_ratio_max"),
+        converged_within_s=table.duration("converged_within")
+        if table.has("converged_within")
+        else None,
+        moves_max=optional_int("moves_max"),
+        moves_min=optional_int("moves_min"),
+        bounces_max=optional_int("bounces_max"),
+        new_brokers_loaded_within_cycles=optional_int("new_brokers_loaded_within_cycles"),
+        unowned_topic_seconds_max=optional_number("unowned_topic_seconds_max"),
+        invariants=table.flag("invariants", True),
+    )
+    table.finish()
+    return expect
+
+
+def parse_scenario(data: Mapping[str, Any], *, name: str = "scenario") -> Scenario:
+    """A scenario from parsed TOML; raises :class:`ScenarioError` naming the bad key."""
+    root = Table(dict(data), "")
+    tenant = root.text("tenant", "sim")
+    cluster = root.sub("cluster")
+    brokers = cluster.integer("brokers", minimum=1)
+    capacity = _capacity(cluster.sub("capacity"), BrokerCapacity())
+    cluster.finish()
+    raw_namespaces = root.raw("namespaces", [])
+    if not isinstance(raw_namespaces, list):
+        raise ScenarioError("namespaces: expected a list of tables ([[namespaces]])")
+    namespaces = tuple(
+        _namespace(Table(item, f"namespaces[{i}]"), tenant) for i, item in enumerate(raw_namespaces)
+    )
+    raw_events = root.raw("events", [])
+    if not isinstance(raw_events, list):
+        raise ScenarioError("events: expected a list of tables ([[events]])")
+    events = tuple(
+        sorted(
+            (
+                _event(Table(item, f"events[{i}]"), tenant, capacity)
+                for i, item in enumerate(raw_events)
+            ),
+            key=lambda event: event.at_s,
+        )
+    )
+    settings = root.raw("settings", {})
+    if not isinstance(settings, dict):
+        raise ScenarioError("settings: expected a table of broker.conf keys")
+    metrics = root.sub("metrics")
+    target_std = metrics.number("target_std", 0.05)
+    metrics.finish()
+    scenario = Scenario(
+        name=root.text("name", name),
+        description=root.text("description", ""),
+        duration_s=root.duration("duration"),
+        step_s=root.duration("step", 10.0),
+        seed=root.integer("seed", 1),
+        brokers=brokers,
+        capacity=capacity,
+        namespaces=namespaces,
+        events=events,
+        settings=dict(settings),
+        target_std=target_std,
+        expect=_expectations(root.sub("expect")),
+        tenant=tenant,
+    )
+    root.finish()
+    if scenario.step_s <= 0:
+        raise ScenarioError("step: must be above 0")
+    names = [ns.name for ns in namespaces] + [
+        e.action.namespace.name for e in events if isinstance(e.action, CreateNamespace)
+    ]
+    if len(set(names)) != len(names):
+        raise ScenarioError("namespaces: a namespace is defined twice")
+    return scenario
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Read and validate a scenario file."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise ScenarioError(f"{path}: {exc.strerror or exc}") from None
+    return parse_scenario(data, name=path.stem)

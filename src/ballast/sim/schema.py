@@ -1,0 +1,104 @@
+"""Reading TOML tables with errors that name the key: the building blocks of the scenario
+parser (durations, typed getters, unknown-key checks)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be used; the message names the key."""
+
+    def __str__(self) -> str:
+        return f"ScenarioError: {self.args[0]}"
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: object, where: str) -> float:
+    """Seconds from a number or a text like ``"1h30m"``."""
+    if isinstance(value, bool):
+        raise ScenarioError(f"{where}: expected a duration, got {value!r}")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ScenarioError(f"{where}: a duration cannot be negative")
+        return float(value)
+    if isinstance(value, str):
+        text = value.replace(" ", "")
+        pos = 0
+        total = 0.0
+        for match in _DURATION_PART.finditer(text):
+            if match.start() != pos:
+                break
+            total += float(match.group(1)) * _UNIT_S[match.group(2)]
+            pos = match.end()
+        if pos == len(text) and text:
+            return total
+    raise ScenarioError(f'{where}: "{value}" is not a duration (e.g. 90, "90s", "5m", "1h30m")')
+
+
+class Table:
+    """A TOML table being read: typed getters that name the key on error, and a check that
+    no unknown key is left."""
+
+    def __init__(self, data: object, where: str) -> None:
+        if not isinstance(data, dict):
+            raise ScenarioError(f"{where}: expected a table")
+        self.data: dict[str, Any] = data
+        self.where = where
+        self.used: set[str] = set()
+
+    def path(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def raw(self, key: str, default: object = None) -> Any:
+        self.used.add(key)
+        return self.data.get(key, default)
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self.raw(key, default)
+        if not isinstance(value, str):
+            raise ScenarioError(f"{self.path(key)}: expected a string")
+        return value
+
+    def number(self, key: str, default: float | None = None, *, minimum: float = 0.0) -> float:
+        value = self.raw(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ScenarioError(f"{self.path(key)}: expected a number")
+        if value < minimum:
+            raise ScenarioError(f"{self.path(key)}: must be at least {minimum:g}")
+        return float(value)
+
+    def integer(self, key: str, default: int | None = None, *, minimum: int = 0) -> int:
+        value = self.raw(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ScenarioError(f"{self.path(key)}: expected an integer")
+        if value < minimum:
+            raise ScenarioError(f"{self.path(key)}: must be at least {minimum}")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.raw(key, default)
+        if not isinstance(value, bool):
+            raise ScenarioError(f"{self.path(key)}: expected true or false")
+        return value
+
+    def duration(self, key: str, default: object = None) -> float:
+        value = self.raw(key, default)
+        if value is None:
+            raise ScenarioError(f"{self.path(key)}: missing")
+        return parse_duration(value, self.path(key))
+
+    def sub(self, key: str) -> Table:
+        return Table(self.raw(key, {}), self.path(key))
+
+    def finish(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise ScenarioError(f"{self.path(unknown[0])}: unknown key")

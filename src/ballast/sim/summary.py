@@ -1,0 +1,176 @@
+"""The totals of a run: final and time-averaged balance, convergence, moves by origin, bounces,
+topic-seconds without an owner, lookups, how fast new brokers got load, and the scenario's
+expectations checked. A pure function of the run's record; JSON-ready, floats rounded to six
+decimals so the file reads well (and stays byte-identical for the same run)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ballast.model.config import defaults
+from ballast.sim import metrics
+from ballast.sim.runner import RunResult
+from ballast.sim.scenario import Expectations
+
+CONVERGENCE_EVENTS = frozenset(
+    {"add_brokers", "stop_brokers", "crash_brokers", "restart_brokers", "scale_rates"}
+)
+
+
+def _round(value: float) -> float:
+    return 0.0 if value == 0 else round(value, 6)
+
+
+def changed_settings(result: RunResult) -> dict[str, Any]:
+    """The run's settings that differ from the defaults."""
+    base = defaults().values
+    changed: dict[str, Any] = {}
+    for key, value in sorted(result.settings.values.items()):
+        if base.get(key) != value:
+            changed[key] = list(value) if isinstance(value, tuple) else value
+    return changed
+
+
+def reference_time(result: RunResult) -> float:
+    """Convergence is measured from the last event that disturbs the balance (0 if none)."""
+    disturbing = [t for t, kind in result.event_times if kind in CONVERGENCE_EVENTS]
+    return max(disturbing, default=0.0)
+
+
+def _interval_s(result: RunResult) -> float:
+    return result.settings.get_int("loadBalancerSheddingIntervalMinutes") * 60.0
+
+
+def new_brokers(result: RunResult) -> list[dict[str, Any]]:
+    """For each broker started after the beginning: when, and how long until it carried
+    load (in seconds and in shedding cycles)."""
+    times = sorted({b.t_s for b in result.brokers})
+    by_time: dict[float, dict[str, float]] = {t: {} for t in times}
+    for record in result.brokers:
+        by_time[record.t_s][record.broker] = record.load
+    timeline = [by_time[t] for t in times]
+    interval = _interval_s(result)
+    found: list[dict[str, Any]] = []
+    for broker, starts in sorted(result.broker_starts.items()):
+        for started in starts:
+            if started <= 0:
+                continue
+            loaded = metrics.first_loaded(times, timeline, broker, started)
+            after = None if loaded is None else loaded - started
+            found.append(
+                {
+                    "broker": broker,
+                    "startedS": _round(started),
+                    "loadedAfterS": None if after is None else _round(after),
+                    "cycles": None if after is None else math.ceil(after / interval - 1e-9),
+                }
+            )
+    return found
+
+
+def _time_average(result: RunResult, field: str, since: float) -> float:
+    values = [getattr(s, field) for s in result.steps if s.t_s >= since and s.brokers > 0]
+    return sum(values) / len(values) if values else 0.0
+
+
+def summarize(result: RunResult) -> dict[str, Any]:
+    """The summary of a run (see the module docstring)."""
+    scenario = result.scenario
+    final = result.steps[-1]
+    since = reference_time(result)
+    times = [s.t_s for s in result.steps]
+    stds = [s.std for s in result.steps]
+    converged = metrics.convergence_time(times, stds, scenario.target_std, since)
+    grace_s = result.settings.get_int("loadBalancerSheddingGracePeriodMinutes") * 60.0
+    arrivals = new_brokers(result)
+    worst_cycles = [a["cycles"] for a in arrivals]
+    body: dict[str, Any] = {
+        "scenario": scenario.name,
+        "description": scenario.description,
+        "strategy": result.strategy,
+        "seed": result.seed,
+        "durationS": _round(scenario.duration_s),
+        "stepS": _round(scenario.step_s),
+        "targetStd": scenario.target_std,
+        "settings": changed_settings(result),
+        "final": {
+            "brokers": final.brokers,
+            "meanLoad": _round(final.mean),
+            "std": _round(final.std),
+            "maxLoad": _round(final.maximum),
+            "lowerBound": _round(final.bound),
+            "ratio": _round(final.ratio),
+        },
+        "afterLastEvent": {
+            "fromS": _round(since),
+            "meanStd": _round(_time_average(result, "std", since)),
+            "meanRatio": _round(_time_average(result, "ratio", since)),
+            "maxStd": _round(max((s.std for s in result.steps if s.t_s >= since), default=0.0)),
+        },
+        "convergenceS": None if converged is None else _round(converged),
+        "moves": {
+            "shedding": metrics.shedding_moves(result.decisions),
+            "splits": sum(1 for d in result.decisions if d.action == "split"),
+            "byOrigin": metrics.moves_by_origin(result.decisions),
+        },
+        "bounces": metrics.count_bounces(result.decisions, grace_s),
+        "unownedTopicSeconds": _round(result.unowned_topic_seconds),
+        "lookups": {
+            "clients": result.client_lookups,
+            "clientFailures": result.failed_lookups,
+            "brokers": result.lookups,
+            "redirects": result.redirects,
+        },
+        "newBrokers": arrivals,
+        "newBrokersLoadedWithinCycles": (
+            None if not arrivals or None in worst_cycles else max(worst_cycles)
+        ),
+        "invariantChecks": result.invariant_checks,
+    }
+    body["expectations"] = check_expectations(scenario.expect, body)
+    return body
+
+
+def check_expectations(expect: Expectations, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """Each expectation the scenario states: what was expected, what happened, and whether it
+    holds."""
+    checks: dict[str, Any] = {}
+
+    def at_most(name: str, limit: float | None, actual: float | None) -> None:
+        if limit is not None:
+            ok = actual is not None and actual <= limit
+            checks[name] = {"expected": limit, "actual": actual, "ok": ok}
+
+    final = summary["final"]
+    at_most("finalStdMax", expect.final_std_max, final["std"])
+    at_most("finalRatioMax", expect.final_ratio_max, final["ratio"])
+    at_most("convergedWithinS", expect.converged_within_s, summary["convergenceS"])
+    at_most("movesMax", expect.moves_max, summary["moves"]["shedding"])
+    at_most("bouncesMax", expect.bounces_max, summary["bounces"])
+    at_most(
+        "newBrokersLoadedWithinCycles",
+        expect.new_brokers_loaded_within_cycles,
+        summary["newBrokersLoadedWithinCycles"],
+    )
+    at_most(
+        "unownedTopicSecondsMax", expect.unowned_topic_seconds_max, summary["unownedTopicSeconds"]
+    )
+    if expect.moves_min is not None:
+        actual = summary["moves"]["shedding"]
+        checks["movesMin"] = {
+            "expected": expect.moves_min,
+            "actual": actual,
+            "ok": actual >= expect.moves_min,
+        }
+    return checks
+
+
+def failed_expectations(summary: Mapping[str, Any]) -> list[str]:
+    """Readable lines for every expectation that does not hold."""
+    return [
+        f"{name}: expected {check['expected']}, got {check['actual']}"
+        for name, check in summary["expectations"].items()
+        if not check["ok"]
+    ]

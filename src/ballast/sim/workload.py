@@ -1,0 +1,179 @@
+"""The workload: every topic of the scenario with its base rate (Zipf popularity), message size,
+fan-out and connections, and its rate at any time (base × scale events × the namespace's
+processes). Topics are numbered in creation order; arrays are indexed by that number.
+
+Randomness: one ``numpy`` generator per namespace, seeded with the scenario's seed and the
+namespace's position, so adding a namespace never changes the draws of another.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from ballast.model.naming import TopicName
+from ballast.sim.processes import RateProcess, make_process
+from ballast.sim.scenario import NamespaceSpec, Scenario
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+
+
+def topic_local_name(number: int) -> str:
+    return f"t{number:06d}"
+
+
+@dataclass(slots=True)
+class _Namespace:
+    spec: NamespaceSpec
+    position: int
+    indexes: Ints
+    rng: np.random.Generator
+    zipf_norm: float = 1.0
+    processes: list[RateProcess] = field(default_factory=list)
+    _hash_order: Ints | None = None
+
+
+class Workload:
+    """Every topic and its rate over time. Not thread-safe; one simulation owns it."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.seed = scenario.seed
+        self.names: list[TopicName] = []
+        self.index: dict[TopicName, int] = {}
+        self.namespace_of: Ints = np.zeros(0, dtype=np.int64)
+        self.hashes: Ints = np.zeros(0, dtype=np.int64)
+        self.base_rate: Floats = np.zeros(0)
+        self.size: Floats = np.zeros(0)
+        self.fan_out: Floats = np.zeros(0)
+        self.producers: Ints = np.zeros(0, dtype=np.int64)
+        self.consumers: Ints = np.zeros(0, dtype=np.int64)
+        self.scale: Floats = np.zeros(0)
+        self._namespaces: dict[str, _Namespace] = {}
+        for spec in scenario.namespaces:
+            self.add_namespace(spec)
+
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+    def namespace_names(self) -> list[str]:
+        return list(self._namespaces)
+
+    def spec(self, namespace: str) -> NamespaceSpec:
+        return self._namespaces[namespace].spec
+
+    def topics_of(self, namespace: str) -> Ints:
+        return self._namespaces[namespace].indexes
+
+    def add_namespace(self, spec: NamespaceSpec) -> list[TopicName]:
+        """Add a namespace and its topics; returns the new topics."""
+        if spec.name in self._namespaces:
+            raise ValueError(f"namespace {spec.name} exists")
+        position = len(self._namespaces)
+        entry = _Namespace(
+            spec=spec,
+            position=position,
+            indexes=np.zeros(0, dtype=np.int64),
+            rng=np.random.default_rng([self.seed, position]),
+        )
+        self._namespaces[spec.name] = entry
+        if spec.popularity > 0 and spec.topics > 0:
+            ranks = np.arange(1, spec.topics + 1, dtype=np.float64)
+            entry.zipf_norm = spec.topics / float(np.sum(ranks**-spec.popularity))
+        added = self._grow(entry, spec.topics)
+        for number, process in enumerate(spec.processes):
+            entry.processes.append(
+                make_process(
+                    process,
+                    entry.indexes.size,
+                    seed=(self.seed, position, number),
+                    hash_order=self._hash_order_of(entry),
+                )
+            )
+        return added
+
+    def add_topics(self, namespace: str, count: int) -> list[TopicName]:
+        entry = self._namespaces[namespace]
+        added = self._grow(entry, count)
+        for process in entry.processes:
+            process.grow(count)
+        return added
+
+    def _hash_order_of(self, entry: _Namespace) -> Callable[[], Ints]:
+        def order() -> Ints:
+            if entry._hash_order is None or entry._hash_order.size != entry.indexes.size:
+                entry._hash_order = np.argsort(self.hashes[entry.indexes], kind="stable")
+            return entry._hash_order
+
+        return order
+
+    def _grow(self, entry: _Namespace, count: int) -> list[TopicName]:
+        spec = entry.spec
+        first_number = entry.indexes.size
+        start = len(self.names)
+        new_names = [
+            TopicName.parse(f"persistent://{spec.name}/{topic_local_name(first_number + k)}")
+            for k in range(count)
+        ]
+        rng = entry.rng
+        if spec.popularity > 0:
+            # Zipf: the k-th most popular topic gets k^-s; ranks shuffled over the topics.
+            ranks = rng.permutation(count).astype(np.float64) + 1 + first_number
+            weights = ranks**-spec.popularity * entry.zipf_norm
+        else:
+            weights = np.ones(count)
+        if spec.size_sigma > 0:
+            sigma = spec.size_sigma
+            sizes = spec.size * np.exp(rng.standard_normal(count) * sigma - sigma * sigma / 2)
+        else:
+            sizes = np.full(count, spec.size)
+        self.names.extend(new_names)
+        for offset, name in enumerate(new_names):
+            self.index[name] = start + offset
+        hashes = np.array(
+            [zlib.crc32(str(name).encode("utf-8")) for name in new_names], dtype=np.int64
+        )
+        self.namespace_of = np.concatenate(
+            [self.namespace_of, np.full(count, entry.position, dtype=np.int64)]
+        )
+        self.hashes = np.concatenate([self.hashes, hashes])
+        self.base_rate = np.concatenate([self.base_rate, spec.rate * weights])
+        self.size = np.concatenate([self.size, np.maximum(sizes, 1.0)])
+        self.fan_out = np.concatenate([self.fan_out, np.full(count, spec.fan_out)])
+        self.producers = np.concatenate(
+            [self.producers, np.full(count, spec.producers, dtype=np.int64)]
+        )
+        self.consumers = np.concatenate(
+            [self.consumers, np.full(count, spec.consumers, dtype=np.int64)]
+        )
+        self.scale = np.concatenate([self.scale, np.ones(count)])
+        entry.indexes = np.concatenate([entry.indexes, np.arange(start, start + count)])
+        return new_names
+
+    def scale_rates(self, topics: Ints, factor: float) -> None:
+        """Multiply the rates of ``topics`` by ``factor`` from now on."""
+        self.scale[topics] *= factor
+
+    def most_popular(self, namespace: str | None, share: float) -> Ints:
+        """The ``share`` of topics (of a namespace, or all) with the highest base rates."""
+        pool = np.arange(self.count) if namespace is None else self.topics_of(namespace)
+        keep = max(1, round(share * pool.size))
+        order = np.argsort(-self.base_rate[pool], kind="stable")
+        return np.sort(pool[order[:keep]])
+
+    def rates(self, t_s: float) -> Floats:
+        """Every topic's publish rate (msg/s) at ``t_s`` (call with non-decreasing times)."""
+        out = self.base_rate * self.scale
+        for entry in self._namespaces.values():
+            if not entry.processes or entry.indexes.size == 0:
+                continue
+            factor = np.ones(entry.indexes.size)
+            for process in entry.processes:
+                factor *= process.factors(t_s)
+            out[entry.indexes] *= factor
+        return out

@@ -1,0 +1,52 @@
+"""The leader's image hands out frozen snapshots: later changes never show in an earlier one,
+and a snapshot taken after only a preallocation reuses what did not change."""
+
+from __future__ import annotations
+
+from ballast.controller.image import ClusterImage
+from ballast.model.loaddata import (
+    BundleData,
+    LocalBrokerData,
+    NamespaceBundleStats,
+    SystemResourceUsage,
+)
+
+A = "t/ns/0x00000000_0x80000000"
+B = "t/ns/0x80000000_0xffffffff"
+
+
+def report(*bundles: str) -> LocalBrokerData:
+    stats = {b: NamespaceBundleStats(msg_rate_in=10.0, topics=1) for b in bundles}
+    return LocalBrokerData().updated(SystemResourceUsage(), stats)
+
+
+def test_snapshots_stay_frozen_and_share_unchanged_brokers() -> None:
+    image = ClusterImage()
+    image.update_all({"b1": (report(A), 1), "b2": (report(), 2)})
+    first = image.snapshot()
+    assert set(first.bundles) == {A}
+    image.preallocate(B, "b2", BundleData.new_default(), True)
+    second = image.snapshot()
+    # The earlier snapshot saw nothing of it.
+    assert set(first.bundles) == {A}
+    assert first.brokers["b2"].preallocated_bundle_data == {}
+    assert first.preallocated_broker(B) is None
+    # The new one did; the unchanged broker's data is the very same object.
+    assert set(second.bundles) == {A, B}
+    assert second.preallocated_broker(B) == "b2"
+    assert second.namespace_bundle_count("b2", "t/ns") == 1
+    assert second.brokers["b1"] is first.brokers["b1"]
+    assert second.bundles is not first.bundles
+    # Nothing changed: the same bundle data is handed out again.
+    assert image.snapshot().bundles is second.bundles
+    # The broker reports the bundle: the preallocation is reaped, averages updated.
+    image.update_all({"b1": (report(A), 1), "b2": (report(B), 2)})
+    third = image.snapshot()
+    assert third.preallocated_broker(B) is None
+    assert third.bundles[B].short_term_data.num_samples == 1
+    assert second.bundles[B].short_term_data.num_samples == 0
+    image.forget_bundle(B)
+    assert B not in image.snapshot().bundles
+    assert B in third.bundles
+    image.brokers["b2"].draining = True
+    assert set(image.snapshot().brokers) == {"b1"}

@@ -1,0 +1,86 @@
+"""The simulator's measures: loads from the capacity model, the lower bound of the best max
+load, convergence time, bounces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ballast.broker.host_usage import BrokerCapacity
+from ballast.model.loaddata.usage import ResourceWeights
+from ballast.sim.metrics import (
+    Capacities,
+    Decision,
+    convergence_time,
+    count_bounces,
+    load_figures,
+    loads,
+    mean_load,
+    usage_of,
+)
+
+CAP = BrokerCapacity(cores=4, cpu_per_msg_s=20e-6, cpu_per_byte_s=0.0, nic_bytes_per_s=1e8)
+
+
+def arr(*values: float) -> np.ndarray:
+    return np.array(values, dtype=np.float64)
+
+
+def test_load_is_the_weighted_max_resource() -> None:
+    capacity = Capacities.of([CAP, CAP])
+    # broker 0: 100k msg/s each way → 4 cores busy = 100% CPU; 10 MB/s in = 10% NIC
+    # broker 1: 1000 msg/s each way of 50 KB → 1% CPU... but 50 MB/s = 50% NIC in and out
+    usage = usage_of(
+        arr(1e5, 1e3), arr(1e5, 1e3), arr(1e7, 5e7), arr(1e7, 5e7), arr(0, 0), capacity
+    )
+    assert loads(usage, ResourceWeights()) == pytest.approx([1.0, 0.5])
+    cpu_only = ResourceWeights(cpu=1.0, bandwidth_in=0.0, bandwidth_out=0.0)
+    assert loads(usage, cpu_only) == pytest.approx([1.0, 0.01])
+    assert mean_load(usage, ResourceWeights()) == pytest.approx(max(1.01 / 2, 0.6 / 2))
+
+
+def test_lower_bound_is_the_mean_or_the_largest_bundle() -> None:
+    balanced = load_figures(arr(0.5, 0.5, 0.5, 0.5), cluster_mean=0.5, largest_bundle=0.1)
+    assert (balanced.std, balanced.bound, balanced.ratio) == (0.0, 0.5, 1.0)
+    lumpy = load_figures(arr(0.9, 0.3, 0.3), cluster_mean=0.5, largest_bundle=0.9)
+    assert lumpy.bound == 0.9 and lumpy.ratio == 1.0  # one bundle makes 0.9 unavoidable
+    skewed = load_figures(arr(0.8, 0.2), cluster_mean=0.5, largest_bundle=0.1)
+    assert skewed.ratio == pytest.approx(1.6) and skewed.std == pytest.approx(0.3)
+    assert skewed.max_over_mean == pytest.approx(1.6)
+
+
+@pytest.mark.parametrize(
+    ("stds", "since", "expected"),
+    [
+        ([0.3, 0.2, 0.04, 0.03, 0.02], 0.0, 20.0),
+        ([0.3, 0.04, 0.2, 0.03, 0.02], 0.0, 30.0),  # an excursion restarts the clock
+        ([0.01, 0.01, 0.01, 0.01, 0.01], 10.0, 0.0),
+        ([0.3, 0.2, 0.04, 0.03, 0.2], 0.0, None),  # above the target at the end
+        ([0.3, 0.3, 0.04, 0.03, 0.02], 25.0, 5.0),
+    ],
+)
+def test_convergence_time(stds: list[float], since: float, expected: float | None) -> None:
+    times = [0.0, 10.0, 20.0, 30.0, 40.0]
+    assert convergence_time(times, stds, 0.05, since) == expected
+
+
+def move(t: float, action: str, source: str | None, destination: str | None) -> Decision:
+    return Decision(t, action, "t/ns/0x0_0x1", source, destination, "shedding", "")
+
+
+def test_bounces_within_the_grace_period_only() -> None:
+    grace = 1800.0
+    back_soon = [move(0, "transfer", "a", "b"), move(600, "transfer", "b", "a")]
+    assert count_bounces(back_soon, grace) == 1
+    back_late = [move(0, "transfer", "a", "b"), move(1900, "transfer", "b", "a")]
+    assert count_bounces(back_late, grace) == 0
+    placed_back = [move(0, "unload", "a", None), move(5, "assign", None, "a")]
+    assert count_bounces(placed_back, grace) == 1
+    elsewhere = [move(0, "unload", "a", None), move(5, "assign", None, "c")]
+    assert count_bounces(elsewhere, grace) == 0
+    split_between = [
+        move(0, "transfer", "a", "b"),
+        move(10, "split", "b", None),
+        move(20, "transfer", "b", "a"),
+    ]
+    assert count_bounces(split_between, grace) == 0

@@ -1,0 +1,212 @@
+"""Scenario files: every key parsed into typed values, errors that name the key."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from ballast.sim.processes import Bursts, Diurnal, HotSpot, RandomWalk
+from ballast.sim.scenario import (
+    AddBrokers,
+    CrashBrokers,
+    CreateNamespace,
+    CreateTopics,
+    RestartBrokers,
+    ScaleRates,
+    StopBrokers,
+    parse_scenario,
+)
+from ballast.sim.schema import ScenarioError, parse_duration
+
+FULL = """
+name = "everything"
+description = "every key once"
+duration = "1h30m"
+step = "15s"
+seed = 7
+tenant = "acme"
+
+[settings]
+loadBalancerSheddingIntervalMinutes = 2
+loadBalancerAutoBundleSplitEnabled = false
+loadBalancerSheddingExcludedNamespaces = ["acme/a", "acme/b"]
+
+[cluster]
+brokers = 3
+[cluster.capacity]
+cores = 8
+cpu_per_msg_us = 10
+cpu_per_byte_ns = 1
+nic_gbps = 10
+memory_mb = 4096
+
+[metrics]
+target_std = 0.04
+
+[[namespaces]]
+name = "orders"
+bundles = 16
+topics = 500
+rate = 20
+size = 2048
+size_sigma = 0.5
+fan_out = 2
+producers = 2
+consumers = 3
+popularity = 1.1
+anti_affinity_group = "g"
+processes = [
+  { kind = "diurnal", amplitude = 0.4, period = "12h", phase = "1h", jitter = "30m" },
+  { kind = "bursts", every = "10m", duration = "1m", share = 0.2, factor = 3 },
+  { kind = "random_walk", sigma = 0.1, min = 0.5, max = 2 },
+  { kind = "hot_spot", share = 0.05, factor = 8, move_every = "20m" },
+]
+
+[[events]]
+at = "10m"
+add_brokers = 2
+capacity = { cores = 16 }
+
+[[events]]
+at = "5m"
+stop_brokers = 1
+pick = "busiest"
+graceful = false
+
+[[events]]
+at = "20m"
+crash_brokers = [0, 2]
+restart_after = "1m"
+
+[[events]]
+at = "30m"
+restart_brokers = "all"
+interval = "30s"
+down = "5s"
+
+[[events]]
+at = "40m"
+create_namespace = { name = "late", bundles = 4, topics = 10 }
+
+[[events]]
+at = "50m"
+create_topics = { namespace = "orders", count = 100 }
+
+[[events]]
+at = "60m"
+scale_rates = { factor = 2.5, namespace = "orders", share = 0.1 }
+
+[[events]]
+at = "70m"
+scale_rates = { factor = 4, brokers = 1, pick = "first" }
+
+[expect]
+final_std_max = 0.05
+final_ratio_max = 1.1
+converged_within = "5m"
+moves_max = 40
+moves_min = 1
+bounces_max = 0
+new_brokers_loaded_within_cycles = 2
+unowned_topic_seconds_max = 1000
+invariants = true
+"""
+
+
+def test_every_key_is_parsed() -> None:
+    scenario = parse_scenario(tomllib.loads(FULL))
+    assert scenario.name == "everything" and scenario.tenant == "acme"
+    assert (scenario.duration_s, scenario.step_s, scenario.seed) == (5400.0, 15.0, 7)
+    assert scenario.target_std == 0.04
+    assert scenario.capacity.cores == 8 and scenario.capacity.nic_bytes_per_s == 1.25e9
+    assert scenario.capacity.cpu_per_msg_s == pytest.approx(10e-6)
+    assert "loadBalancerSheddingExcludedNamespaces=acme/a,acme/b" in (scenario.settings_overrides())
+    assert "loadBalancerAutoBundleSplitEnabled=false" in scenario.settings_overrides()
+    (orders,) = scenario.namespaces
+    assert orders.name == "acme/orders" and orders.anti_affinity_group == "g"
+    assert (orders.bundles, orders.topics, orders.popularity, orders.fan_out) == (16, 500, 1.1, 2)
+    assert [type(p) for p in orders.processes] == [Diurnal, Bursts, RandomWalk, HotSpot]
+    assert orders.processes[0] == Diurnal(0.4, 43200.0, 3600.0, 1800.0)
+    kinds = [(e.at_s, type(e.action)) for e in scenario.events]
+    assert kinds == [  # sorted by time
+        (300.0, StopBrokers),
+        (600.0, AddBrokers),
+        (1200.0, CrashBrokers),
+        (1800.0, RestartBrokers),
+        (2400.0, CreateNamespace),
+        (3000.0, CreateTopics),
+        (3600.0, ScaleRates),
+        (4200.0, ScaleRates),
+    ]
+    stop = scenario.events[0].action
+    assert isinstance(stop, StopBrokers) and not stop.graceful
+    assert stop.brokers.count == 1 and stop.brokers.pick == "busiest"
+    add = scenario.events[1].action
+    assert isinstance(add, AddBrokers) and add.capacity is not None
+    assert add.capacity.cores == 16 and add.capacity.memory_mb == 4096  # the rest inherited
+    crash = scenario.events[2].action
+    assert isinstance(crash, CrashBrokers) and crash.brokers.indexes == (0, 2)
+    assert crash.restart_after_s == 60.0
+    restart = scenario.events[3].action
+    assert isinstance(restart, RestartBrokers) and restart.brokers.everyone
+    assert (restart.interval_s, restart.down_s, restart.graceful) == (30.0, 5.0, True)
+    created = scenario.events[4].action
+    assert isinstance(created, CreateNamespace) and created.namespace.name == "acme/late"
+    hot = scenario.events[7].action
+    assert isinstance(hot, ScaleRates) and hot.brokers is not None and hot.factor == 4
+    assert scenario.expect.converged_within_s == 300.0
+    assert scenario.expect.new_brokers_loaded_within_cycles == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        (90, 90.0),
+        (1.5, 1.5),
+        ("90s", 90.0),
+        ("5m", 300.0),
+        ("1h30m", 5400.0),
+        ("1d", 86400.0),
+        ("250ms", 0.25),
+        ("2h 5s", 7205.0),
+    ],
+)
+def test_durations(text: object, seconds: float) -> None:
+    assert parse_duration(text, "x") == seconds
+
+
+@pytest.mark.parametrize("text", ["", "5x", "m5", "-3", True, -1, "1h-2m"])
+def test_bad_durations_name_the_key(text: object) -> None:
+    with pytest.raises(ScenarioError, match=r"^ScenarioError: x: "):
+        parse_duration(text, "x")
+
+
+MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("colour = 1", "colour: unknown key"),
+        ("[[events]]\nat = 1\nadd_brokerz = 1", r"events\[0\]: needs exactly one of"),
+        ("[[events]]\nat = 1\nadd_brokers = 0", r"events\[0\].add_brokers: must be at least 1"),
+        ("[[events]]\nat = 1\nstop_brokers = 1\npick = 'heaviest'", r"events\[0\].pick: one of"),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\nprocesses = [{ kind = 'sine' }]",
+            r"namespaces\[0\].processes\[0\].kind: \"sine\" is not one of",
+        ),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\npopularity = 'high'",
+            r"namespaces\[0\].popularity: expected a number",
+        ),
+        (
+            "[[namespaces]]\nname = 'other/n'\ntopics = 1",
+            r"namespaces\[0\].name: namespaces belong to tenant",
+        ),
+        ("[expect]\nmoves_max = 1.5", "expect.moves_max: expected an integer"),
+    ],
+)
+def test_errors_name_the_key(extra: str, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario(tomllib.loads(MINIMAL + extra))

@@ -1,0 +1,137 @@
+"""``ballast simulate`` end to end: outputs written, strategies compared, bad input refused,
+and the same seed giving the same bytes in every file (across processes, whatever Python's
+hash seed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+TINY = """
+name = "tiny"
+duration = "4m"
+step = "20s"
+seed = 11
+
+[cluster]
+brokers = 2
+
+[[namespaces]]
+name = "ns"
+bundles = 8
+topics = 200
+rate = 200
+popularity = 1.0
+processes = [{ kind = "random_walk", sigma = 0.5 }]
+
+[[events]]
+at = "1m"
+add_brokers = 1
+
+[expect]
+moves_max = 1000
+"""
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def write(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY, encoding="utf-8")
+    return path
+
+
+def test_compare_writes_every_output(ballast: Run, tmp_path: Path) -> None:
+    scenario = write(tmp_path)
+    out = tmp_path / "out"
+    done = ballast(
+        "simulate",
+        str(scenario),
+        "--compare",
+        "threshold,transfer",
+        "--out",
+        str(out),
+        "--check-invariants",
+        "--json",
+        "--check-expectations",
+    )
+    assert done.returncode == 0, done.stderr
+    summaries = json.loads(done.stdout)
+    assert [s["strategy"] for s in summaries] == ["threshold", "transfer"]
+    for summary in summaries:
+        assert summary["scenario"] == "tiny" and summary["seed"] == 11
+        assert summary["invariantChecks"] == 13  # every step, 0..4 min by 20 s
+        assert summary["final"]["brokers"] == 3
+        assert summary["expectations"]["movesMax"]["ok"]
+        assert summary["newBrokers"][0]["broker"] == "broker-002:8080"
+    for strategy in ("threshold", "transfer"):
+        folder = out / strategy
+        assert {p.name for p in folder.iterdir()} == {
+            "summary.json",
+            "timeline.parquet",
+            "brokers.parquet",
+            "decisions.parquet",
+            "loads.png",
+        }
+        timeline = pq.read_table(folder / "timeline.parquet")
+        assert timeline.num_rows == 13 and "std" in timeline.column_names
+        decisions = pq.read_table(folder / "decisions.parquet").to_pydict()
+        assert "lookup" in decisions["origin"]
+    assert (out / "comparison.png").exists()
+    assert len(json.loads((out / "comparison.json").read_text())) == 2
+
+
+def test_same_seed_same_bytes(tmp_path: Path) -> None:
+    scenario = write(tmp_path)
+    outputs = []
+    for hash_seed in ("1", "2"):
+        out = tmp_path / f"out-{hash_seed}"
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ballast",
+                "simulate",
+                str(scenario),
+                "--strategy",
+                "uniform",
+                "--out",
+                str(out),
+                "--format",
+                "csv",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            timeout=300,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append({p.name: p.read_bytes() for p in sorted((out / "uniform").iterdir())})
+    assert outputs[0].keys() == outputs[1].keys()
+    for name in outputs[0]:
+        assert outputs[0][name] == outputs[1][name], name
+
+
+def test_bad_input_exits_2(ballast: Run, tmp_path: Path) -> None:
+    scenario = write(tmp_path)
+    both = ballast("simulate", str(scenario), "--strategy", "uniform", "--compare", "threshold")
+    assert both.returncode == 2 and "not both" in both.stderr
+    unknown = ballast("simulate", str(scenario), "--strategy", "nope")
+    assert unknown.returncode == 2 and "valid:" in unknown.stderr
+    missing = ballast("simulate", str(tmp_path / "none.toml"))
+    assert missing.returncode == 2 and "not found" in missing.stderr
+    broken = tmp_path / "broken.toml"
+    broken.write_text('duration = "1m"\n[cluster]\nbrokers = 0\n', encoding="utf-8")
+    bad = ballast("simulate", str(broken))
+    assert bad.returncode == 2 and "cluster.brokers: must be at least 1" in bad.stderr
+    setting = ballast("simulate", str(scenario), "--set", "loadBalancerSheddingIntervalMinutes=x")
+    assert setting.returncode == 2 and "loadBalancerSheddingIntervalMinutes" in setting.stderr

@@ -1,0 +1,109 @@
+"""Workload processes and topic populations: the numbers they promise."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ballast.broker.host_usage import BrokerCapacity
+from ballast.sim.processes import Bursts, Diurnal, HotSpot, RandomWalk, make_process
+from ballast.sim.scenario import NamespaceSpec, Scenario
+from ballast.sim.workload import Workload
+
+
+def order_of(count: int) -> np.ndarray:
+    return np.arange(count, dtype=np.int64)
+
+
+def test_diurnal_follows_the_sine_and_jitter_shifts_topics() -> None:
+    spec = Diurnal(amplitude=0.5, period_s=1000.0, phase_s=0.0)
+    process = make_process(spec, 4, seed=(1,), hash_order=lambda: order_of(4))
+    assert process.factors(0.0) == pytest.approx([1.0] * 4)
+    assert process.factors(250.0) == pytest.approx([1.5] * 4)
+    assert process.factors(750.0) == pytest.approx([0.5] * 4)
+    jittered = make_process(
+        Diurnal(0.5, 1000.0, 0.0, 1000.0), 200, seed=(1,), hash_order=lambda: order_of(200)
+    )
+    values = jittered.factors(0.0)
+    assert values.min() < 0.9 and values.max() > 1.1  # phases differ per topic
+    assert np.all((values >= 0.5) & (values <= 1.5))
+
+
+def test_bursts_hit_a_share_during_the_burst_only_and_do_not_depend_on_call_order() -> None:
+    spec = Bursts(every_s=100.0, duration_s=10.0, share=0.25, factor=4.0)
+    one = make_process(spec, 4000, seed=(3, 0, 0), hash_order=lambda: order_of(4000))
+    two = make_process(spec, 4000, seed=(3, 0, 0), hash_order=lambda: order_of(4000))
+    during = one.factors(205.0)
+    assert set(np.unique(during).tolist()) == {1.0, 4.0}
+    assert np.mean(during == 4.0) == pytest.approx(0.25, abs=0.03)
+    assert np.all(one.factors(215.0) == 1.0)
+    two.factors(999.0)  # asked in another order: the burst of 200 s is the same
+    assert np.array_equal(two.factors(205.0), during)
+    assert not np.array_equal(one.factors(305.0), during)  # the next burst is a new draw
+
+
+def test_random_walk_is_reproducible_and_bounded() -> None:
+    spec = RandomWalk(sigma=2.0, min_factor=0.5, max_factor=2.0)
+
+    def walk() -> list[np.ndarray]:
+        process = make_process(spec, 100, seed=(5, 1, 0), hash_order=lambda: order_of(100))
+        return [process.factors(t) for t in (0.0, 3600.0, 7200.0, 7200.0)]
+
+    first, second = walk(), walk()
+    assert all(np.array_equal(a, b) for a, b in zip(first, second, strict=True))
+    assert np.all(first[0] == 1.0)
+    assert np.array_equal(first[2], first[3])  # no time passed: no step
+    assert np.all((first[2] >= 0.5 - 1e-12) & (first[2] <= 2.0 + 1e-12))
+    assert not np.array_equal(first[1], first[2])
+
+
+def test_hot_spot_is_a_window_in_hash_order_that_moves() -> None:
+    order = np.array([5, 3, 0, 1, 4, 2, 7, 6, 9, 8], dtype=np.int64)
+    spec = HotSpot(share=0.2, factor=10.0, move_every_s=60.0)
+    process = make_process(spec, 10, seed=(1,), hash_order=lambda: order)
+    assert set(np.flatnonzero(process.factors(0.0) == 10.0).tolist()) == {5, 3}
+    assert set(np.flatnonzero(process.factors(61.0) == 10.0).tolist()) == {0, 1}
+    assert set(np.flatnonzero(process.factors(300.0) == 10.0).tolist()) == {5, 3}  # wrapped
+
+
+def scenario(*namespaces: NamespaceSpec, seed: int = 1) -> Scenario:
+    return Scenario(
+        name="w",
+        description="",
+        duration_s=60.0,
+        step_s=10.0,
+        seed=seed,
+        brokers=1,
+        capacity=BrokerCapacity(),
+        namespaces=namespaces,
+    )
+
+
+def test_zipf_popularity_keeps_the_mean_and_skews_the_top() -> None:
+    spec = NamespaceSpec(name="sim/z", bundles=4, topics=1000, rate=10.0, popularity=1.0)
+    workload = Workload(scenario(spec))
+    rates = workload.rates(0.0)
+    assert rates.mean() == pytest.approx(10.0)
+    top = np.sort(rates)[::-1]
+    assert top[0] / top[1] == pytest.approx(2.0)  # ranks 1 and 2 under s = 1
+    assert top[0] == pytest.approx(10.0 * 1000 / sum(1 / k for k in range(1, 1001)))
+    again = Workload(scenario(spec))
+    assert np.array_equal(again.rates(0.0), rates)
+    assert not np.array_equal(Workload(scenario(spec, seed=2)).rates(0.0), rates)
+
+
+def test_sizes_scale_and_growth() -> None:
+    spec = NamespaceSpec(name="sim/s", bundles=4, topics=20000, rate=1.0, size=1000, size_sigma=0.8)
+    workload = Workload(scenario(spec))
+    assert workload.size.mean() == pytest.approx(1000, rel=0.05)
+    assert str(workload.names[0]) == "persistent://sim/s/t000000"
+    hot = workload.most_popular("sim/s", 0.001)
+    assert hot.size == 20
+    workload.scale_rates(hot, 3.0)
+    assert workload.rates(0.0)[hot] == pytest.approx([3.0] * 20)
+    added = workload.add_topics("sim/s", 5)
+    assert [str(t) for t in added][-1] == "persistent://sim/s/t020004"
+    assert workload.count == 20005 and workload.rates(0.0).size == 20005
+    assert math.isclose(float(workload.rates(0.0)[-1]), 1.0)
