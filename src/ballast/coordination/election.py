@@ -246,7 +246,9 @@ class LeaderElection:
     def _resign(self, reason: str) -> None:
         if self._leadership is None:
             return
-        log.warning("%s resigns leadership (%s)", self._candidate.broker_id, reason)
+        # Stopping on purpose is routine; losing the session or the fence is worth a warning.
+        level = logging.INFO if self._stopped else logging.WARNING
+        log.log(level, "%s resigns leadership (%s)", self._candidate.broker_id, reason)
         self._leadership = None
         for listener in list(self._listeners):
             listener(None)
