@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import pulsar
 import pytest
 
 from ballast.clock import Clock
-from ballast.controller.requests import SplitRequest, UnloadRequest
 from ballast.model.naming import TopicName
 from tests.support.official_client import (
     Inbox,
@@ -42,9 +42,14 @@ from tests.support.waiting import eventually
 pytestmark = [pytest.mark.real_time, pytest.mark.integration]
 
 NAMESPACE = "t/moves"
+ADMIN = f"/admin/v2/namespaces/{NAMESPACE}"
 SEND_EVERY_S = 0.01
 IN_FLIGHT_S = 0.5  # a message sent this long before a move may still be in flight
 MAX_WINDOW_S = {"unload": 5.0, "transfer": 2.0, "split": 5.0}
+
+
+def range_of(bundle: str) -> str:
+    return bundle.rsplit("/", 1)[1]
 
 
 @dataclass
@@ -122,13 +127,23 @@ async def test_clients_follow_unload_transfer_and_split_under_load(clock: Clock)
 
             return check
 
-        async def move(kind: str, topic: TopicName, request: Any) -> Window:
+        def closed_by_brokers() -> int:
+            return sum(server.topics.closed_by_broker for server in cluster.binary.values())
+
+        async def move(kind: str, topic: TopicName, path: str) -> Window:
+            """Ask for a move through the admin API of a broker, as an operator would; wait
+            until the topic flows again. Its producer and three consumers were closed."""
+            closed = closed_by_brokers()
             window = Window(kind, topic, clock.monotonic())
-            reply = await cluster.request(request)
-            assert reply.ok, reply
+            async with (
+                aiohttp.ClientSession() as session,
+                session.put(f"{http_url(nodes[2])}{path}") as response,
+            ):
+                assert response.status == 204, await response.text()
             done = clock.monotonic()
             await eventually(flowing_since(topic, done), clock, timeout_s=15, what=f"{kind} done")
             window.end = clock.monotonic()
+            assert closed_by_brokers() - closed == 4, kind
             return window
 
         async def owner_and_bundle(topic: TopicName) -> tuple[str, str]:
@@ -141,13 +156,17 @@ async def test_clients_follow_unload_transfer_and_split_under_load(clock: Clock)
         windows: list[Window] = []
 
         owner, bundle = await owner_and_bundle(topics[0])
-        windows.append(await move("unload", topics[0], UnloadRequest(bundle=bundle)))
+        windows.append(await move("unload", topics[0], f"{ADMIN}/{range_of(bundle)}/unload"))
 
         owner, bundle = await owner_and_bundle(topics[1])
         destination = next(n.broker_id for n in nodes if n.broker_id != owner)
         lookups_before = sum(n.lookups.stats.lookups for n in cluster.nodes.values())
         windows.append(
-            await move("transfer", topics[1], UnloadRequest(bundle=bundle, destination=destination))
+            await move(
+                "transfer",
+                topics[1],
+                f"{ADMIN}/{range_of(bundle)}/unload?destinationBroker={destination}",
+            )
         )
         # The clients went straight to the destination named in the close commands.
         assert sum(n.lookups.stats.lookups for n in cluster.nodes.values()) == lookups_before
@@ -156,7 +175,9 @@ async def test_clients_follow_unload_transfer_and_split_under_load(clock: Clock)
         assert len(served.producers) == 1 and len(served.subscriptions) == 2
 
         owner, bundle = await owner_and_bundle(topics[2])
-        windows.append(await move("split", topics[2], SplitRequest(bundle=bundle, unload=True)))
+        windows.append(
+            await move("split", topics[2], f"{ADMIN}/{range_of(bundle)}/split?unload=true")
+        )
         child = (await owner_and_bundle(topics[2]))[1]
         assert child != bundle and child.startswith(NAMESPACE), (bundle, child)
 

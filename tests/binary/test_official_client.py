@@ -154,6 +154,15 @@ async def test_clients_produce_and_consume_exactly_once_in_every_bundle(clock: C
             server = cluster.binary[owner.broker_id]
             counted = server.topics.topics[topic].meter
             assert counted.msgs_in == MESSAGES and counted.msgs_out == MESSAGES * 6
+        # Unsubscribing the exclusive consumer ends its subscription on the owner; a shared
+        # subscription with another consumer left cannot be unsubscribed by one of them.
+        owner = cluster.nodes[await owner_of(cluster, topics[0])]
+        served = cluster.binary[owner.broker_id].topics.topics[topics[0]]
+        await asyncio.to_thread(consumers[0].unsubscribe)  # topic 0, "excl"
+        assert "excl" not in served.subscriptions
+        with pytest.raises(Exception, match="ConsumerBusy"):
+            await asyncio.to_thread(consumers[1].unsubscribe)  # topic 0, "shared", first
+        assert len(served.subscriptions["shared"].consumers) == 2
         assert {n.broker_id for n in nodes} == {await owner_of(cluster, t) for t in topics}, (
             "the topics should spread over all brokers"
         )

@@ -332,7 +332,8 @@ class ServerConnection:
                 )
             )
             raise
-        producer.topic.publish(section, fields.num_messages)
+        # A batch holds at least one message; a count below one must not hand out permits.
+        producer.topic.publish(section, max(1, fields.num_messages))
         self.send(receipt_frame(fields.producer_id, fields.sequence_id, fields.highest_sequence_id))
 
     # -- commands without I/O ------------------------------------------------------------------
@@ -390,8 +391,9 @@ class ServerConnection:
                 "Unconnected or shared consumer attempting to unsubscribe",
             )
             return
-        for other in others:
+        for other in others:  # forced: the subscription goes, with all its consumers
             other.link.consumer_closed_by_broker(other.consumer_id, None)
+            self.topics.remove_consumer(topic, other)
         del self.consumers[command.consumer_id]
         self.topics.remove_consumer(topic, consumer)
         self.send_command(Success(request_id=command.request_id))
