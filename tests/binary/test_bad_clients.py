@@ -1,6 +1,7 @@
 """A connection that breaks the protocol — a malformed frame, an oversized one, a bad checksum,
 an unknown command, anything before CONNECT — is answered with an error and closed; the broker
-keeps serving everyone else (an official client on the same broker carries on)."""
+keeps serving everyone else (an official client on the same broker carries on). Connections
+that go silent are pinged and then closed; the protocol version is negotiated down."""
 
 from __future__ import annotations
 
@@ -133,6 +134,53 @@ async def test_protocol_breakers_are_closed_and_others_carry_on(clock: Clock) ->
         await eventually(lambda: inbox.payloads() == [b"before", b"after"], clock, what="after")
         assert cluster.binary[owner.broker_id].refused == len(cases) + 1
         assert TopicName.parse(str(topic)) in cluster.binary[owner.broker_id].topics.topics
+    finally:
+        await close_all(closeables)
+        await cluster.close()
+
+
+async def test_keep_alive_and_version_negotiation(clock: Clock) -> None:
+    cluster = await start_cluster(
+        clock, "t/alive", 1, brokers=1, overrides=("keepAliveIntervalSeconds=1",)
+    )
+    closeables: list[Any] = []
+    try:
+        node = next(iter(cluster.nodes.values()))
+        port = node.identity.broker_port
+        # The broker answers with the older of the two versions.
+        for asked, agreed in ((5, 5), (99, 20)):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(encode_frame(c.Connect(client_version="raw", protocol_version=asked)))
+            frames = FrameReader()
+            got: list[c.Command] = []
+            while not got:
+                got.extend(
+                    decode_frame(f).command
+                    for f in frames.feed(await asyncio.wait_for(reader.read(4096), 10))
+                )
+            connected = got[0]
+            assert isinstance(connected, c.Connected)
+            assert (connected.protocol_version, connected.max_message_size) == (
+                agreed,
+                DEFAULT_MAX_MESSAGE_SIZE,
+            )
+            writer.close()
+        # An official client answers the broker's pings and stays connected...
+        client = await new_client(pulsar_url(node))
+        topic = "non-persistent://t/alive/topic"
+        producer = await asyncio.to_thread(client.create_producer, topic)
+        closeables[:0] = [producer, client]
+        # ... while a connection that never answers is pinged, then closed.
+        started = clock.monotonic()
+        got = await exchange(port, CONNECT)
+        assert [type(x) for x in got] == [c.Connected, c.Ping]
+        assert 1.5 <= clock.monotonic() - started <= 5
+        got = await exchange(port)  # and one that never sends CONNECT is closed too
+        assert errors(got) and "CONNECT" in errors(got)[0][1]
+        await asyncio.to_thread(producer.send, b"still here")
+        assert (
+            cluster.binary[node.broker_id].topics.topics[TopicName.parse(topic)].meter.msgs_in == 1
+        )
     finally:
         await close_all(closeables)
         await cluster.close()

@@ -39,11 +39,16 @@ CLUSTER_SETTINGS = (
 
 
 async def start_cluster(
-    clock: Clock, namespace: str, bundles: int, brokers: int = 3
+    clock: Clock,
+    namespace: str,
+    bundles: int,
+    brokers: int = 3,
+    overrides: tuple[str, ...] = (),
 ) -> LocalCluster:
     """``brokers`` brokers on free loopback ports, each serving HTTP and the binary protocol,
-    with a tenant and ``namespace`` of ``bundles`` bundles."""
-    settings = load_settings(overrides=list(CLUSTER_SETTINGS)).settings
+    with a tenant and ``namespace`` of ``bundles`` bundles (settings: ``key=value``
+    ``overrides``)."""
+    settings = load_settings(overrides=[*CLUSTER_SETTINGS, *overrides]).settings
     cluster = LocalCluster(clock, settings=settings, serve_http=True)
     for _ in range(brokers):
         await cluster.add_broker(BrokerIdentity("127.0.0.1", free_port(), free_port()))
