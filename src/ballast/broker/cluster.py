@@ -12,13 +12,14 @@ import logging
 import random
 from collections.abc import Callable
 
+from ballast.broker.binary.server import BinaryServer
 from ballast.broker.host_usage import BrokerCapacity, HostUsageProvider, ModelledHostUsage
 from ballast.broker.http.server import ApiServer
 from ballast.broker.http.transport import HttpTransport
 from ballast.broker.identity import BrokerIdentity
 from ballast.broker.lookup import AnswerKind, LookupAnswer, LookupOptions
 from ballast.broker.node import BrokerNode
-from ballast.broker.traffic import TrafficSource, WorkloadTraffic
+from ballast.broker.traffic import MeasuredTraffic, TrafficSource, WorkloadTraffic
 from ballast.clock import Clock
 from ballast.controller.commands import AnyCommand, CommandReply, TransportError
 from ballast.controller.requests import AnyRequest, ClusterTransport, RequestReply
@@ -70,7 +71,10 @@ def modelled_usage(capacity: BrokerCapacity = DEFAULT_CAPACITY) -> HostUsageFact
 class LocalCluster:
     """Brokers sharing one store URL and one process. With ``serve_http`` every broker also
     serves the HTTP API on its web port and the brokers talk to each other over HTTP (the
-    standalone cluster); without it they call each other directly (tests, the simulator)."""
+    standalone cluster); without it they call each other directly (tests, the simulator).
+    ``serve_binary`` (default: as ``serve_http``) adds Pulsar's binary protocol on each
+    broker's ``broker_port``; each broker then reports the traffic its clients make, and the
+    shared ``traffic`` source only for topics without clients."""
 
     def __init__(
         self,
@@ -82,6 +86,7 @@ class LocalCluster:
         host_usage: HostUsageFactory | None = None,
         seed: int = 0,
         serve_http: bool = False,
+        serve_binary: bool | None = None,
         on_node: Callable[[BrokerNode], None] | None = None,
     ) -> None:
         """``on_node(node)`` is called for every broker created, before it starts (to attach
@@ -98,6 +103,8 @@ class LocalCluster:
         self.rng = random.Random(seed)
         self.nodes: dict[str, BrokerNode] = {}
         self.servers: dict[str, ApiServer] = {}
+        self.serve_binary = serve_http if serve_binary is None else serve_binary
+        self.binary: dict[str, BinaryServer] = {}
         self._on_node = on_node
 
     async def connect(self) -> MetadataStore:
@@ -111,13 +118,22 @@ class LocalCluster:
         """Start a broker (registers, campaigns, begins reporting)."""
         if identity.broker_id in self.nodes and not self.nodes[identity.broker_id].stopped:
             raise ValueError(f"broker {identity.broker_id} is already running")
+        measured = (
+            MeasuredTraffic(
+                self.clock,
+                self.settings.get_int("statsUpdateFrequencyInSecs"),
+                fallback=self.traffic,
+            )
+            if self.serve_binary
+            else None
+        )
         node = BrokerNode(
             identity,
             await self.connect(),
             self.settings,
             self.clock,
             self.transport,
-            self.traffic,
+            measured if measured is not None else self.traffic,
             self.host_usage(identity),
             random.Random(self.rng.random()),
         )
@@ -127,6 +143,10 @@ class LocalCluster:
             server = ApiServer(node, identity.host, identity.web_port)
             await server.start()
             self.servers[identity.broker_id] = server
+        if measured is not None:  # and clients may be sent to its binary port at once
+            binary = BinaryServer.for_node(node, identity.host, identity.broker_port, measured)
+            await binary.start()
+            self.binary[identity.broker_id] = binary
         if self._on_node is not None:
             self._on_node(node)
         await node.start()
@@ -140,6 +160,9 @@ class LocalCluster:
         server = self.servers.pop(broker_id, None)
         if server is not None:
             await server.stop()
+        binary = self.binary.pop(broker_id, None)
+        if binary is not None:
+            await binary.stop()
 
     async def crash_broker(self, broker_id: str) -> None:
         """``kill -9``: the broker stops at once; its session (and with it its registration,
@@ -149,6 +172,9 @@ class LocalCluster:
         server = self.servers.pop(broker_id, None)
         if server is not None:
             await server.stop()
+        binary = self.binary.pop(broker_id, None)
+        if binary is not None:
+            await binary.stop()
         await node.kill()
         inner = node.store.inner if isinstance(node.store, ChunkingStore) else node.store
         if isinstance(inner, MemoryMetadataStore):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -32,7 +33,8 @@ from ballast.broker.identity import BrokerIdentity
 from ballast.controller.controller import NoBrokerError
 from ballast.coordination.ownership import Owner, OwnershipState
 from ballast.coordination.registry import BrokerRegistry
-from ballast.metadata.store import MetadataError
+from ballast.metadata import paths
+from ballast.metadata.store import MetadataError, MetadataStore
 from ballast.model.bundles import BundleName, NamespaceBundles
 from ballast.model.codec import ModelError
 from ballast.model.loaddata import LocalBrokerData
@@ -119,6 +121,18 @@ def _connect(owner: Owner) -> LookupAnswer:
         http_url=data.http_url,
         http_url_tls=data.http_url_tls,
     )
+
+
+async def partitions_of(store: MetadataStore, topic: TopicName) -> int:
+    """A partitioned topic's partition count from its metadata record, 0 for a plain topic
+    (what clients ask before a lookup, over HTTP or the binary protocol)."""
+    record = await store.get(paths.partitioned_topic(topic))
+    if record is None or not record.value:
+        return 0
+    try:
+        return max(0, int(json.loads(record.value).get("partitions", 0)))
+    except (ValueError, AttributeError):
+        return 0
 
 
 Placer = Callable[[BundleName], Awaitable[str]]
@@ -288,6 +302,10 @@ class LookupService:
 
     async def urls_of(self, broker_id: str) -> BrokerUrls | None:
         """A registered broker's URLs, from its registry record."""
+        return self.known_urls(broker_id)
+
+    def known_urls(self, broker_id: str) -> BrokerUrls | None:
+        """:meth:`urls_of` without awaiting: the registry view is kept in memory."""
         entry = self._registry.brokers().get(broker_id)
         if entry is None:
             return None

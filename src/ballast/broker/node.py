@@ -329,7 +329,8 @@ class BrokerNode:
             await self.ownership.transition(
                 bundle, OwnershipState.RELEASING, transfer_to=command.destination
             )
-            self.served.remove_bundle(bundle)  # stop serving: clients look up again
+            # Stop serving: clients are sent to the destination (or look up again).
+            self.served.remove_bundle(bundle, transfer_to=command.destination)
             self.owners.invalidate(bundle)
             return CommandReply(ok=True)
         if isinstance(command, TakeOverBundle):

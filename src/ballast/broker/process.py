@@ -2,6 +2,8 @@
 system clock against the configured store (ZooKeeper for a real cluster), serves the HTTP API,
 talks to the other brokers over HTTP, reads its host's usage with psutil, and on SIGTERM or
 SIGINT stops gracefully (its bundles move elsewhere first); a second signal stops it at once.
+It serves Pulsar's binary protocol on ``brokerServicePort``, and its load reports carry the
+traffic of the clients connected there.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import logging
 import random
 import signal
 
+from ballast.broker.binary.server import BinaryServer
 from ballast.broker.host_usage import (
     BrokerCapacity,
     HostUsageProvider,
@@ -21,7 +24,7 @@ from ballast.broker.http.server import ApiServer
 from ballast.broker.http.transport import HttpTransport
 from ballast.broker.identity import BrokerIdentity
 from ballast.broker.node import BrokerNode
-from ballast.broker.traffic import WorkloadTraffic
+from ballast.broker.traffic import MeasuredTraffic
 from ballast.clock import SystemClock
 from ballast.metadata.factory import MetadataStores
 from ballast.model.config import ReportConfig, Settings
@@ -55,10 +58,12 @@ async def run_broker(settings: Settings, *, host_usage: str = "psutil") -> None:
             nic_speed_override_gbps=ReportConfig.from_settings(settings).nic_speed_override_gbps,
         )
     transport = HttpTransport()
-    node = BrokerNode(
-        identity, store, settings, clock, transport, WorkloadTraffic(), usage, random.Random()
-    )
+    traffic = MeasuredTraffic(clock, settings.get_int("statsUpdateFrequencyInSecs"))
+    node = BrokerNode(identity, store, settings, clock, transport, traffic, usage, random.Random())
     server = ApiServer(node, settings.get_str("bindAddress"), identity.web_port)
+    binary = BinaryServer.for_node(
+        node, settings.get_str("bindAddress"), identity.broker_port, traffic
+    )
     stop = asyncio.Event()
     hurry = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -71,8 +76,14 @@ async def run_broker(settings: Settings, *, host_usage: str = "psutil") -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)
     await server.start()
+    await binary.start()
     await node.start()
-    log.info("broker %s serving on %s", identity.broker_id, identity.web_service_url)
+    log.info(
+        "broker %s serving on %s and %s",
+        identity.broker_id,
+        identity.web_service_url,
+        identity.pulsar_service_url,
+    )
     await stop.wait()
     log.info("broker %s stopping (a second signal stops it at once)", identity.broker_id)
     graceful = asyncio.ensure_future(node.stop(graceful=True))
@@ -82,6 +93,7 @@ async def run_broker(settings: Settings, *, host_usage: str = "psutil") -> None:
         graceful.cancel()
         await node.kill()
     hurried.cancel()
+    await binary.stop()
     await server.stop()
     await transport.close()
     await store.close()

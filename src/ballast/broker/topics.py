@@ -51,6 +51,10 @@ class NamespaceTopicIndex:
             high = bisect.bisect_left(hashes, bundle.range.upper)
         return topics[low:high]
 
+    async def topics_of(self, namespace: NamespaceName) -> list[TopicName]:
+        """Every persistent topic of the namespace (in hash order)."""
+        return list((await self._cache.get(namespace))[1])
+
     async def create(self, topic: TopicName) -> None:
         """Record a persistent topic (its managed ledger), as creating a topic does."""
         if topic.is_persistent:
@@ -72,12 +76,15 @@ class ServedChange:
     """The broker began (``added``) or stopped serving ``topics`` of ``bundle``. A bundle
     added with no topics yet is reported too (``topics`` empty). ``split``: the change is the
     re-cut of a split — the parent removed, its children added — and the topics stay on this
-    broker (their clients stay connected)."""
+    broker (their clients stay connected). ``transfer_to``: the bundle stopped being served
+    here because it is being transferred to that broker (its id), which clients may be sent to
+    directly."""
 
     bundle: BundleName
     topics: tuple[TopicName, ...]
     added: bool
     split: bool = False
+    transfer_to: str | None = None
 
 
 ServedListener = Callable[[ServedChange], None]
@@ -134,13 +141,15 @@ class ServedTopics:
     def add_topic(self, topic: TopicName, bundle: BundleName) -> None:
         self.add_bundle(bundle, [topic])
 
-    def remove_bundle(self, bundle: BundleName, *, split: bool = False) -> set[TopicName]:
+    def remove_bundle(
+        self, bundle: BundleName, *, split: bool = False, transfer_to: str | None = None
+    ) -> set[TopicName]:
         if bundle not in self._by_bundle:
             return set()
         topics = self._by_bundle.pop(bundle)
         for topic in topics:
             self._bundle_of.pop(topic, None)
-        self._tell(ServedChange(bundle, tuple(topics), False, split))
+        self._tell(ServedChange(bundle, tuple(topics), False, split, transfer_to))
         return topics
 
     def split(self, parent: BundleName, children: Iterable[BundleName]) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from ballast.clock import Clock
 from ballast.model.bundles import BundleName
 from ballast.model.loaddata import NamespaceBundleStats
 from ballast.model.naming import TopicName
@@ -133,3 +134,94 @@ class WorkloadTraffic:
     ) -> NamespaceBundleStats:
         del bundle
         return sum_stats(self._rates.get(t, IDLE) for t in topics)
+
+
+class TopicMeter:
+    """One topic's measured traffic on one broker: counters the message path increments, and
+    rates computed from them over windows of at least ``window_s`` (Pulsar refreshes topic
+    rates every ``statsUpdateFrequencyInSecs`` the same way). Plain class with slots: it is
+    touched once per message."""
+
+    __slots__ = (
+        "_rates",
+        "_since",
+        "_snapshot",
+        "_window_s",
+        "bytes_in",
+        "bytes_out",
+        "consumers",
+        "msgs_in",
+        "msgs_out",
+        "producers",
+    )
+
+    def __init__(self, now: float, window_s: float) -> None:
+        self.msgs_in = 0
+        self.bytes_in = 0
+        self.msgs_out = 0
+        self.bytes_out = 0
+        self.producers = 0
+        self.consumers = 0
+        self._window_s = window_s
+        self._since = now
+        self._snapshot = (0, 0, 0, 0)
+        self._rates = (0.0, 0.0, 0.0, 0.0)
+
+    def stats(self, now: float) -> TopicStats:
+        """Rates over the last completed window (a new one starts when ``window_s`` has
+        passed since the previous), with the current producer and consumer counts."""
+        elapsed = now - self._since
+        if elapsed >= self._window_s:
+            counters = (self.msgs_in, self.msgs_out, self.bytes_in, self.bytes_out)
+            self._rates = (
+                (counters[0] - self._snapshot[0]) / elapsed,
+                (counters[1] - self._snapshot[1]) / elapsed,
+                (counters[2] - self._snapshot[2]) / elapsed,
+                (counters[3] - self._snapshot[3]) / elapsed,
+            )
+            self._snapshot = counters
+            self._since = now
+        rate_in, rate_out, tput_in, tput_out = self._rates
+        return TopicStats(rate_in, rate_out, tput_in, tput_out, self.producers, self.consumers)
+
+
+class MeasuredTraffic:
+    """The traffic of the clients connected to one broker, measured per topic by its binary
+    listener; topics with no meter (no clients here) report what ``fallback`` says — the
+    synthetic workload of ``ballast standalone``, when there is one — so real clients replace
+    synthetic traffic topic by topic."""
+
+    def __init__(
+        self, clock: Clock, window_s: float, fallback: TrafficSource | None = None
+    ) -> None:
+        self._clock = clock
+        self._window_s = window_s
+        self._fallback = fallback
+        self._meters: dict[TopicName, TopicMeter] = {}
+
+    def meter(self, topic: TopicName) -> TopicMeter:
+        """The topic's meter, created on first use."""
+        found = self._meters.get(topic)
+        if found is None:
+            found = TopicMeter(self._clock.monotonic(), self._window_s)
+            self._meters[topic] = found
+        return found
+
+    def forget(self, topic: TopicName) -> None:
+        """The topic is no longer open here: its figures stop counting."""
+        self._meters.pop(topic, None)
+
+    def measured(self) -> list[TopicName]:
+        return list(self._meters)
+
+    def topic_stats(self, topic: TopicName) -> TopicStats:
+        found = self._meters.get(topic)
+        if found is not None:
+            return found.stats(self._clock.monotonic())
+        return self._fallback.topic_stats(topic) if self._fallback is not None else IDLE
+
+    def bundle_stats(
+        self, bundle: BundleName, topics: Collection[TopicName]
+    ) -> NamespaceBundleStats:
+        del bundle
+        return sum_stats(self.topic_stats(t) for t in topics)

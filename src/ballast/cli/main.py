@@ -14,6 +14,7 @@ from ballast.cli.bundle import bundle_app
 from ballast.cli.config import config_app
 from ballast.cli.decide import decide_app
 from ballast.cli.metadata import metadata_app
+from ballast.cli.perf import perf_app
 from ballast.cli.servers import broker_command, zookeeper_command
 from ballast.cli.simulate import simulate_command
 from ballast.cli.standalone import standalone_command
@@ -36,6 +37,7 @@ app.add_typer(config_app, name="config")
 app.add_typer(admin_app, name="admin")
 app.add_typer(metadata_app, name="metadata")
 app.add_typer(decide_app, name="decide")
+app.add_typer(perf_app, name="perf")
 app.command("simulate")(simulate_command)
 
 

@@ -69,6 +69,9 @@ def standalone_command(
     except WorkloadError as exc:
         fail(str(exc))
     settings = settings_from(config, overrides)
+    if settings.source("statsUpdateFrequencyInSecs") == "default":
+        # The live console should follow real clients within seconds, not Pulsar's minute.
+        settings = settings.with_overrides([("statsUpdateFrequencyInSecs", "5")], "standalone")
     options = StandaloneOptions(
         settings=settings,
         brokers=brokers,

@@ -140,14 +140,18 @@ class LocalZooKeeper:
             f"ZooKeeper did not serve within {timeout_s} s; see {self.log_path}"
         )
 
-    async def four_letter(self, command: str) -> str:
+    async def four_letter(self, command: str, *, timeout_s: float = 5.0) -> str:
         """Send a four-letter admin command (``srvr``, ``cons``, ``mntr``) and return the
-        answer."""
-        reader, writer = await asyncio.open_connection("127.0.0.1", self.config.port)
+        answer; OSError (a TimeoutError among them) when there is none within ``timeout_s``.
+        A server still starting may accept the connection and never answer nor close it
+        (ZooKeeper 3.8 fails closing a command socket before its database is loaded)."""
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection("127.0.0.1", self.config.port), timeout_s
+        )
         try:
             writer.write(command.encode())
             await writer.drain()
-            return (await reader.read()).decode(errors="replace")
+            return (await asyncio.wait_for(reader.read(), timeout_s)).decode(errors="replace")
         finally:
             writer.close()
 

@@ -1,5 +1,6 @@
 """``ballast standalone``: N brokers in this process on consecutive loopback ports over the
-embedded store, each serving the HTTP API, the brokers talking over HTTP; a leader is elected, a
+embedded store, each serving the HTTP API and Pulsar's binary protocol (real clients produce and
+consume non-persistent topics), the brokers talking over HTTP; a leader is elected, a
 demo namespace created and driven by the demo load, and a live console shows each broker's load,
 its bundles and the load manager's decisions as they happen. Ctrl-C (or ``--duration``) stops it
 and prints a summary.
@@ -96,6 +97,9 @@ class Standalone:
         await self.cluster.request(CreateTenant(tenant=tenant))
         bundles = workload.bundles if workload else None
         await self.cluster.request(CreateNamespace(namespace=namespace, bundles=bundles))
+        if namespace != "public/default":  # where clients' bare topic names go, as in Pulsar
+            await self.cluster.request(CreateTenant(tenant="public"))
+            await self.cluster.request(CreateNamespace(namespace="public/default"))
         if workload is not None:
             node = self.cluster.running()[0]
             for topic in workload.topic_names():
@@ -199,6 +203,8 @@ async def run_standalone(options: StandaloneOptions, console: Console) -> Summar
     await standalone.start()
     urls = ", ".join(f"http://{b}" for b in standalone.cluster.nodes)
     console.print(f"[bold]Ballast standalone[/bold]: {options.brokers} brokers at {urls}")
+    clients = ", ".join(node.identity.pulsar_service_url for node in standalone.cluster.running())
+    console.print(f"clients (non-persistent topics): {clients}")
     console.print(
         f"admin: ballast admin --url http://{options.host}:{options.web_port} ...; Ctrl-C stops"
     )

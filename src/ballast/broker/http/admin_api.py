@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from aiohttp import web
 
+from ballast.broker.binary.peers import PeerError, PeerTopics
 from ballast.broker.http.errors import ApiError, reason
 from ballast.controller.commands import TransportError
 from ballast.controller.loading import load_failure_domains, load_namespace
@@ -175,16 +176,32 @@ class AdminApi:
         )
 
     async def topics(self, request: web.Request) -> web.StreamResponse:
+        """``GET .../{ns}/topics?mode=PERSISTENT|NON_PERSISTENT|ALL`` (Pulsar's default:
+        persistent): persistent topics from the store, non-persistent ones from the brokers
+        serving the namespace's bundles (clients with an ``http://`` URL list them so)."""
         namespace = _namespace(request)
+        mode = request.query.get("mode", "PERSISTENT").upper()
+        if mode not in ("PERSISTENT", "NON_PERSISTENT", "ALL"):
+            return reason(400, f"mode {mode} is not PERSISTENT, NON_PERSISTENT or ALL")
         if await self.node.store.exists(paths.namespace_policies(namespace)) is None:
             return reason(404, f"namespace {namespace} does not exist")
         names: list[str] = []
-        for domain in TopicDomain:
+        if mode != "NON_PERSISTENT":
             for encoded in await self.node.store.children(
-                paths.namespace_topics(namespace, domain)
+                paths.namespace_topics(namespace, TopicDomain.PERSISTENT)
             ):
-                names.append(str(TopicName.of(domain, namespace, java_url_decode(encoded))))
-        return web.json_response(sorted(names))
+                names.append(
+                    str(TopicName.of(TopicDomain.PERSISTENT, namespace, java_url_decode(encoded)))
+                )
+        if mode != "PERSISTENT":
+            peers = PeerTopics(self.node)
+            try:
+                names.extend(await peers.non_persistent_topics(namespace))
+            except PeerError as exc:
+                return reason(503, str(exc))
+            finally:
+                await peers.close()
+        return web.json_response(sorted(set(names)))
 
     def _bundle(self, request: web.Request) -> str:
         namespace = _namespace(request)

@@ -10,19 +10,25 @@ move (the client retries).
 from __future__ import annotations
 
 import functools
-import json
 from typing import TYPE_CHECKING
 
 import msgspec
 from aiohttp import web
 
 from ballast.broker.http.errors import ApiError, reason
-from ballast.broker.lookup import AnswerKind, LookupAnswer, LookupErrorKind, LookupOptions
+from ballast.broker.lookup import (
+    AnswerKind,
+    LookupAnswer,
+    LookupErrorKind,
+    LookupOptions,
+    partitions_of,
+)
 from ballast.controller.commands import decode_command
 from ballast.controller.requests import RequestReply, decode_request
 from ballast.coordination.election import read_leader
 from ballast.coordination.ownership import OwnershipState
 from ballast.metadata import paths
+from ballast.model.bundles import BundleName, BundleRange, InvalidBundle
 from ballast.model.naming import (
     InvalidNameError,
     NamespaceName,
@@ -111,14 +117,29 @@ class LookupApi:
         topic's partition count (0 for a plain topic), asked by clients before a lookup."""
         raw = request.rel_url.raw_parts
         topic = topic_from_parts(raw[3], list(raw[4:-1]))
-        record = await self.node.store.get(paths.partitioned_topic(topic))
-        partitions = 0
-        if record is not None and record.value:
-            try:
-                partitions = int(json.loads(record.value).get("partitions", 0))
-            except (ValueError, AttributeError):
-                partitions = 0
-        return web.json_response({"partitions": partitions})
+        return web.json_response({"partitions": await partitions_of(self.node.store, topic)})
+
+    async def non_persistent_in_bundle(self, request: web.Request) -> web.StreamResponse:
+        """``GET /admin/v2/non-persistent/{tenant}/{namespace}/{bundle}``: the
+        non-persistent topics loaded in a bundle this broker serves (Pulsar's
+        ``getListFromBundle``); a 307 to the owner when another broker serves it."""
+        try:
+            namespace = NamespaceName.of(
+                request.match_info["tenant"], request.match_info["namespace"]
+            )
+            bundle = BundleName(namespace, BundleRange.parse(request.match_info["bundle"]))
+        except InvalidNameError as exc:
+            raise ApiError(400, str(exc)) from None
+        except InvalidBundle as exc:
+            raise ApiError(412, str(exc)) from None
+        served = self.node.served
+        if bundle not in served:
+            owner = await self.node.owners.owner(bundle)
+            if owner is not None and owner.broker_id != self.node.broker_id and owner.data.http_url:
+                raise web.HTTPTemporaryRedirect(f"{owner.data.http_url}{request.rel_url}")
+            return reason(404, f"bundle {bundle} is not served by {self.node.broker_id}")
+        names = sorted(str(t) for t in served.topics(bundle) if not t.is_persistent)
+        return web.json_response(names)
 
     async def leader_broker(self, _request: web.Request) -> web.StreamResponse:
         leader = await read_leader(self.node.store)

@@ -63,6 +63,14 @@ def routes(node: BrokerNode) -> list[Route]:
         ),
         Route(
             "GET",
+            "/admin/v2/non-persistent/{tenant}/{namespace}/{bundle}",
+            lookup.non_persistent_in_bundle,
+            "Non-persistent topics loaded in a bundle this broker serves (307 to its owner)",
+            "topics",
+            responses={307: "Served by another broker", 404: "Not served", 412: "Bad bundle"},
+        ),
+        Route(
+            "GET",
             "/admin/v2/brokers/leaderBroker",
             lookup.leader_broker,
             "The elected leader",
@@ -161,7 +169,14 @@ def routes(node: BrokerNode) -> list[Route]:
             "namespaces",
             responses={404: "Not found"},
         ),
-        Route("GET", NS + "/topics", admin.topics, "Topics of a namespace", "namespaces"),
+        Route(
+            "GET",
+            NS + "/topics",
+            admin.topics,
+            "Topics of a namespace (mode PERSISTENT, NON_PERSISTENT or ALL)",
+            "namespaces",
+            query=("mode",),
+        ),
         Route(
             "PUT",
             NS + "/{bundle}/unload",

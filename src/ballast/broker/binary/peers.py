@@ -1,0 +1,76 @@
+"""Asking the other brokers what they serve: the non-persistent topics of a namespace live only
+on the brokers whose bundles hold them (nothing about them is stored), so a topic list is
+gathered from the owners, over the HTTP API's ``GET /admin/v2/non-persistent/{tenant}/
+{namespace}/{bundle}`` (Pulsar's ``getListFromBundle``).
+
+Concurrency contract: one event loop; one HTTP session, opened on first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import aiohttp
+
+from ballast.model.bundles import BundleName
+from ballast.model.naming import NamespaceName
+
+if TYPE_CHECKING:
+    from ballast.broker.node import BrokerNode
+
+
+class PeerError(Exception):
+    """Another broker could not be asked."""
+
+
+class PeerTopics:
+    """The non-persistent topics of a namespace, across the brokers serving it."""
+
+    def __init__(self, node: BrokerNode, *, timeout_s: float = 10.0) -> None:
+        self._node = node
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def non_persistent_topics(self, namespace: NamespaceName) -> list[str]:
+        """Every non-persistent topic loaded on some broker, in the namespace's bundles."""
+        node = self._node
+        found: list[str] = []
+        asks: list[tuple[str, BundleName]] = []
+        for bundle in (await node.bundles.bundles(namespace)).bundles:
+            if bundle in node.served:
+                found.extend(str(t) for t in node.served.topics(bundle) if not t.is_persistent)
+                continue
+            owner = await node.owners.owner(bundle)
+            if owner is None or owner.broker_id == node.broker_id or not owner.data.http_url:
+                continue  # nobody serves it: no topic of it is loaded anywhere
+            asks.append((owner.data.http_url, bundle))
+        if asks:
+            if self._session is None or self._session.closed:
+                self._session = aiohttp.ClientSession(timeout=self._timeout)
+            session = self._session
+            for names in await asyncio.gather(
+                *(self._ask(session, url, bundle) for url, bundle in asks)
+            ):
+                found.extend(names)
+        return found
+
+    async def _ask(
+        self, session: aiohttp.ClientSession, http_url: str, bundle: BundleName
+    ) -> list[str]:
+        url = f"{http_url}/admin/v2/non-persistent/{bundle.namespace}/{bundle.range}"
+        try:
+            async with session.get(url) as response:
+                if response.status != 200:
+                    raise PeerError(f"{url} answered {response.status}")
+                body = await response.json()
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            raise PeerError(f"{url}: {exc}") from None
+        if not isinstance(body, list):
+            raise PeerError(f"{url} did not answer a list")
+        return [str(name) for name in body]
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

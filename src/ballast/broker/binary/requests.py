@@ -1,0 +1,327 @@
+"""The binary protocol's requests that wait on the metadata store or on ownership, each run as a
+task of its connection and answered by request id (Pulsar's ``ServerCnx.handle*``):
+
+- PARTITIONED_METADATA: the partition count from the partitioned-topic record (0: a plain
+  topic).
+- LOOKUP: the runtime's lookup (seed 003): Connect to the owner (``authoritative`` set, as
+  Pulsar answers), Redirect to the broker that must answer (``authoritative`` when the leader
+  chose it), or Failed — ServiceNotReady, which clients retry, while a bundle moves or nothing
+  can take it; TopicNotFound for an unknown namespace.
+- GET_TOPICS_OF_NAMESPACE: persistent topics from the namespace's topic index, non-persistent
+  ones from the brokers serving its bundles (asked over HTTP), filtered by the client's
+  pattern, with Pulsar's topics hash (an unchanged list is answered ``changed=false``).
+- PRODUCER and SUBSCRIBE: the topic opened on this broker (or refused: ServiceNotReady when
+  another broker owns it, so the client looks up again), then the producer or consumer
+  attached, with Pulsar's checks (producer names unique per topic, subscription types, Key_Shared
+  modes and ranges).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ballast.broker.binary.peers import PeerError
+from ballast.broker.binary.subscriptions import Consumer, SubscribeRefused
+from ballast.broker.binary.topics import ProducerHandle, TopicRefused
+from ballast.broker.caches import NamespaceNotFoundError
+from ballast.broker.lookup import AnswerKind, LookupErrorKind, LookupOptions, partitions_of
+from ballast.metadata.store import MetadataError
+from ballast.model.codec import ModelError
+from ballast.model.naming import InvalidNameError, NamespaceName, TopicName
+from ballast.protocol.checksum import crc32c
+from ballast.protocol.commands import (
+    Error,
+    GetTopicsOfNamespace,
+    GetTopicsOfNamespaceResponse,
+    LookupTopic,
+    LookupTopicResponse,
+    LookupType,
+    MetadataLookupType,
+    PartitionedMetadata,
+    PartitionedMetadataResponse,
+    Producer,
+    ProducerAccessMode,
+    ProducerSuccess,
+    ServerError,
+    Subscribe,
+    SubType,
+    Success,
+    TopicsMode,
+)
+from ballast.protocol.messages import KeySharedMode
+
+if TYPE_CHECKING:
+    from ballast.broker.binary.connection import ServerConnection
+
+_SCHEME = re.compile(r"^(persistent|non-persistent)://")
+
+
+async def partitioned_metadata(connection: ServerConnection, command: PartitionedMetadata) -> None:
+    def failed(error: ServerError, message: str) -> PartitionedMetadataResponse:
+        return PartitionedMetadataResponse(
+            request_id=command.request_id,
+            response=MetadataLookupType.FAILED,
+            error=error,
+            message=message,
+        )
+
+    try:
+        topic = TopicName.parse(command.topic)
+    except InvalidNameError as exc:
+        connection.send_command(failed(ServerError.INVALID_TOPIC_NAME, str(exc)))
+        return
+    try:
+        partitions = await partitions_of(connection.server.node.store, topic)
+    except MetadataError as exc:
+        connection.send_command(failed(ServerError.SERVICE_NOT_READY, str(exc)))
+        return
+    connection.send_command(
+        PartitionedMetadataResponse(
+            request_id=command.request_id,
+            partitions=partitions,
+            response=MetadataLookupType.SUCCESS,
+        )
+    )
+
+
+async def lookup(connection: ServerConnection, command: LookupTopic) -> None:
+    node = connection.server.node
+    try:
+        topic = TopicName.parse(command.topic)
+    except InvalidNameError as exc:
+        connection.send_command(
+            LookupTopicResponse(
+                request_id=command.request_id,
+                response=LookupType.FAILED,
+                error=ServerError.INVALID_TOPIC_NAME,
+                message=str(exc),
+            )
+        )
+        return
+    answer = node.lookups.cached_answer(topic)
+    if answer is None:
+        answer = await node.lookup(topic, LookupOptions(authoritative=command.authoritative))
+    if answer.kind is AnswerKind.ERROR:
+        error = (
+            ServerError.TOPIC_NOT_FOUND
+            if answer.error is LookupErrorKind.NAMESPACE_NOT_FOUND
+            else ServerError.SERVICE_NOT_READY
+        )
+        response = LookupTopicResponse(
+            request_id=command.request_id,
+            response=LookupType.FAILED,
+            error=error,
+            message=answer.message,
+        )
+    else:
+        connect = answer.kind is AnswerKind.CONNECT
+        response = LookupTopicResponse(
+            request_id=command.request_id,
+            broker_service_url=answer.broker_url,
+            broker_service_url_tls=answer.broker_url_tls,
+            response=LookupType.CONNECT if connect else LookupType.REDIRECT,
+            authoritative=True if connect else answer.authoritative,
+        )
+    connection.send_command(response)
+
+
+def topics_hash(topics: list[str]) -> str:
+    """Pulsar's ``TopicList.calculateHash``: CRC32C of the sorted names joined by commas, as
+    Guava prints a 32-bit hash (its bytes little-endian, in hex)."""
+    value = crc32c(",".join(sorted(topics)).encode())
+    return value.to_bytes(4, "little").hex()
+
+
+def filter_topics(topics: list[str], pattern: str) -> list[str] | None:
+    """The topics whose name (without ``persistent://``) fully matches ``pattern`` (also
+    without a scheme), as Pulsar's ``TopicList.filterTopics``; None if the pattern is not a
+    valid regular expression."""
+    try:
+        compiled = re.compile(_SCHEME.sub("", pattern))
+    except re.error:
+        return None
+    return [t for t in topics if compiled.fullmatch(_SCHEME.sub("", t))]
+
+
+async def topics_of_namespace(connection: ServerConnection, command: GetTopicsOfNamespace) -> None:
+    server = connection.server
+    node = server.node
+    try:
+        namespace = NamespaceName.parse(command.namespace)
+        names: list[str] = []
+        if command.mode in (TopicsMode.PERSISTENT, TopicsMode.ALL):
+            names.extend(str(t) for t in await node.topic_index.topics_of(namespace))
+        if command.mode in (TopicsMode.NON_PERSISTENT, TopicsMode.ALL):
+            names.extend(await server.peers.non_persistent_topics(namespace))
+    except (InvalidNameError, NamespaceNotFoundError, MetadataError, ModelError, PeerError) as exc:
+        connection.send_command(
+            Error(request_id=command.request_id, error=ServerError.METADATA_ERROR, message=str(exc))
+        )
+        return
+    names = sorted(set(names))
+    filtered = False
+    if command.topics_pattern:
+        matched = filter_topics(names, command.topics_pattern)
+        if matched is not None:
+            names, filtered = matched, True
+    digest = topics_hash(names)
+    unchanged = command.topics_hash is not None and command.topics_hash == digest
+    connection.send_command(
+        GetTopicsOfNamespaceResponse(
+            request_id=command.request_id,
+            topics=() if unchanged else tuple(names),
+            filtered=filtered,
+            topics_hash=digest,
+            changed=not unchanged,
+        )
+    )
+
+
+async def create_producer(connection: ServerConnection, command: Producer) -> None:
+    topics = connection.topics
+    existing = connection.producers.get(command.producer_id)
+    if existing is not None:  # a retried request: Pulsar answers with the producer it has
+        if existing.topic.name_text == command.topic:
+            connection.send_command(
+                ProducerSuccess(request_id=command.request_id, producer_name=existing.name)
+            )
+        else:
+            _error(connection, command.request_id, ServerError.PRODUCER_BUSY, "producer id in use")
+        return
+    key = ("producer", command.producer_id)
+    if key in connection.pending:
+        _error(
+            connection,
+            command.request_id,
+            ServerError.SERVICE_NOT_READY,
+            "Producer is already being created on this connection",
+        )
+        return
+    if command.producer_access_mode not in (
+        ProducerAccessMode.SHARED,
+        ProducerAccessMode.EXCLUSIVE,
+    ):
+        _error(
+            connection,
+            command.request_id,
+            ServerError.NOT_ALLOWED_ERROR,
+            f"producer access mode {command.producer_access_mode} is not supported",
+        )
+        return
+    try:
+        name = TopicName.parse(command.topic)
+    except InvalidNameError as exc:
+        _error(connection, command.request_id, ServerError.INVALID_TOPIC_NAME, str(exc))
+        return
+    connection.pending.add(key)
+    try:
+        topic = await topics.open(name)
+    except TopicRefused as refused:
+        connection.pending.discard(key)
+        _error(connection, command.request_id, refused.error, refused.message)
+        return
+    # No await from here on: the bundle cannot leave between the check and the attach.
+    if key not in connection.pending or connection.closed:
+        topics.release(topic)  # the client closed it meanwhile
+        return
+    connection.pending.discard(key)
+    producer_name = command.producer_name or topics.new_producer_name()
+    other = topic.producers.get(producer_name)
+    if other is not None and other.link.closed:
+        topics.remove_producer(other)
+        other = None
+    refusal: str | None = None
+    if other is not None:
+        refusal = f"Producer with name '{producer_name}' is already connected to topic"
+    elif any(p.access_mode == ProducerAccessMode.EXCLUSIVE for p in topic.producers.values()):
+        refusal = "Topic has an exclusive producer connected"
+    elif command.producer_access_mode == ProducerAccessMode.EXCLUSIVE and topic.producers:
+        refusal = "Topic has other producers connected: exclusive access refused"
+    if refusal is not None:
+        topics.release(topic)
+        _error(connection, command.request_id, ServerError.PRODUCER_BUSY, refusal)
+        return
+    producer = ProducerHandle(
+        command.producer_id,
+        producer_name,
+        connection,
+        topic,
+        command.epoch,
+        command.producer_access_mode,
+    )
+    connection.producers[command.producer_id] = producer
+    connection.recently_closed_producers.discard(command.producer_id)
+    topics.add_producer(producer)
+    connection.send_command(
+        ProducerSuccess(request_id=command.request_id, producer_name=producer_name)
+    )
+
+
+async def subscribe(connection: ServerConnection, command: Subscribe) -> None:
+    topics = connection.topics
+    if command.consumer_id in connection.consumers:  # a retried request
+        connection.send_command(Success(request_id=command.request_id))
+        return
+    key = ("consumer", command.consumer_id)
+    if key in connection.pending:
+        _error(
+            connection,
+            command.request_id,
+            ServerError.SERVICE_NOT_READY,
+            "Consumer is already being created on this connection",
+        )
+        return
+    try:
+        sub_type = SubType(command.sub_type)
+        name = TopicName.parse(command.topic)
+    except ValueError as exc:  # InvalidNameError is one
+        error = (
+            ServerError.INVALID_TOPIC_NAME
+            if isinstance(exc, InvalidNameError)
+            else ServerError.NOT_ALLOWED_ERROR
+        )
+        _error(connection, command.request_id, error, str(exc))
+        return
+    meta = command.key_shared_meta
+    mode = meta.key_shared_mode if meta is not None else KeySharedMode.AUTO_SPLIT
+    ranges = tuple((r.start, r.end) for r in meta.hash_ranges) if meta is not None else ()
+    connection.pending.add(key)
+    try:
+        topic = await topics.open(name)
+    except TopicRefused as refused:
+        connection.pending.discard(key)
+        _error(connection, command.request_id, refused.error, refused.message)
+        return
+    # No await from here on (see create_producer).
+    if key not in connection.pending or connection.closed:
+        topics.release(topic)
+        return
+    connection.pending.discard(key)
+    consumer = Consumer(
+        command.consumer_id,
+        command.consumer_name or f"consumer-{command.consumer_id}",
+        connection,
+        topic.name_text,
+        command.subscription,
+        command.priority_level or 0,
+        ranges,
+        connection.clock.wall_ms(),
+    )
+    subscription = topic.subscription(command.subscription, sub_type, mode)
+    try:
+        subscription.check(sub_type, mode, consumer)
+    except SubscribeRefused as refused:
+        if not subscription.consumers:
+            topic.drop_subscription(subscription.name)
+        topics.release(topic)
+        _error(connection, command.request_id, refused.error, refused.message)
+        return
+    connection.consumers[command.consumer_id] = (consumer, topic)
+    connection.recently_closed_consumers.discard(command.consumer_id)
+    topics.add_consumer(topic, subscription, consumer)
+    connection.send_command(Success(request_id=command.request_id))
+
+
+def _error(connection: ServerConnection, request_id: int, error: ServerError, message: str) -> None:
+    connection.send_command(Error(request_id=request_id, error=error, message=message))

@@ -1,0 +1,181 @@
+"""``ballast perf produce|consume``: load generation and measurement with the official Pulsar
+client, like ``pulsar-perf`` (a live rate and latency display, a summary with percentiles)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Awaitable, Callable
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.live import Live
+
+from ballast.cli.common import fail, print_json
+from ballast.clock import Clock, SystemClock
+from ballast.perf.display import LiveView, interval_line, summary_text
+from ballast.perf.run import (
+    ConsumeOptions,
+    IntervalListener,
+    ProduceOptions,
+    SubscriptionKind,
+    consume,
+    produce,
+    topic_names,
+)
+from ballast.perf.stats import Interval, Summary
+
+perf_app = typer.Typer(
+    help="Drive a cluster with real clients (the official pulsar-client) and measure it.",
+    no_args_is_help=True,
+)
+
+Url = Annotated[
+    str,
+    typer.Option("--url", "-u", help="Service URL: pulsar://host:port or http://host:port."),
+]
+Topics = Annotated[
+    list[str],
+    typer.Argument(help="Topics (a bare name means non-persistent://public/default/NAME)."),
+]
+TopicCount = Annotated[
+    int, typer.Option("--topics", "-t", help="Use NAME-0 .. NAME-(N-1) for each topic.")
+]
+Duration = Annotated[
+    float | None, typer.Option("--duration", "-d", help="Stop after this many seconds.")
+]
+Messages = Annotated[
+    int | None, typer.Option("--messages", "-m", help="Stop after this many messages in all.")
+]
+Json = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
+
+
+Runner = Callable[[Clock, asyncio.Event, IntervalListener], Awaitable[Summary]]
+
+
+def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
+    console = Console(stderr=as_json)
+    view = LiveView(f"ballast perf {verb}", latency_name)
+
+    async def main() -> Summary:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        clock = SystemClock()
+        if console.is_terminal and not as_json:
+            with Live(view.render(), console=console, refresh_per_second=4) as live:
+
+                def show(interval: Interval, outstanding: int) -> None:
+                    view.add(interval, outstanding)
+                    live.update(view.render())
+
+                return await start(clock, stop, show)
+
+        def log(interval: Interval, outstanding: int) -> None:
+            if interval.seconds > 0:
+                console.print(interval_line(verb.capitalize(), interval, outstanding))
+
+        return await start(clock, stop, log)
+
+    try:
+        summary = asyncio.run(main())
+    except Exception as exc:  # the client's errors (ConnectError, Timeout, NotAllowed ...)
+        fail(f"{type(exc).__name__}: {exc}", code=1)
+    if as_json:
+        print_json(summary.to_json())
+    else:
+        console.print(summary_text(verb.capitalize() + "d", summary, latency_name))
+    if summary.errors:
+        raise typer.Exit(1)
+
+
+@perf_app.command("produce")
+def produce_command(
+    topics: Topics,
+    url: Url = "pulsar://127.0.0.1:6650",
+    rate: Annotated[
+        float, typer.Option("--rate", "-r", help="Messages/s in all; 0: as fast as possible.")
+    ] = 100.0,
+    size: Annotated[int, typer.Option("--size", "-s", help="Message size in bytes.")] = 1024,
+    topic_count: TopicCount = 1,
+    producers: Annotated[int, typer.Option("--producers", "-n", help="Producers per topic.")] = 1,
+    duration: Duration = None,
+    messages: Messages = None,
+    batching: Annotated[
+        bool, typer.Option("--batching/--no-batching", help="Batch messages in the client.")
+    ] = False,
+    batch_delay_ms: Annotated[
+        int, typer.Option("--batch-delay-ms", help="Longest a batch waits to fill.")
+    ] = 1,
+    max_pending: Annotated[
+        int, typer.Option("--max-pending", help="Messages awaiting receipts, per producer.")
+    ] = 1000,
+    keys: Annotated[
+        int, typer.Option("--keys", help="Give messages one of this many keys (0: none).")
+    ] = 0,
+    as_json: Json = False,
+) -> None:
+    """Publish messages at a rate and report publish latency (send to receipt)."""
+    if rate < 0 or size < 0 or producers < 1 or topic_count < 1 or max_pending < 1 or keys < 0:
+        fail("--rate, --size and --keys must be >= 0; --producers, --topics, --max-pending >= 1")
+    options = ProduceOptions(
+        url=url,
+        topics=topic_names(topics, topic_count),
+        rate=rate,
+        size=size,
+        producers=producers,
+        duration_s=duration,
+        messages=messages,
+        batching=batching,
+        batch_delay_ms=batch_delay_ms,
+        max_pending=max_pending,
+        keys=keys,
+    )
+    _run(
+        "produce",
+        "publish",
+        lambda clock, stop, show: produce(options, clock, stop, show),
+        as_json,
+    )
+
+
+@perf_app.command("consume")
+def consume_command(
+    topics: Topics,
+    url: Url = "pulsar://127.0.0.1:6650",
+    subscription: Annotated[
+        str, typer.Option("--subscription", "-S", help="Subscription name.")
+    ] = "sub",
+    kind: Annotated[
+        SubscriptionKind, typer.Option("--type", help="Subscription type.")
+    ] = SubscriptionKind.EXCLUSIVE,
+    topic_count: TopicCount = 1,
+    consumers: Annotated[int, typer.Option("--consumers", "-n", help="Consumers per topic.")] = 1,
+    duration: Duration = None,
+    messages: Messages = None,
+    receiver_queue: Annotated[
+        int, typer.Option("--receiver-queue", help="Each consumer's receiver queue size.")
+    ] = 1000,
+    as_json: Json = False,
+) -> None:
+    """Receive messages and report end-to-end latency (publish time to arrival)."""
+    if consumers < 1 or topic_count < 1 or receiver_queue < 1:
+        fail("--consumers, --topics and --receiver-queue must be >= 1")
+    options = ConsumeOptions(
+        url=url,
+        topics=topic_names(topics, topic_count),
+        subscription=subscription,
+        kind=kind,
+        consumers=consumers,
+        duration_s=duration,
+        messages=messages,
+        receiver_queue=receiver_queue,
+    )
+    _run(
+        "consume",
+        "end-to-end",
+        lambda clock, stop, show: consume(options, clock, stop, show),
+        as_json,
+    )

@@ -1,0 +1,1 @@
+"""``ballast perf``: load generation and measurement with the official Pulsar client."""

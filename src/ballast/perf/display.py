@@ -1,0 +1,83 @@
+"""How ``ballast perf`` shows its figures: on a terminal a live table of the latest intervals
+(rate, throughput, latency percentiles) under a running total; otherwise one line per interval,
+as ``pulsar-perf`` logs; and a summary at the end."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from rich.console import Group
+from rich.panel import Panel
+from rich.table import Table
+
+from ballast.perf.stats import Interval, Summary
+
+ROWS = 12
+
+
+class LiveView:
+    """The latest intervals of one run, rendered as a table."""
+
+    def __init__(self, title: str, latency_name: str) -> None:
+        self.title = title
+        self.latency_name = latency_name
+        self.rows: deque[tuple[float, Interval, int]] = deque(maxlen=ROWS)
+        self.elapsed_s = 0.0
+        self.messages = 0
+        self.errors = 0
+
+    def add(self, interval: Interval, outstanding: int) -> None:
+        self.elapsed_s += interval.seconds
+        self.messages += interval.messages
+        self.errors += interval.errors
+        self.rows.append((self.elapsed_s, interval, outstanding))
+
+    def render(self) -> Group:
+        table = Table(expand=True)
+        for heading in ("t (s)", "msg/s", "MiB/s", "pending", "errors", "p50 ms", "p95 ms"):
+            table.add_column(heading, justify="right")
+        table.add_column("p99 ms", justify="right")
+        table.add_column("max ms", justify="right")
+        for at, interval, outstanding in self.rows:
+            latency = interval.latency
+            table.add_row(
+                f"{at:.0f}",
+                f"{interval.rate:,.0f}",
+                f"{interval.throughput_mib:.2f}",
+                f"{outstanding:,}",
+                f"{interval.errors:,}",
+                f"{latency.p50_ms:.2f}",
+                f"{latency.p95_ms:.2f}",
+                f"{latency.p99_ms:.2f}",
+                f"{latency.max_ms:.2f}",
+            )
+        title = (
+            f"{self.title} — {self.messages:,} messages in {self.elapsed_s:.0f} s"
+            f"{f', {self.errors:,} errors' if self.errors else ''} ({self.latency_name} latency)"
+        )
+        return Group(Panel(table, title=title))
+
+
+def interval_line(verb: str, interval: Interval, outstanding: int) -> str:
+    """One interval as a log line (pulsar-perf's format, roughly)."""
+    latency = interval.latency
+    return (
+        f"{verb}: {interval.rate:,.1f} msg/s --- {interval.throughput_mib:.3f} MiB/s --- "
+        f"pending {outstanding:,} --- failed {interval.errors:,} --- latency ms: "
+        f"mean {latency.mean_ms:.3f} med {latency.p50_ms:.3f} 95pct {latency.p95_ms:.3f} "
+        f"99pct {latency.p99_ms:.3f} 99.9pct {latency.p999_ms:.3f} max {latency.max_ms:.3f}"
+    )
+
+
+def summary_text(verb: str, summary: Summary, latency_name: str) -> str:
+    latency = summary.latency
+    return "\n".join(
+        [
+            f"{verb} {summary.messages:,} messages in {summary.seconds:.1f} s "
+            f"({summary.errors:,} failed): {summary.rate:,.1f} msg/s, "
+            f"{summary.throughput_mib:.3f} MiB/s",
+            f"{latency_name} latency ms: mean {latency.mean_ms:.3f}  p50 {latency.p50_ms:.3f}  "
+            f"p95 {latency.p95_ms:.3f}  p99 {latency.p99_ms:.3f}  p99.9 {latency.p999_ms:.3f}  "
+            f"max {latency.max_ms:.3f}",
+        ]
+    )

@@ -1,0 +1,171 @@
+"""End to end with the official client (``pulsar-client``): three brokers, each with the HTTP
+API and the binary listener; clients given one broker's ``pulsar://`` URL and another's
+``http://`` URL look topics up, produce and consume on non-persistent topics in every bundle.
+
+Here no bundle moves and every consumer is connected before the first message is sent, so
+Pulsar's non-persistent semantics promise delivery to each subscription exactly once: the test
+demands it of every subscription type, batched and single messages, a regex subscription, and
+checks that the measured traffic becomes the bundle stats of the load reports."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import pulsar
+import pytest
+
+from ballast.broker.cluster import LocalCluster
+from ballast.clock import Clock
+from ballast.model.naming import TopicName
+from tests.support.official_client import (
+    Inbox,
+    Sent,
+    close_all,
+    http_url,
+    missing_and_duplicates,
+    new_client,
+    pulsar_url,
+    start_cluster,
+    topics_per_bundle,
+)
+from tests.support.waiting import eventually
+
+pytestmark = [pytest.mark.real_time, pytest.mark.integration]
+
+NAMESPACE = "t/e2e"
+BUNDLES = 8
+MESSAGES = 200
+SUBSCRIPTIONS = {
+    "excl": pulsar.ConsumerType.Exclusive,
+    "shared": pulsar.ConsumerType.Shared,
+    "fail": pulsar.ConsumerType.Failover,
+    "keys": pulsar.ConsumerType.KeyShared,
+}
+
+
+async def owner_of(cluster: LocalCluster, topic: TopicName) -> str:
+    answer = await cluster.lookup(topic)
+    assert answer.broker_id is not None, answer
+    return answer.broker_id
+
+
+async def test_clients_produce_and_consume_exactly_once_in_every_bundle(clock: Clock) -> None:
+    cluster = await start_cluster(clock, NAMESPACE, BUNDLES)
+    nodes = list(cluster.nodes.values())
+    topics = topics_per_bundle(NAMESPACE, BUNDLES)
+    closeables: list[Any] = []
+    try:
+        # One client through a broker's binary port, one through another's HTTP lookup.
+        binary = await new_client(pulsar_url(nodes[0]))
+        http = await new_client(http_url(nodes[1]))
+        closeables[:0] = [binary, http]
+        inboxes: dict[tuple[TopicName, str], Inbox] = {}
+        consumers: list[Any] = []
+        for topic in topics:
+            for sub, kind in SUBSCRIPTIONS.items():
+                inbox = inboxes[(topic, sub)] = Inbox()
+                members = 1 if kind == pulsar.ConsumerType.Exclusive else 2
+                for i in range(members):
+                    client = (binary, http)[i % 2]
+                    consumers.append(
+                        await asyncio.to_thread(
+                            client.subscribe,
+                            str(topic),
+                            sub,
+                            consumer_type=kind,
+                            consumer_name=f"{sub}-{i}",
+                            message_listener=inbox.listener,
+                        )
+                    )
+        closeables[:0] = consumers
+        # Pattern subscriptions list the namespace's topics: over the binary protocol
+        # (GET_TOPICS_OF_NAMESPACE) and over HTTP; non-persistent topics come from the brokers.
+        regex_inboxes = [Inbox(), Inbox()]
+        for n, (client, inbox) in enumerate(zip((binary, http), regex_inboxes, strict=True)):
+            regex = await asyncio.to_thread(
+                client.subscribe,
+                re.compile(f"{NAMESPACE}/topic-.*"),
+                f"regex-{n}",
+                message_listener=inbox.listener,
+                regex_subscription_mode=pulsar.RegexSubscriptionMode.NonPersistentOnly,
+            )
+            closeables.insert(0, regex)
+        sent: dict[TopicName, Sent] = {}
+        producers = []
+        for n, topic in enumerate(topics):
+            batched = n % 2 == 1  # half the topics get batches of several messages
+            producer = await asyncio.to_thread(
+                (binary, http)[n % 2].create_producer,
+                str(topic),
+                batching_enabled=batched,
+                batching_max_publish_delay_ms=5,
+                batching_type=pulsar.BatchingType.KeyBased,
+            )
+            producers.append(producer)
+            record = sent[topic] = Sent()
+            for i in range(MESSAGES):
+                payload = f"{topic.local_name}:{i}".encode()
+                record.payloads.append(payload)
+                producer.send_async(payload, record.callback, partition_key=f"k{i % 7}")
+        closeables[:0] = producers
+        for producer in producers:
+            await asyncio.to_thread(producer.flush)
+        await eventually(
+            lambda: all(len(s.results) == MESSAGES for s in sent.values()),
+            clock,
+            what="every send acknowledged",
+        )
+        assert [s.failures() for s in sent.values()] == [[]] * len(topics)
+
+        def complete() -> bool:
+            return all(len(inbox.received) >= MESSAGES for inbox in inboxes.values()) and all(
+                len(inbox.received) >= MESSAGES * len(topics) for inbox in regex_inboxes
+            )
+
+        await eventually(complete, clock, timeout_s=20, what="every subscription fed")
+        for (topic, sub), inbox in inboxes.items():
+            missing, extra = missing_and_duplicates(sent[topic].payloads, inbox.count())
+            assert (missing, extra) == ([], []), f"{topic} {sub}"
+        everything = [p for s in sent.values() for p in s.payloads]
+        for inbox in regex_inboxes:
+            assert missing_and_duplicates(everything, inbox.count()) == ([], [])
+
+        for topic in topics:
+            # Failover: only the active consumer gets messages; Shared: both take a part;
+            # Key_Shared (single messages or key-based batches): each key on one consumer.
+            by = inboxes[(topic, "fail")].by_consumer()
+            assert len(by) == 1, f"{topic}: failover delivered to {sorted(by)}"
+            keys = inboxes[(topic, "keys")].by_consumer()
+            owners = [{key for _, key in got} for got in keys.values()]
+            assert sum(len(k) for k in owners) == len(set().union(*owners)) == 7, topic
+        shared_split = [len(inboxes[(t, "shared")].by_consumer()) for t in topics]
+        assert max(shared_split) == 2, shared_split
+
+        # The brokers measured that traffic: it is the bundle stats of their load reports.
+        for topic in topics:
+            owner = cluster.nodes[await owner_of(cluster, topic)]
+            bundle = str(await owner.lookups.bundle_of(topic))
+            meter = owner.traffic.topic_stats(topic)
+            assert (meter.producers, meter.consumers) == (1, 7 + 2), topic
+            stats = owner.bundle_stats()[bundle]
+            assert (stats.producer_count, stats.consumer_count, stats.topics) == (1, 9, 1)
+            server = cluster.binary[owner.broker_id]
+            counted = server.topics.topics[topic].meter
+            assert counted.msgs_in == MESSAGES and counted.msgs_out == MESSAGES * 6
+        # Unsubscribing the exclusive consumer ends its subscription on the owner; a shared
+        # subscription with another consumer left cannot be unsubscribed by one of them.
+        owner = cluster.nodes[await owner_of(cluster, topics[0])]
+        served = cluster.binary[owner.broker_id].topics.topics[topics[0]]
+        await asyncio.to_thread(consumers[0].unsubscribe)  # topic 0, "excl"
+        assert "excl" not in served.subscriptions
+        with pytest.raises(Exception, match="ConsumerBusy"):
+            await asyncio.to_thread(consumers[1].unsubscribe)  # topic 0, "shared", first
+        assert len(served.subscriptions["shared"].consumers) == 2
+        assert {n.broker_id for n in nodes} == {await owner_of(cluster, t) for t in topics}, (
+            "the topics should spread over all brokers"
+        )
+    finally:
+        await close_all(closeables)
+        await cluster.close()

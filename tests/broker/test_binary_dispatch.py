@@ -1,0 +1,221 @@
+"""Dispatch of non-persistent messages to the consumers of a subscription (exclusive,
+failover, shared, Key_Shared), Pulsar's key hash, and measured topic rates."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from ballast.broker.binary.keys import (
+    ConsistentHashSelector,
+    RangeConflictError,
+    StickyRangeSelector,
+    key_hash,
+    murmur3_32,
+)
+from ballast.broker.binary.subscriptions import Consumer, SubscribeRefused, Subscription
+from ballast.broker.traffic import TopicMeter
+from ballast.protocol.commands import ActiveConsumerChange, Command, ServerError, SubType
+from ballast.protocol.fast import message_header
+from ballast.protocol.messages import KeySharedMode
+
+
+class FakeLink:
+    def __init__(self, version: int = 20, unsent: int = 0) -> None:
+        self.protocol_version = version
+        self.closed = False
+        self.frames: list[bytes] = []
+        self.commands: list[Command] = []
+        self.unsent = unsent
+
+    def send(self, data: bytes) -> None:
+        self.frames.append(data)
+
+    def send_parts(self, header: bytes, body: bytes) -> None:
+        self.frames.append(header + body)
+
+    def send_command(self, command: Command) -> None:
+        self.commands.append(command)
+
+    def unsent_bytes(self) -> int:
+        return self.unsent
+
+    def producer_closed_by_broker(self, producer_id: int, assigned_url: str | None) -> None:
+        raise AssertionError("not used")
+
+    def consumer_closed_by_broker(self, consumer_id: int, assigned_url: str | None) -> None:
+        raise AssertionError("not used")
+
+
+def consumer(
+    name: str,
+    *,
+    permits: int = 100,
+    priority: int = 0,
+    ranges: tuple[tuple[int, int], ...] = (),
+    link: FakeLink | None = None,
+) -> Consumer:
+    made = Consumer(
+        len(name), name, link or FakeLink(), "non-persistent://t/n/x", "s", priority, ranges, 0
+    )
+    made.permits = permits
+    return made
+
+
+def no_key() -> int:
+    raise AssertionError("only Key_Shared asks for a key")
+
+
+SECTION = b"\x00\x00\x00\x00payload"
+
+
+def test_murmur3_known_values() -> None:
+    assert murmur3_32(b"") == 0
+    assert murmur3_32(b"", 1) == 0x514E28B7
+    assert murmur3_32(b"hello") == 0x248BFA47
+    assert murmur3_32(b"The quick brown fox jumps over the lazy dog") == 0x2E4FF723
+    assert murmur3_32(b"aaaa", 0x9747B28C) == 0x5A97808A
+    assert key_hash(None) == key_hash(b"NONE_KEY") < 2**31
+
+
+def test_exclusive_takes_one_consumer_and_writes_message_frames() -> None:
+    subscription = Subscription("t", "s", SubType.EXCLUSIVE, 0)
+    first = consumer("a")
+    subscription.check(SubType.EXCLUSIVE, 0, first)
+    subscription.add(first)
+    with pytest.raises(SubscribeRefused) as refused:
+        subscription.check(SubType.EXCLUSIVE, 0, consumer("b"))
+    assert refused.value.error is ServerError.CONSUMER_BUSY
+    with pytest.raises(SubscribeRefused, match="different type"):
+        subscription.check(SubType.SHARED, 0, consumer("c"))
+    assert subscription.dispatch(SECTION, 3, no_key) is first
+    assert first.permits == 97 and first.msgs_out == 3
+    link = first.link
+    assert isinstance(link, FakeLink)
+    assert link.frames == [message_header(first.consumer_id, len(SECTION)) + SECTION]
+
+
+def test_messages_without_permits_or_room_are_dropped() -> None:
+    subscription = Subscription("t", "s", SubType.EXCLUSIVE, 0)
+    only = consumer("a", permits=1)
+    subscription.add(only)
+    assert subscription.dispatch(SECTION, 1, no_key) is only
+    assert subscription.dispatch(SECTION, 1, no_key) is None  # no permits left
+    only.permits = 10
+    only.link = FakeLink(unsent=64 * 1024 * 1024)  # connection backed up
+    assert subscription.dispatch(SECTION, 1, no_key) is None
+    assert subscription.dropped == 2
+
+
+def test_clients_before_v6_get_the_section_without_checksum() -> None:
+    link = FakeLink(version=5)
+    old = consumer("a", link=link)
+    subscription = Subscription("t", "s", SubType.EXCLUSIVE, 0)
+    subscription.add(old)
+    section = b"\x0e\x01\x01\x02\x03\x04" + SECTION
+    subscription.dispatch(section, 1, no_key)
+    assert link.frames[0].endswith(SECTION) and b"\x0e\x01\x01\x02" not in link.frames[0]
+
+
+def test_failover_activates_by_priority_then_name_and_tells_everyone() -> None:
+    subscription = Subscription("t", "s", SubType.FAILOVER, 0)
+    b, a, low = consumer("b"), consumer("a"), consumer("z", priority=-1)
+    for member in (b, a):
+        subscription.add(member)
+    assert subscription.dispatch(SECTION, 1, no_key) is a
+
+    def last(member: Consumer) -> bool:
+        link = member.link
+        assert isinstance(link, FakeLink)
+        command = link.commands[-1]
+        assert isinstance(command, ActiveConsumerChange)
+        assert command.consumer_id == member.consumer_id
+        return command.is_active
+
+    assert last(a) is True and last(b) is False
+    subscription.add(low)  # higher priority (lower level) takes over
+    assert subscription.dispatch(SECTION, 1, no_key) is low
+    assert (last(low), last(a), last(b)) == (True, False, False)
+    subscription.remove(low)
+    assert subscription.dispatch(SECTION, 1, no_key) is a and last(a) is True
+
+
+def test_shared_round_robins_over_consumers_with_permits_by_priority() -> None:
+    subscription = Subscription("t", "s", SubType.SHARED, 0)
+    x, y, spare = consumer("x"), consumer("y"), consumer("spare", priority=1)
+    for member in (x, y, spare):
+        subscription.add(member)
+    got = Counter(subscription.dispatch(SECTION, 1, no_key) for _ in range(10))
+    assert got == {x: 5, y: 5}  # the lower priority waits while others have permits
+    x.permits = y.permits = 0
+    assert subscription.dispatch(SECTION, 1, no_key) is spare
+
+
+def test_key_shared_auto_split_keeps_a_key_on_one_consumer() -> None:
+    subscription = Subscription("t", "s", SubType.KEY_SHARED, KeySharedMode.AUTO_SPLIT)
+    members = [consumer(f"c{i}") for i in range(3)]
+    for member in members:
+        subscription.add(member)
+    owner: dict[bytes, Consumer] = {}
+    for round_ in range(3):
+        for i in range(60):
+            key = f"key-{i}".encode()
+            chosen = subscription.dispatch(SECTION, 1, lambda k=key: key_hash(k))
+            assert chosen is not None
+            assert owner.setdefault(key, chosen) is chosen, f"key {key!r} moved in round {round_}"
+    assert len(set(owner.values())) == 3  # and the keys spread
+
+
+def test_key_shared_sticky_ranges() -> None:
+    subscription = Subscription("t", "s", SubType.KEY_SHARED, KeySharedMode.STICKY)
+    low, high = consumer("low", ranges=((0, 32767),)), consumer("high", ranges=((32768, 65535),))
+    for member in (low, high):
+        subscription.check(SubType.KEY_SHARED, KeySharedMode.STICKY, member)
+        subscription.add(member)
+    with pytest.raises(SubscribeRefused) as refused:
+        subscription.check(
+            SubType.KEY_SHARED, KeySharedMode.STICKY, consumer("x", ranges=((100, 200),))
+        )
+    assert refused.value.error is ServerError.CONSUMER_ASSIGN_ERROR
+    with pytest.raises(SubscribeRefused, match="Key_Shared mode"):
+        subscription.check(SubType.KEY_SHARED, KeySharedMode.AUTO_SPLIT, consumer("y"))
+    assert subscription.dispatch(SECTION, 1, lambda: 65536 + 5) is low  # slot 5
+    assert subscription.dispatch(SECTION, 1, lambda: 40000) is high
+
+
+def test_sticky_selector_validates_ranges() -> None:
+    selector: StickyRangeSelector[str] = StickyRangeSelector()
+    with pytest.raises(RangeConflictError):
+        selector.check("a", [(5, 70000)])
+    with pytest.raises(RangeConflictError):
+        selector.check("a", [(0, 10), (10, 20)])
+    with pytest.raises(RangeConflictError):
+        selector.check("a", [])
+    selector.add("a", [(0, 9), (20, 29)], "a")
+    assert [selector.select(h) for h in (0, 9, 10, 25, 30)] == ["a", "a", None, "a", None]
+    selector.remove("a")
+    assert selector.select(0) is None
+
+
+def test_consistent_hash_moves_few_keys_when_a_consumer_joins() -> None:
+    before = ConsistentHashSelector([(f"c{i}", f"c{i}") for i in range(4)])
+    after = ConsistentHashSelector([(f"c{i}", f"c{i}") for i in range(5)])
+    hashes = [key_hash(f"k{i}".encode()) for i in range(2000)]
+    moved = sum(before.select(h) != after.select(h) for h in hashes)
+    assert 0 < moved < 2000 * 0.35  # about a fifth move, not everything
+    assert all(after.select(h) == "c4" for h in hashes if before.select(h) != after.select(h))
+
+
+def test_topic_meter_rates_over_windows() -> None:
+    meter = TopicMeter(now=100.0, window_s=10.0)
+    meter.msgs_in, meter.bytes_in, meter.msgs_out, meter.bytes_out = 500, 50_000, 1000, 100_000
+    meter.producers, meter.consumers = 2, 3
+    assert meter.stats(105.0).msg_rate_in == 0.0  # the first window is not over
+    stats = meter.stats(110.0)
+    assert (stats.msg_rate_in, stats.msg_throughput_in) == (50.0, 5000.0)
+    assert (stats.msg_rate_out, stats.msg_throughput_out) == (100.0, 10_000.0)
+    assert (stats.producers, stats.consumers) == (2, 3)
+    meter.msgs_in += 200
+    assert meter.stats(115.0).msg_rate_in == 50.0  # held until the next window ends
+    assert meter.stats(120.0).msg_rate_in == 20.0
