@@ -226,22 +226,33 @@ class BrokerRegistry:
                 continue  # re-read on CONNECTED
 
     async def _refresh(self, *, notify: bool) -> MembershipChange:
+        # Read everything first, then apply and notify in one step: what ``brokers()`` shows and
+        # what listeners have been told never differ across an await.
         changed_data, self._changed_data = self._changed_data, set()
+        names: set[str] | None = None
+        if self._children_dirty:
+            self._children_dirty = False
+            names = set(await self.store.children(paths.BROKERS))
+            to_read = sorted(names | changed_data)
+        else:
+            to_read = sorted(changed_data)
+        records = {broker_id: await self.store.get(paths.broker(broker_id)) for broker_id in to_read}
+        staying = set(self._brokers) if names is None else set(self._brokers) & names
+        watches: dict[str, WatchHandle] = {}
+        for broker_id, record in records.items():
+            if record is not None and broker_id not in staying:
+                watches[broker_id] = await self.store.watch(
+                    paths.broker(broker_id), self._on_data(broker_id)
+                )
         joined: list[str] = []
         left: list[str] = []
         bounced: list[str] = []
         updated: list[str] = []
-        if self._children_dirty:
-            self._children_dirty = False
-            names = set(await self.store.children(paths.BROKERS))
+        if names is not None:
             for broker_id in sorted(set(self._brokers) - names):
                 self._forget(broker_id)
                 left.append(broker_id)
-            to_read = sorted(names | changed_data)
-        else:
-            to_read = sorted(changed_data)
-        for broker_id in to_read:
-            record = await self.store.get(paths.broker(broker_id))
+        for broker_id, record in records.items():
             known = self._brokers.get(broker_id)
             if record is None:
                 if known is not None:
@@ -251,10 +262,9 @@ class BrokerRegistry:
             entry = _entry(broker_id, record)
             self.departed.pop(broker_id, None)
             if known is None:
-                self._brokers[broker_id] = _Tracked(entry)
-                self._brokers[broker_id].watch = await self.store.watch(
-                    paths.broker(broker_id), self._on_data(broker_id)
-                )
+                tracked = _Tracked(entry)
+                tracked.watch = watches.pop(broker_id, None)
+                self._brokers[broker_id] = tracked
                 joined.append(broker_id)
             elif known.entry.session != entry.session:
                 known.entry = entry
@@ -262,6 +272,8 @@ class BrokerRegistry:
             elif known.entry.version != entry.version:
                 known.entry = entry
                 updated.append(broker_id)
+        for unused in watches.values():
+            unused.cancel()
         change = MembershipChange(tuple(joined), tuple(left), tuple(bounced), tuple(updated))
         if notify and (change.membership_changed or change.updated):
             for listener in list(self._listeners):
