@@ -17,7 +17,6 @@ from ballast.cli.common import fail
 from ballast.model.config import ConfigError
 from ballast.sim.invariants import InvariantViolation
 from ballast.sim.output import FORMATS, write_json, write_run
-from ballast.sim.plots import plot_comparison
 from ballast.sim.runner import RunOptions, RunResult, SimulationError, simulate
 from ballast.sim.scenario import Scenario, load_scenario
 from ballast.sim.schema import ScenarioError
@@ -177,6 +176,8 @@ def simulate_command(
         if len(results) > 1:
             write_json(summaries, out / "comparison.json")
             if plots:
+                from ballast.sim.plots import plot_comparison  # matplotlib only when drawing
+
                 plot_comparison(results, summaries, out / "comparison.png")
     if as_json:
         typer.echo(json.dumps(summaries if compare is not None else summaries[0], indent=2))

@@ -236,7 +236,9 @@ class BrokerRegistry:
             to_read = sorted(names | changed_data)
         else:
             to_read = sorted(changed_data)
-        records = {broker_id: await self.store.get(paths.broker(broker_id)) for broker_id in to_read}
+        records = {
+            broker_id: await self.store.get(paths.broker(broker_id)) for broker_id in to_read
+        }
         staying = set(self._brokers) if names is None else set(self._brokers) & names
         watches: dict[str, WatchHandle] = {}
         for broker_id, record in records.items():

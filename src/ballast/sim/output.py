@@ -26,7 +26,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ballast.sim.metrics import Decision
-from ballast.sim.plots import plot_run
 from ballast.sim.runner import BrokerRecord, RunResult, StepRecord
 
 FORMATS = ("parquet", "csv")
@@ -92,5 +91,7 @@ def write_run(
         write_table(decision_columns(result), directory / "decisions", fmt),
     ]
     if plots:
+        from ballast.sim.plots import plot_run  # matplotlib loads only when charts are drawn
+
         written.append(plot_run(result, directory / "loads.png"))
     return written
