@@ -93,6 +93,7 @@ class BrokerNode:
         self.traffic = traffic
         self._rng = rng
         self._split_config = SplitConfig.from_settings(settings)
+        self._release_timeout_s = settings.get_int("namespaceBundleUnloadingTimeoutMs") / 1000
         self.registration = BrokerRegistration(store, self.broker_id, clock)
         self.registry = BrokerRegistry(store)
         self.ownership = BundleOwnership(store, self.broker_id, identity.ownership_template())
@@ -187,6 +188,7 @@ class BrokerNode:
 
     async def _drain(self, deadline: float) -> None:
         while self.clock.monotonic() < deadline:
+            await self._settle_releases()
             if not self._movable_bundles():
                 break
             leader = await self.leader_id()
@@ -210,6 +212,35 @@ class BrokerNode:
 
     def _movable_bundles(self) -> list[BundleName]:
         return [b for b in self.ownership.owned() if b != self.heartbeat_bundle]
+
+    async def _settle_releases(self) -> None:
+        for bundle, state in list(self.ownership.owned().items()):
+            if state is OwnershipState.RELEASING:
+                await self.settle_release(bundle)
+
+    async def settle_release(self, bundle: BundleName) -> None:
+        """End a transfer this broker is the source of when the leader's last command will
+        not come (the leader stopped or lost its leadership mid-move): if the destination
+        took the record over, forget the claim; if nobody did, release the bundle (the next
+        lookup places it). Nothing happens to a bundle that is not releasing."""
+        if self.ownership.state_of(bundle) is not OwnershipState.RELEASING:
+            return
+        try:
+            current = await read_owner(self.store, bundle)
+            if current is None or current.session != self.store.session_id:
+                await self.ownership.forget(bundle)
+            else:
+                log.info("%s releases %s: its transfer was never completed", self.broker_id, bundle)
+                await self.unload(bundle)
+        except (OwnershipError, MetadataError) as exc:
+            log.warning("settling the release of %s failed: %s", bundle, exc)
+
+    def _settle_later(self, bundle: BundleName) -> None:
+        def fire() -> None:
+            if not self.closed and self.ownership.state_of(bundle) is OwnershipState.RELEASING:
+                spawn(f"settle-{self.broker_id}-{bundle}", self.settle_release(bundle))
+
+        self.clock.call_later(self._release_timeout_s, fire)
 
     # -- leadership -------------------------------------------------------------------------
 
@@ -330,6 +361,8 @@ class BrokerNode:
             )
             self.served.remove_bundle(bundle)  # stop serving: clients look up again
             self.owners.invalidate(bundle)
+            # Should the leader never finish the move (it stopped mid-way), settle it here.
+            self._settle_later(bundle)
             return CommandReply(ok=True)
         if isinstance(command, TakeOverBundle):
             current = await read_owner(self.store, bundle)
