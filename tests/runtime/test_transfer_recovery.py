@@ -9,7 +9,7 @@ from ballast.broker.identity import BrokerIdentity
 from ballast.broker.lookup import AnswerKind
 from ballast.clock import Clock
 from ballast.controller.commands import TakeOverBundle, TransferBundle
-from ballast.controller.requests import CreateNamespace, CreateTenant
+from ballast.controller.requests import CreateNamespace, CreateTenant, UnloadRequest
 from ballast.coordination.ownership import OwnershipState, read_owner
 from ballast.model.config import load_settings
 from ballast.model.naming import TopicName
@@ -78,4 +78,31 @@ async def test_a_transfer_never_taken_over_is_released_and_placed_again(clock: C
     assert answer.kind is AnswerKind.CONNECT
     observer = await cluster.connect()
     await settle_and_check(cluster, observer, clock)
+    await cluster.close()
+
+
+async def test_a_stopping_leader_is_drained_as_soon_as_a_new_leader_is_up(clock: Clock) -> None:
+    cluster, _, _, _ = await start(clock)
+    for i in range(8):
+        topic = TopicName.parse(f"persistent://t/ns2/y{i}")
+        if i == 0:
+            assert (await cluster.request(CreateNamespace(namespace="t/ns2", bundles=8))).ok
+        await cluster.running()[0].topic_index.create(topic)
+        await cluster.lookup(topic)
+    leader = cluster.leader()
+    assert leader is not None
+    owned = [b for b in leader.ownership.owned() if b != leader.heartbeat_bundle]
+    if not owned:  # give the leader a bundle to drain
+        other = next(n for n in cluster.running() if n is not leader)
+        bundle = next(b for b in other.ownership.owned() if b != other.heartbeat_bundle)
+        assert (
+            await cluster.request(UnloadRequest(bundle=str(bundle), destination=leader.broker_id))
+        ).ok
+        owned = [bundle]
+    began = clock.monotonic()
+    await cluster.stop_broker(leader.broker_id)
+    assert clock.monotonic() - began < 3.0  # asked the new leader at once, not 5 s later
+    for bundle in owned:
+        owner = await read_owner(cluster.running()[0].store, bundle)
+        assert owner is not None and owner.broker_id != leader.broker_id
     await cluster.close()

@@ -63,6 +63,11 @@ from ballast.tasks import spawn
 
 log = logging.getLogger(__name__)
 
+# A stopping broker waits this long for its bundles to move after asking the leader to drain
+# it, and asks again this soon when there was no leader to ask.
+DRAIN_WAIT_S = 5.0
+DRAIN_RETRY_S = 0.5
+
 
 @dataclass(frozen=True, slots=True)
 class NodeStats:
@@ -191,17 +196,22 @@ class BrokerNode:
             await self._settle_releases()
             if not self._movable_bundles():
                 break
+            asked = False
             leader = await self.leader_id()
             if leader is not None and leader != self.broker_id:
                 try:
                     reply = await self.transport.call_leader(
                         leader, DrainBroker(broker=self.broker_id)
                     )
-                    if not reply.ok:
+                    asked = reply.ok
+                    if not reply.ok and reply.status != 503:
                         log.warning("drain of %s refused: %s", self.broker_id, reply.message)
                 except TransportError:
                     pass
-            await self._wait_for_empty(min(deadline, self.clock.monotonic() + 5.0))
+            # No leader to ask yet (this broker just resigned, or the leader is starting):
+            # ask again shortly rather than after the moves' usual wait.
+            wait_s = DRAIN_WAIT_S if asked else DRAIN_RETRY_S
+            await self._wait_for_empty(min(deadline, self.clock.monotonic() + wait_s))
         left = self._movable_bundles()
         if left:
             log.warning("%s leaves with %d bundles not moved", self.broker_id, len(left))
