@@ -1,11 +1,13 @@
 """Reading the cluster's stored state — how a new leader rebuilds its image after a failover,
 and how it refreshes parts of it: namespaces and their bundles and policies, isolation
-policies, failure domains, bundle data, and bundle owners."""
+policies, failure domains, bundle data, bundle owners, and the last leader's shedding
+memory."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
@@ -120,3 +122,29 @@ async def scan_owners(store: MetadataStore, namespace: NamespaceName) -> dict[st
 
 def is_heartbeat(namespace: NamespaceName) -> bool:
     return namespace.tenant == HEARTBEAT_TENANT and namespace.is_system_service
+
+
+class SheddingMemory(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What the leader's shedding remembers between cycles, kept in the store at
+    ``/loadbalance/shedding-state`` (Ballast's addition; Pulsar keeps it in memory only, so a
+    new leader forgets the grace period of every recent move): the strategy's name and state
+    (its JSON form), and the recently unloaded bundles and brokers (epoch ms)."""
+
+    strategy: str
+    state: Any = None
+    recently_unloaded_bundles: dict[str, int] = {}
+    recently_unloaded_brokers: dict[str, int] = {}
+
+    def to_json(self) -> bytes:
+        return msgspec.json.encode(self)
+
+
+async def load_shedding_memory(store: MetadataStore) -> SheddingMemory | None:
+    """The shedding memory a previous leader left, or None (none, or unreadable)."""
+    record = await store.get(paths.SHEDDING_STATE)
+    if record is None or not record.value:
+        return None
+    try:
+        return msgspec.json.decode(record.value, type=SheddingMemory)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
