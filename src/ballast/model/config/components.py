@@ -154,6 +154,7 @@ class TransferShedderConfig:
     weights: ResourceWeights
     excluded_namespaces: frozenset[str]
     failure_domains_enabled: bool  # the anti-affinity filter of the transferability check
+    report_interval_ms: int  # how often a broker folds its usage into its load averages
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TransferShedderConfig:
@@ -177,6 +178,7 @@ class TransferShedderConfig:
                 settings.get_list("loadBalancerSheddingExcludedNamespaces")
             ),
             failure_domains_enabled=settings.get_bool("failureDomainsEnabled"),
+            report_interval_ms=settings.get_int("loadBalancerReportUpdateMinIntervalMillis"),
         )
 
 
