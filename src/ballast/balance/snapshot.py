@@ -106,6 +106,8 @@ class BrokerIndex:
     preallocated_long_term_msg_rate: float
     """Long-term message rate (in + out) of the broker's preallocated bundles, summed in
     their order."""
+    preallocated_short_term: tuple[float, float, float, float]
+    """Short-term message rate in, out and throughput in, out of the preallocated bundles."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,9 +306,15 @@ def _broker_index(data: BrokerData) -> BrokerIndex:
         by_namespace.setdefault(bundle_namespace(bundle), set()).add(bundle)
     topics = 0
     rate = 0.0
+    rate_in = rate_out = tput_in = tput_out = 0.0
     for pre in data.preallocated_bundle_data.values():
         topics += pre.topics
         rate += pre.long_term_data.msg_rate_in + pre.long_term_data.msg_rate_out
+        short = pre.short_term_data
+        rate_in += short.msg_rate_in
+        rate_out += short.msg_rate_out
+        tput_in += short.msg_throughput_in
+        tput_out += short.msg_throughput_out
     return BrokerIndex(
         bundles=served,
         namespaces=MappingProxyType(
@@ -314,6 +322,7 @@ def _broker_index(data: BrokerData) -> BrokerIndex:
         ),
         preallocated_topics=topics,
         preallocated_long_term_msg_rate=rate,
+        preallocated_short_term=(rate_in, rate_out, tput_in, tput_out),
     )
 
 
