@@ -266,7 +266,9 @@ def fit_costs(reports: Iterable[LocalBrokerData]) -> Costs:
 
 
 def costs_from_snapshot(snapshot: LoadSnapshot) -> Costs:
-    return fit_costs(data.local_data for data in snapshot.brokers.values())
+    """The costs fitted to the snapshot's reports (computed once while they stay the same)."""
+    reports = tuple(data.local_data for data in snapshot.brokers.values())
+    return snapshot.derived("loadmodel.costs", reports, lambda: fit_costs(reports))
 
 
 def preallocated_traffic(snapshot: LoadSnapshot, broker: BrokerId) -> Traffic:
@@ -280,10 +282,24 @@ def preallocated_traffic(snapshot: LoadSnapshot, broker: BrokerId) -> Traffic:
 
 def broker_traffic(snapshot: LoadSnapshot, broker: BrokerId) -> Traffic:
     """What ``broker`` reports plus what is preallocated to it."""
-    reported = Traffic.of_report(snapshot.local(broker))
-    if not snapshot.brokers[broker].preallocated_bundle_data:
-        return reported
-    return reported.plus(preallocated_traffic(snapshot, broker))
+    found = snapshot.broker_index(broker)
+    if found is None:
+        return Traffic()
+    return Traffic(*found.traffic)
+
+
+def broker_usage(
+    snapshot: LoadSnapshot, broker: BrokerId, costs: Costs, weights: ResourceWeights
+) -> tuple[Usage, Capacity]:
+    """``broker``'s predicted usage (its traffic with its preallocated bundles) and capacity,
+    computed once per broker data, costs and weights."""
+
+    def compute() -> tuple[Usage, Capacity]:
+        usage = usage_of(costs, broker_traffic(snapshot, broker))
+        return usage, Capacity.of_report(snapshot.local(broker), weights)
+
+    depends_on = (snapshot.brokers[broker], costs, weights)
+    return snapshot.derived(f"loadmodel.usage.{broker}", depends_on, compute)
 
 
 def bundle_traffic(snapshot: LoadSnapshot, bundle: str, owner: BrokerId | None) -> Traffic:

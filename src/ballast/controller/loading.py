@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from ballast.balance.snapshot import bundle_name, canonical_bundle_text
 from ballast.coordination.ownership import parse_owner
 from ballast.metadata import paths
 from ballast.metadata.store import MetadataStore, join
@@ -110,13 +111,14 @@ async def scan_owners(store: MetadataStore, namespace: NamespaceName) -> dict[st
     owners: dict[str, str] = {}
     base = paths.namespace_ownership(namespace)
     for range_text, record in (await store.get_children_values(base)).items():
+        text = f"{namespace}/{range_text}"
         try:
-            bundle = BundleName(namespace, BundleName.parse(f"{namespace}/{range_text}").range)
+            bundle = bundle_name(text)
         except ValueError:
             continue
         owner = parse_owner(bundle, record)
         if owner.broker_id is not None:
-            owners[str(bundle)] = owner.broker_id
+            owners[canonical_bundle_text(text)] = owner.broker_id
     return owners
 
 

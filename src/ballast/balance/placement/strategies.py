@@ -32,8 +32,7 @@ import msgspec
 
 from ballast.balance.decisions import BrokerId, percent
 from ballast.balance.loadmodel import (
-    Capacity,
-    broker_traffic,
+    broker_usage,
     bundle_traffic,
     costs_from_snapshot,
     load_of,
@@ -211,10 +210,9 @@ def least_predicted_load(
     best: list[BrokerId] = []
     lowest = (math.inf, 0)
     for broker in candidates:
-        usage = usage_of(costs, broker_traffic(snapshot, broker))
+        usage, capacity = broker_usage(snapshot, broker, costs, config.weights)
         if added is not None:
             usage = usage.plus(added)
-        capacity = Capacity.of_report(snapshot.local(broker), config.weights)
         key = (load_of(usage, capacity, config.weights), len(snapshot.bundles_of(broker)))
         if key < lowest:
             best, lowest = [broker], key

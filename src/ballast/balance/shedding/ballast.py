@@ -70,7 +70,7 @@ from ballast.balance.loadmodel import (
     Usage,
     broker_traffic,
     bundle_traffic,
-    fit_costs,
+    costs_from_snapshot,
     load_of,
     std,
     usage_of,
@@ -238,7 +238,7 @@ def find_bundles_to_unload(
 ) -> SheddingResult[BallastState]:
     """Ballast's shedding run (see the module docstring); brokers in snapshot order, ties
     broken by broker id and bundle name."""
-    fitted = fit_costs(data.local_data for data in snapshot.brokers.values())
+    fitted = costs_from_snapshot(snapshot)
     costs = fitted if state.costs is None else state.costs.blended(fitted, COST_MEMORY)
     pending = _resolve_pending(snapshot, state.pending, now_ms)
     if len(snapshot.brokers) < 2:
