@@ -126,6 +126,7 @@ OVERRIDES = st.sampled_from(
             "lowerBoundarySheddingEnabled": True,
         },
         {"loadBalancerLoadPlacementStrategy": "round_robin"},
+        {"loadBalancerLoadPlacementStrategy": "ballast"},
     ]
 )
 

@@ -229,6 +229,22 @@ def test_load_averages_come_from_state_reports_or_given_data() -> None:
     )
     ema = run(newer, state=first.state).state.broker_load["broker5:8080"]
     assert ema.weighted_max_ema == pytest.approx(0.9 * 0.9 + 0.1 * 0.1)
+    # A minute later (12 report checks of 5 s): the broker folded its old usage in 11 times,
+    # then the new one.
+    later = snapshot(
+        five_brokers(**{"broker5:8080": report(cpu=10, tput=9 * MB, last_update=T + 60_000)})
+    )
+    ema = run(later, state=first.state).state.broker_load["broker5:8080"]
+    assert ema.weighted_max_ema == pytest.approx(0.9 * 0.9 + 0.1 * 0.1)  # old usage 0.9 kept
+    moved = snapshot(
+        five_brokers(**{"broker5:8080": report(cpu=10, tput=9 * MB, last_update=T + 1)})
+    )
+    once = run(moved, state=first.state).state
+    settled = snapshot(
+        five_brokers(**{"broker5:8080": report(cpu=10, tput=9 * MB, last_update=T + 60_001)})
+    )
+    ema = run(settled, state=once).state.broker_load["broker5:8080"]
+    assert ema.weighted_max_ema == pytest.approx(0.1 + (0.82 - 0.1) * 0.9**12)
     given = snapshot(
         five_brokers(),
         broker_load={

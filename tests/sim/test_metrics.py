@@ -78,6 +78,11 @@ def test_bounces_within_the_grace_period_only() -> None:
     assert count_bounces(placed_back, grace) == 1
     elsewhere = [move(0, "unload", "a", None), move(5, "assign", None, "c")]
     assert count_bounces(elsewhere, grace) == 0
+    drained_home = [
+        Decision(0, "transfer", "t/ns/0x0_0x1", "a", "b", "drain", ""),
+        Decision(60, "transfer", "t/ns/0x0_0x1", "b", "a", "shedding", ""),
+    ]
+    assert count_bounces(drained_home, grace) == 0  # a restarted broker gets load back
     split_between = [
         move(0, "transfer", "a", "b"),
         move(10, "split", "b", None),

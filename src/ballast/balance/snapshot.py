@@ -17,10 +17,10 @@ order), so decisions are deterministic.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -30,15 +30,23 @@ from ballast.model.loaddata import BrokerData, BundleData, LocalBrokerData
 from ballast.model.naming import NamespaceName
 from ballast.model.policies import IsolationPolicies
 
+T = TypeVar("T")
+
 
 def _empty() -> Mapping[Any, Any]:
     return MappingProxyType({})
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=1 << 18)
 def bundle_name(text: str) -> BundleName:
     """The parsed form of a canonical bundle name (cached: names repeat every cycle)."""
     return BundleName.parse(text)
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def canonical_bundle_text(text: str) -> str:
+    """The canonical string of a bundle name (cached)."""
+    return str(bundle_name(text))
 
 
 def bundle_namespace(text: str) -> str:
@@ -106,6 +114,11 @@ class BrokerIndex:
     preallocated_long_term_msg_rate: float
     """Long-term message rate (in + out) of the broker's preallocated bundles, summed in
     their order."""
+    preallocated_short_term: tuple[float, float, float, float]
+    """Short-term message rate in, out and throughput in, out of the preallocated bundles."""
+    traffic: tuple[float, float, float, float, int]
+    """Message rate in, out, throughput in, out and topics the broker reports, plus those of
+    its preallocated bundles (short-term)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,11 +146,12 @@ class _Memo:
     """What a snapshot derives from its values, filled on first use. Deterministic caches
     only: a snapshot answers the same whether or not they are filled."""
 
-    __slots__ = ("brokers", "index")
+    __slots__ = ("brokers", "derived", "index")
 
     def __init__(self) -> None:
         self.brokers: dict[BrokerId, BrokerIndex] = {}
         self.index: SnapshotIndex | None = None
+        self.derived: dict[str, tuple[tuple[object, ...], object]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +222,22 @@ class LoadSnapshot:
     def owner(self, bundle: str) -> BrokerId | None:
         return self.index.owners.get(bundle)
 
+    def derived(self, name: str, depends_on: tuple[object, ...], compute: Callable[[], T]) -> T:
+        """A value derived from the objects ``depends_on`` (compared by identity: they are
+        immutable values of this snapshot), computed once and shared with evolved snapshots
+        while those objects stay the same. ``compute`` must depend on nothing else."""
+        memo = self._memo.derived
+        found = memo.get(name)
+        if found is not None:
+            known, value = found
+            if len(known) == len(depends_on) and all(
+                a is b for a, b in zip(known, depends_on, strict=True)
+            ):
+                return value  # type: ignore[return-value]
+        fresh = compute()
+        memo[name] = (depends_on, fresh)
+        return fresh
+
     def preallocated_broker(self, bundle: str) -> BrokerId | None:
         """The broker ``bundle`` is preallocated to (the first in broker order), or None.
         O(brokers) until the whole index is built."""
@@ -270,6 +300,7 @@ class LoadSnapshot:
             broker_load=self.broker_load if broker_load is None else broker_load,
         )
         memo = evolved._memo
+        memo.derived.update(self._memo.derived)
         for broker, found in self._memo.brokers.items():
             if evolved.brokers.get(broker) is self.brokers.get(broker):
                 memo.brokers[broker] = found
@@ -298,15 +329,22 @@ def reported_bundles(local: LocalBrokerData) -> frozenset[str]:
 
 
 def _broker_index(data: BrokerData) -> BrokerIndex:
-    served = reported_bundles(data.local_data)
+    local = data.local_data
+    served = reported_bundles(local)
     by_namespace: dict[str, set[str]] = {}
     for bundle in _chain(served, data.preallocated_bundle_data):
         by_namespace.setdefault(bundle_namespace(bundle), set()).add(bundle)
     topics = 0
     rate = 0.0
+    rate_in = rate_out = tput_in = tput_out = 0.0
     for pre in data.preallocated_bundle_data.values():
         topics += pre.topics
         rate += pre.long_term_data.msg_rate_in + pre.long_term_data.msg_rate_out
+        short = pre.short_term_data
+        rate_in += short.msg_rate_in
+        rate_out += short.msg_rate_out
+        tput_in += short.msg_throughput_in
+        tput_out += short.msg_throughput_out
     return BrokerIndex(
         bundles=served,
         namespaces=MappingProxyType(
@@ -314,6 +352,14 @@ def _broker_index(data: BrokerData) -> BrokerIndex:
         ),
         preallocated_topics=topics,
         preallocated_long_term_msg_rate=rate,
+        preallocated_short_term=(rate_in, rate_out, tput_in, tput_out),
+        traffic=(
+            local.msg_rate_in + rate_in,
+            local.msg_rate_out + rate_out,
+            local.msg_throughput_in + tput_in,
+            local.msg_throughput_out + tput_out,
+            local.num_topics + topics,
+        ),
     )
 
 

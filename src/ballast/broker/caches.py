@@ -8,6 +8,7 @@ Concurrency contract: one event loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
@@ -127,9 +128,9 @@ class NamespaceBundlesCache:
         local_record = await self._store.get(paths.local_policies(namespace))
         local = LocalPolicies()
         if local_record is not None and local_record.value:
-            local = _decode(local_record.value, LocalPolicies, paths.local_policies(namespace))
-            if local.bundles is not None:
-                return local.bundles.to_bundles(namespace), local
+            local, bundles = _local_bundles(namespace, local_record.value)
+            if bundles is not None:
+                return bundles, local
         policy_record = await self._store.get(paths.namespace_policies(namespace))
         if policy_record is None:
             raise NamespaceNotFoundError(namespace)
@@ -172,6 +173,19 @@ class OwnershipCache:
 
 
 T = TypeVar("T")
+
+
+@functools.lru_cache(maxsize=1024)
+def _local_bundles(
+    namespace: NamespaceName, value: bytes
+) -> tuple[LocalPolicies, NamespaceBundles | None]:
+    """A namespace's local policies and the bundles they define, from the record's bytes.
+    Memoised — a pure function of its arguments — so the brokers of one process share one
+    copy of each namespace's boundaries (thousands of them for a big namespace)."""
+    local = _decode(value, LocalPolicies, paths.local_policies(namespace))
+    if local.bundles is None:
+        return local, None
+    return local, local.bundles.to_bundles(namespace, path=paths.local_policies(namespace))
 
 
 def _decode(data: bytes, type_: type[T], path: str) -> T:

@@ -233,3 +233,11 @@ class LocalCluster:
         if self.http is not None:
             await self.http.close()
         self.stores.close()
+
+    async def abandon(self) -> None:
+        """Kill every broker at once and release the stores: a teardown that, unlike
+        :meth:`close`, does not hand leadership from broker to broker on the way out (each
+        hand-over rebuilds a leader's image)."""
+        for broker_id in list(self.nodes):
+            await self.crash_broker(broker_id)
+        self.stores.close()

@@ -63,6 +63,11 @@ from ballast.tasks import spawn
 
 log = logging.getLogger(__name__)
 
+# A stopping broker waits this long for its bundles to move after asking the leader to drain
+# it, and asks again this soon when there was no leader to ask.
+DRAIN_WAIT_S = 5.0
+DRAIN_RETRY_S = 0.5
+
 
 @dataclass(frozen=True, slots=True)
 class NodeStats:
@@ -93,6 +98,7 @@ class BrokerNode:
         self.traffic = traffic
         self._rng = rng
         self._split_config = SplitConfig.from_settings(settings)
+        self._release_timeout_s = settings.get_int("namespaceBundleUnloadingTimeoutMs") / 1000
         self.registration = BrokerRegistration(store, self.broker_id, clock)
         self.registry = BrokerRegistry(store)
         self.ownership = BundleOwnership(store, self.broker_id, identity.ownership_template())
@@ -187,19 +193,25 @@ class BrokerNode:
 
     async def _drain(self, deadline: float) -> None:
         while self.clock.monotonic() < deadline:
+            await self._settle_releases()
             if not self._movable_bundles():
                 break
+            asked = False
             leader = await self.leader_id()
             if leader is not None and leader != self.broker_id:
                 try:
                     reply = await self.transport.call_leader(
                         leader, DrainBroker(broker=self.broker_id)
                     )
-                    if not reply.ok:
+                    asked = reply.ok
+                    if not reply.ok and reply.status != 503:
                         log.warning("drain of %s refused: %s", self.broker_id, reply.message)
                 except TransportError:
                     pass
-            await self._wait_for_empty(min(deadline, self.clock.monotonic() + 5.0))
+            # No leader to ask yet (this broker just resigned, or the leader is starting):
+            # ask again shortly rather than after the moves' usual wait.
+            wait_s = DRAIN_WAIT_S if asked else DRAIN_RETRY_S
+            await self._wait_for_empty(min(deadline, self.clock.monotonic() + wait_s))
         left = self._movable_bundles()
         if left:
             log.warning("%s leaves with %d bundles not moved", self.broker_id, len(left))
@@ -210,6 +222,35 @@ class BrokerNode:
 
     def _movable_bundles(self) -> list[BundleName]:
         return [b for b in self.ownership.owned() if b != self.heartbeat_bundle]
+
+    async def _settle_releases(self) -> None:
+        for bundle, state in list(self.ownership.owned().items()):
+            if state is OwnershipState.RELEASING:
+                await self.settle_release(bundle)
+
+    async def settle_release(self, bundle: BundleName) -> None:
+        """End a transfer this broker is the source of when the leader's last command will
+        not come (the leader stopped or lost its leadership mid-move): if the destination
+        took the record over, forget the claim; if nobody did, release the bundle (the next
+        lookup places it). Nothing happens to a bundle that is not releasing."""
+        if self.ownership.state_of(bundle) is not OwnershipState.RELEASING:
+            return
+        try:
+            current = await read_owner(self.store, bundle)
+            if current is None or current.session != self.store.session_id:
+                await self.ownership.forget(bundle)
+            else:
+                log.info("%s releases %s: its transfer was never completed", self.broker_id, bundle)
+                await self.unload(bundle)
+        except (OwnershipError, MetadataError) as exc:
+            log.warning("settling the release of %s failed: %s", bundle, exc)
+
+    def _settle_later(self, bundle: BundleName) -> None:
+        def fire() -> None:
+            if not self.closed and self.ownership.state_of(bundle) is OwnershipState.RELEASING:
+                spawn(f"settle-{self.broker_id}-{bundle}", self.settle_release(bundle))
+
+        self.clock.call_later(self._release_timeout_s, fire)
 
     # -- leadership -------------------------------------------------------------------------
 
@@ -332,6 +373,8 @@ class BrokerNode:
             # Stop serving: clients are sent to the destination (or look up again).
             self.served.remove_bundle(bundle, transfer_to=command.destination)
             self.owners.invalidate(bundle)
+            # Should the leader never finish the move (it stopped mid-way), settle it here.
+            self._settle_later(bundle)
             return CommandReply(ok=True)
         if isinstance(command, TakeOverBundle):
             current = await read_owner(self.store, bundle)

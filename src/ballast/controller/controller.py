@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from ballast.balance.cycle import run_shedding_cycle
 from ballast.balance.decisions import Transfer, Unload
 from ballast.balance.placement.select import select_broker_for_assignment
@@ -36,12 +38,14 @@ from ballast.controller.channel import ControllerChannel
 from ballast.controller.events import ControllerEvent, EventManager
 from ballast.controller.image import ClusterImage
 from ballast.controller.loading import (
+    SheddingMemory,
     is_heartbeat,
     list_namespaces,
     load_bundle_data,
     load_failure_domains,
     load_isolation,
     load_namespace,
+    load_shedding_memory,
     scan_owners,
 )
 from ballast.controller.moves import MoveExecutor, MoveFinished
@@ -175,6 +179,7 @@ class Controller:
         self.running = False
         self.last_shedding: dict[str, Any] = {}
         self._parsed_reports: dict[str, tuple[int, int | None, LocalBrokerData]] = {}
+        self._remembered = b""
         self.decisions_log: list[dict[str, Any]] = []
         self.decision_listeners = decision_listeners
 
@@ -234,8 +239,37 @@ class Controller:
         image.isolation = await load_isolation(self.store, self.cluster)
         image.failure_domains = await load_failure_domains(self.store, self.cluster)
         image.bundle_data = await load_bundle_data(self.store)
+        memory = await load_shedding_memory(self.store)
+        if memory is not None:
+            self._restore_shedding(memory)
         for broker in self.registry.brokers():
             self.channel.add_broker(broker)
+
+    def _restore_shedding(self, memory: SheddingMemory) -> None:
+        """Carry on from the last leader: the grace period of its recent moves always; its
+        strategy's state when it ran the same strategy."""
+        self.image.recently_unloaded_bundles.update(memory.recently_unloaded_bundles)
+        self.image.recently_unloaded_brokers.update(memory.recently_unloaded_brokers)
+        if memory.strategy == self.shedder.name and memory.state is not None:
+            try:
+                self.strategy_state = msgspec.convert(memory.state, self.shedder.state_type)
+            except msgspec.ValidationError:
+                log.warning(
+                    "the stored %s shedding state is unreadable; starting afresh", memory.strategy
+                )
+        self._remembered = memory.to_json()
+
+    async def _remember_shedding(self) -> None:
+        """Store the shedding memory (fenced) when it changed since it was last stored."""
+        memory = SheddingMemory(
+            strategy=self.shedder.name,
+            state=msgspec.to_builtins(self.strategy_state),
+            recently_unloaded_bundles=dict(self.image.recently_unloaded_bundles),
+            recently_unloaded_brokers=dict(self.image.recently_unloaded_brokers),
+        ).to_json()
+        if memory != self._remembered:
+            await self._fenced_put_all([SetValue(paths.SHEDDING_STATE, memory)])
+            self._remembered = memory
 
     async def track_namespace(self, namespace: NamespaceName) -> None:
         """Load a namespace into the image and watch its bundles' owners."""
@@ -512,6 +546,7 @@ class Controller:
                     "unload", bundle, move.broker, None, str(move.reason), origin="shedding"
                 )
                 self.moves.unload(bundle, move.broker)
+        await self._remember_shedding()
 
     async def _apply_move(self, event: MoveFinished) -> None:
         """The one place a finished move changes the image."""

@@ -1,14 +1,17 @@
 """Reading the cluster's stored state — how a new leader rebuilds its image after a failover,
 and how it refreshes parts of it: namespaces and their bundles and policies, isolation
-policies, failure domains, bundle data, and bundle owners."""
+policies, failure domains, bundle data, bundle owners, and the last leader's shedding
+memory."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
+from ballast.balance.snapshot import bundle_name, canonical_bundle_text
 from ballast.coordination.ownership import parse_owner
 from ballast.metadata import paths
 from ballast.metadata.store import MetadataStore, join
@@ -108,15 +111,42 @@ async def scan_owners(store: MetadataStore, namespace: NamespaceName) -> dict[st
     owners: dict[str, str] = {}
     base = paths.namespace_ownership(namespace)
     for range_text, record in (await store.get_children_values(base)).items():
+        text = f"{namespace}/{range_text}"
         try:
-            bundle = BundleName(namespace, BundleName.parse(f"{namespace}/{range_text}").range)
+            bundle = bundle_name(text)
         except ValueError:
             continue
         owner = parse_owner(bundle, record)
         if owner.broker_id is not None:
-            owners[str(bundle)] = owner.broker_id
+            owners[canonical_bundle_text(text)] = owner.broker_id
     return owners
 
 
 def is_heartbeat(namespace: NamespaceName) -> bool:
     return namespace.tenant == HEARTBEAT_TENANT and namespace.is_system_service
+
+
+class SheddingMemory(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What the leader's shedding remembers between cycles, kept in the store at
+    ``/loadbalance/shedding-state`` (Ballast's addition; Pulsar keeps it in memory only, so a
+    new leader forgets the grace period of every recent move): the strategy's name and state
+    (its JSON form), and the recently unloaded bundles and brokers (epoch ms)."""
+
+    strategy: str
+    state: Any = None
+    recently_unloaded_bundles: dict[str, int] = {}
+    recently_unloaded_brokers: dict[str, int] = {}
+
+    def to_json(self) -> bytes:
+        return msgspec.json.encode(self)
+
+
+async def load_shedding_memory(store: MetadataStore) -> SheddingMemory | None:
+    """The shedding memory a previous leader left, or None (none, or unreadable)."""
+    record = await store.get(paths.SHEDDING_STATE)
+    if record is None or not record.value:
+        return None
+    try:
+        return msgspec.json.decode(record.value, type=SheddingMemory)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None

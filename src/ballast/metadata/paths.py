@@ -31,6 +31,9 @@ LEADER_EPOCH = "/loadbalance/leader-epoch"
 BROKER_TIME_AVERAGE = "/loadbalance/broker-time-average"
 BUNDLE_DATA = "/loadbalance/bundle-data"
 RESOURCE_QUOTA = "/loadbalance/resource-quota/namespace"
+# Ballast's addition: the leader's shedding memory (strategy state, recently unloaded bundles
+# and brokers), so that a new leader carries on where the last one stopped.
+SHEDDING_STATE = "/loadbalance/shedding-state"
 OWNERSHIP = "/namespace"
 ADMIN = "/admin"
 POLICIES = "/admin/policies"

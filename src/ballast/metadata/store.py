@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import enum
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -207,9 +208,12 @@ class WatchHandle(abc.ABC):
         """Stop delivering notifications (idempotent)."""
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def validate_path(path: str) -> None:
     """Paths are absolute (``/a/b``), without a trailing slash (except the root ``/``), without
-    empty, ``.`` or ``..`` segments and without control characters — ZooKeeper's rules."""
+    empty, ``.`` or ``..`` segments and without control characters — ZooKeeper's rules.
+    Memoised (paths are checked again on every operation; an invalid path raises, so it is
+    never cached)."""
     if not isinstance(path, str) or not path.startswith("/"):
         raise InvalidPathError(str(path), "must start with /")
     if path == "/":

@@ -11,8 +11,8 @@
   biggest broker. ``ratio`` = achieved max load / bound (1.0 is perfect).
 - **Convergence**: the time from a reference (the last event) until the standard deviation of
   broker loads stays at or below the target until the end.
-- A **bounce**: a bundle that comes back to a broker it left less than the grace period
-  before (by any decision: transfer, or placement after an unload).
+- A **bounce**: a bundle the balancer moved off a broker that comes back to it less than the
+  grace period later (by any decision: transfer, or placement after an unload).
 """
 
 from __future__ import annotations
@@ -191,8 +191,11 @@ class Decision:
 
 
 def count_bounces(decisions: Iterable[Decision], grace_period_s: float) -> int:
-    """Bundles that came back to a broker they had left less than ``grace_period_s`` before
-    (a transfer back, or an assignment back after an unload); splits end a bundle's story."""
+    """Bundles the balancer moved off a broker that it brought back there less than
+    ``grace_period_s`` later (a shedding transfer back, or a lookup's placement back after a
+    shedding unload); splits end a bundle's story. Moves made for other reasons (a broker
+    draining, failing over) are not the balancer's: a bundle drained off a restarting broker
+    may come home, and a bundle drained back is the broker's leaving, not an oscillation."""
     left: dict[str, dict[str, float]] = {}
     bounces = 0
     for decision in decisions:
@@ -201,11 +204,16 @@ def count_bounces(decisions: Iterable[Decision], grace_period_s: float) -> int:
             left.pop(decision.bundle, None)
             continue
         arrived = decision.destination
-        if arrived is not None and decision.action in ("transfer", "assign"):
-            since = history.get(arrived)
+        balancer = decision.origin in ("shedding", "lookup")
+        if arrived is not None and balancer and decision.action in ("transfer", "assign"):
+            since = history.pop(arrived, None)
             if since is not None and decision.t_s - since < grace_period_s:
                 bounces += 1
-        if decision.source is not None and decision.action in ("transfer", "unload"):
+        if (
+            decision.source is not None
+            and decision.action in ("transfer", "unload")
+            and decision.origin == "shedding"
+        ):
             history[decision.source] = decision.t_s
     return bounces
 

@@ -515,9 +515,9 @@ class Simulation:
             await asyncio.gather(*self._background, return_exceptions=True)
         if self._topic_index is not None:
             self._topic_index.close()
-        await self.cluster.close()
         if self._observer is not None:
             await self._observer.close()
+        await self.cluster.abandon()
 
 
 def _reseeded(scenario: Scenario, seed: int) -> Scenario:

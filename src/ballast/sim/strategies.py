@@ -56,6 +56,18 @@ PROFILES: Mapping[str, StrategyProfile] = MappingProxyType(
             "transfer",
             "least_resource_usage_with_weight",
         ),
+        "ballast": StrategyProfile(
+            "ballast",
+            "Ballast's own strategy and placement (placement by predicted load, not by the "
+            "namespace's bundle counts)",
+            MappingProxyType(
+                {
+                    "loadBalancerLoadSheddingStrategy": "ballast",
+                    "loadBalancerLoadPlacementStrategy": "ballast",
+                    "loadBalancerDistributeBundlesEvenlyEnabled": "false",
+                }
+            ),
+        ),
     }
 )
 

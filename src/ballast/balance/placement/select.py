@@ -104,13 +104,14 @@ def _choose(
     excluded: bool,
     *,
     snapshot: LoadSnapshot,
+    bundle: str,
     candidates: Candidates,
     config: PlacementConfig,
     state: PlacementState,
     rng: random.Random,
 ) -> tuple[Choice, PlacementState]:
     if not excluded:
-        return strategy(snapshot, candidates, config, state, rng)
+        return strategy(snapshot, candidates, config, state, rng, bundle=bundle)
     chosen, turn = round_robin_turn(candidates, state.excluded_round_robin)
     detail = "namespace is excluded from shedding: placed round robin"
     return Choice(chosen, detail), msgspec.structs.replace(state, excluded_round_robin=turn)
@@ -167,6 +168,7 @@ def select_broker(
         strategy,
         excluded,
         snapshot=snapshot,
+        bundle=bundle,
         candidates=candidates,
         config=config,
         state=state,
@@ -184,6 +186,7 @@ def select_broker(
             strategy,
             excluded,
             snapshot=snapshot,
+            bundle=bundle,
             candidates=candidates,
             config=config,
             state=state,

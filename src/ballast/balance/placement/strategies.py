@@ -12,18 +12,32 @@ choice and the new memory.
   ``loadBalancerAverageResourceUsageDifferenceThresholdPercentage`` below the candidates'
   average; random among them, or among all candidates if none is.
 - ``round_robin``: the next candidate in turn (see :func:`round_robin`).
+- ``ballast`` (Ballast's own): the candidate whose load, predicted from traffic with the load
+  model learnt from the reports (:mod:`ballast.balance.loadmodel`) and counting its
+  preallocated bundles, is lowest once the bundle is added; equal loads go to the broker
+  serving fewer bundles, then at random.
+
+Every strategy is told the bundle being placed (``bundle``); Pulsar's ignore it.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import msgspec
 
 from ballast.balance.decisions import BrokerId, percent
+from ballast.balance.loadmodel import (
+    broker_usage,
+    bundle_traffic,
+    costs_from_snapshot,
+    load_of,
+    usage_of,
+)
 from ballast.balance.placement.filters import Candidates
 from ballast.balance.snapshot import LoadSnapshot
 from ballast.model.config import PlacementConfig
@@ -76,6 +90,8 @@ def least_long_term_message_rate(
     config: PlacementConfig,
     state: PlacementState,
     rng: random.Random,
+    *,
+    bundle: str | None = None,
 ) -> tuple[Choice, PlacementState]:
     best: list[BrokerId] = []
     lowest = math.inf
@@ -107,6 +123,8 @@ def least_resource_usage_with_weight(
     config: PlacementConfig,
     state: PlacementState,
     rng: random.Random,
+    *,
+    bundle: str | None = None,
 ) -> tuple[Choice, PlacementState]:
     if not candidates:
         return Choice(None, "no candidate broker"), state
@@ -166,22 +184,66 @@ def round_robin(
     config: PlacementConfig,
     state: PlacementState,
     rng: random.Random,
+    *,
+    bundle: str | None = None,
 ) -> tuple[Choice, PlacementState]:
-    del snapshot, config, rng
+    del snapshot, config, rng, bundle
     chosen, turn = round_robin_turn(candidates, state.round_robin)
     detail = f"round robin turn {state.round_robin.counter} over {len(candidates)} candidates"
     return Choice(chosen, detail), msgspec.structs.replace(state, round_robin=turn)
 
 
-PlacementStrategy = Callable[
-    [LoadSnapshot, Candidates, PlacementConfig, PlacementState, random.Random],
-    tuple[Choice, PlacementState],
-]
+def least_predicted_load(
+    snapshot: LoadSnapshot,
+    candidates: Candidates,
+    config: PlacementConfig,
+    state: PlacementState,
+    rng: random.Random,
+    *,
+    bundle: str | None = None,
+) -> tuple[Choice, PlacementState]:
+    """Ballast's placement (``ballast``, see the module docstring). O(candidates)."""
+    if not candidates:
+        return Choice(None, "no candidate broker"), state
+    costs = costs_from_snapshot(snapshot)
+    added = None if bundle is None else usage_of(costs, bundle_traffic(snapshot, bundle, None))
+    best: list[BrokerId] = []
+    lowest = (math.inf, 0)
+    for broker in candidates:
+        usage, capacity = broker_usage(snapshot, broker, costs, config.weights)
+        if added is not None:
+            usage = usage.plus(added)
+        key = (load_of(usage, capacity, config.weights), len(snapshot.bundles_of(broker)))
+        if key < lowest:
+            best, lowest = [broker], key
+        elif key == lowest:
+            best.append(broker)
+    chosen = best[rng.randrange(len(best))]
+    detail = (
+        f"least predicted load {lowest[0]:.3f} with the bundle "
+        f"({len(best)} of {len(candidates)} candidates tied)"
+    )
+    return Choice(chosen, detail), state
+
+
+class PlacementStrategy(Protocol):
+    def __call__(
+        self,
+        snapshot: LoadSnapshot,
+        candidates: Candidates,
+        config: PlacementConfig,
+        state: PlacementState,
+        rng: random.Random,
+        *,
+        bundle: str | None = None,
+    ) -> tuple[Choice, PlacementState]: ...
+
 
 PLACEMENT_STRATEGIES: Mapping[str, PlacementStrategy] = {
     "least_long_term_message_rate": least_long_term_message_rate,
     "least_resource_usage_with_weight": least_resource_usage_with_weight,
     "round_robin": round_robin,
+    "ballast": least_predicted_load,
 }
 
 

@@ -16,12 +16,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ballast.balance.shedding import overload, threshold, transfer, uniform
+from ballast.balance.shedding import ballast, overload, threshold, transfer, uniform
+from ballast.balance.shedding.ballast import BallastState
 from ballast.balance.shedding.common import NoState, SheddingResult
 from ballast.balance.shedding.threshold import ThresholdState
 from ballast.balance.shedding.transfer_data import TransferState
 from ballast.balance.snapshot import LoadSnapshot
 from ballast.model.config import (
+    BallastShedderConfig,
     OverloadShedderConfig,
     Settings,
     ThresholdShedderConfig,
@@ -83,6 +85,14 @@ SHEDDERS: Mapping[str, Shedder[Any, Any]] = {
         state_type=TransferState,
         config_from_settings=TransferShedderConfig.from_settings,
         find=transfer.find_bundles_to_unload,
+    ),
+    "ballast": Shedder(
+        name="ballast",
+        pulsar_class="io.ballast.BallastShedder",
+        modular=False,
+        state_type=BallastState,
+        config_from_settings=BallastShedderConfig.from_settings,
+        find=ballast.find_bundles_to_unload,
     ),
 }
 

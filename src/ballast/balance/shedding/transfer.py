@@ -58,6 +58,7 @@ from ballast.balance.decisions import (
 from ballast.balance.javamap import java_hash_map_order
 from ballast.balance.shedding.common import SheddingResult, outcome
 from ballast.balance.shedding.transfer_data import (
+    ReportedLoad,
     TopBundle,
     TransferState,
     broker_loads,
@@ -126,7 +127,7 @@ def find_bundles_to_unload(
 ) -> SheddingResult[TransferState]:
     """Pulsar's ``TransferShedder.findBundlesForUnloading``; the available brokers are the
     snapshot's brokers."""
-    loads = broker_loads(snapshot, state, config)
+    loads, reported = broker_loads(snapshot, state, config)
     # Pulsar walks its load store (a Java hash map) to sum loads and to build the list it
     # sorts (stably) by load; the same order gives the same sums to the last bit.
     store_order = java_hash_map_order(loads)
@@ -145,13 +146,14 @@ def find_bundles_to_unload(
         if broker in recent:
             if load.updated_at_ms - recent[broker] < config.shedding_delay_ms:
                 detail = f"{broker} moved load less than the shedding delay ago"
-                return _skipped(state, loads, ReasonKind.COOL_DOWN, detail, expired)
+                return _skipped(state, loads, reported, ReasonKind.COOL_DOWN, detail, expired)
             expired.append(broker)
         total += load.weighted_max_ema
         sq_sum += load.weighted_max_ema * load.weighted_max_ema
         stats.count += 1
     if stats.count == 0:
-        return _skipped(state, loads, skip or ReasonKind.NO_BROKERS, "no broker load", expired)
+        kind = skip or ReasonKind.NO_BROKERS
+        return _skipped(state, loads, reported, kind, "no broker load", expired)
     stats.avg = total / stats.count
     stats.sq_sum = sq_sum
     stats.std = _java_sqrt(sq_sum / stats.count - stats.avg * stats.avg)
@@ -174,7 +176,7 @@ def find_bundles_to_unload(
     figures["hitCount"] = hit
     if hit <= config.hit_count_threshold:
         detail = f"condition hit {hit} time(s), threshold {config.hit_count_threshold}"
-        new_state = TransferState(hit_count=hit, broker_load=loads)
+        new_state = TransferState(hit_count=hit, broker_load=loads, last_reported=reported)
         body = {**outcome(False, ReasonKind.HIT_COUNT, detail), **figures}
         return SheddingResult((), new_state, body, tuple(expired))
     decisions: list[Move] = []
@@ -214,7 +216,7 @@ def find_bundles_to_unload(
     figures["stdAfter"] = list(stats.trail)
     if decisions:
         body = {**outcome(True, ReasonKind.BALANCED), **figures}
-        new_state = TransferState(hit_count=0, broker_load=loads)
+        new_state = TransferState(hit_count=0, broker_load=loads, last_reported=reported)
         return SheddingResult(tuple(decisions), new_state, body, tuple(expired))
     if empty_data > 0:
         kind, detail = ReasonKind.NO_LOAD_DATA, "a broker has no top-bundle data"
@@ -222,7 +224,7 @@ def find_bundles_to_unload(
         kind, detail = ReasonKind.NO_BUNDLES, "no bundle of the heavy brokers can move"
     else:
         kind, detail = ReasonKind.HIT_COUNT, "the cluster load meets the target"
-    new_state = TransferState(hit_count=hit, broker_load=loads)
+    new_state = TransferState(hit_count=hit, broker_load=loads, last_reported=reported)
     return SheddingResult(
         (), new_state, {**outcome(False, kind, detail), **figures}, tuple(expired)
     )
@@ -231,11 +233,12 @@ def find_bundles_to_unload(
 def _skipped(
     state: TransferState,
     loads: dict[BrokerId, BrokerLoad],
+    reported: dict[BrokerId, ReportedLoad],
     kind: ReasonKind,
     detail: str,
     expired: list[BrokerId],
 ) -> SheddingResult[TransferState]:
-    new_state = TransferState(hit_count=state.hit_count, broker_load=loads)
+    new_state = TransferState(hit_count=state.hit_count, broker_load=loads, last_reported=reported)
     return SheddingResult((), new_state, outcome(False, kind, detail), tuple(expired))
 
 

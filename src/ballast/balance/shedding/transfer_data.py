@@ -22,28 +22,42 @@ from ballast.model.loaddata import NamespaceBundleStats
 TopBundle = tuple[str, NamespaceBundleStats]
 
 
+class ReportedLoad(msgspec.Struct, frozen=True, array_like=True):
+    """A broker's weighted max usage and throughput in its last report folded in."""
+
+    usage: float
+    throughput: float
+
+
 class TransferState(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """What the TransferShedder remembers: how many consecutive runs found the cluster
-    unbalanced (``hitCount``) and each broker's load averages (``brokerLoad``)."""
+    unbalanced (``hitCount``), each broker's load averages (``brokerLoad``) and the figures of
+    the report last folded into them (``lastReported``)."""
 
     hit_count: int = 0
     broker_load: dict[str, BrokerLoad] = {}
+    last_reported: dict[str, ReportedLoad] = {}
 
 
 def broker_loads(
     snapshot: LoadSnapshot, state: TransferState, config: TransferShedderConfig
-) -> dict[BrokerId, BrokerLoad]:
-    """Each broker's ``BrokerLoadData`` averages, in snapshot order.
+) -> tuple[dict[BrokerId, BrokerLoad], dict[BrokerId, ReportedLoad]]:
+    """Each broker's ``BrokerLoadData`` averages, in snapshot order, and the report figures
+    they last took in.
 
     A broker given in ``snapshot.broker_load`` uses those figures as they are. Otherwise its
     report is folded into the averages remembered in ``state``, as each Pulsar broker updates
-    its ``BrokerLoadData`` on every report: the first time, ``weightedMaxEMA`` is the report's
-    weighted max usage and ``msgThroughputEMA`` its throughput in + out; afterwards each is
-    ``ema * h + (1 - h) * new`` (``h = loadBalancerHistoryResourcePercentage``). A report already
-    folded in (same ``lastUpdate``) is not counted twice. ``updatedAt`` is the report's
-    ``lastUpdate``."""
+    its ``BrokerLoadData``: the first time, ``weightedMaxEMA`` is the report's weighted max
+    usage and ``msgThroughputEMA`` its throughput in + out; afterwards each is
+    ``ema * h + (1 - h) * new`` (``h = loadBalancerHistoryResourcePercentage``) — at every
+    report check of the broker (``loadBalancerReportUpdateMinIntervalMillis``), not only when
+    it writes its report: between two written reports the broker kept seeing about the last
+    written figures (they changed less than the write threshold), so those are folded in once
+    per check that passed, then the new report's. A report already folded in (same
+    ``lastUpdate``) is not counted twice. ``updatedAt`` is the report's ``lastUpdate``."""
     keep = config.history_percentage
     loads: dict[BrokerId, BrokerLoad] = {}
+    reported: dict[BrokerId, ReportedLoad] = {}
     for broker, data in snapshot.brokers.items():
         given = snapshot.broker_load.get(broker)
         if given is not None:
@@ -52,6 +66,7 @@ def broker_loads(
         local = data.local_data
         usage = local.max_resource_usage_with_weight(config.weights)
         throughput = local.msg_throughput_in + local.msg_throughput_out
+        reported[broker] = ReportedLoad(usage, throughput)
         previous = state.broker_load.get(broker)
         if previous is None:
             loads[broker] = BrokerLoad(
@@ -61,13 +76,24 @@ def broker_loads(
             )
         elif previous.updated_at_ms == local.last_update:
             loads[broker] = previous
+            reported[broker] = state.last_reported.get(broker, reported[broker])
         else:
+            ema_usage, ema_throughput = previous.weighted_max_ema, previous.msg_throughput_ema
+            checks = 1
+            if config.report_interval_ms > 0 and local.last_update > previous.updated_at_ms:
+                elapsed = local.last_update - previous.updated_at_ms
+                checks = max(1, elapsed // config.report_interval_ms)
+            before = state.last_reported.get(broker)
+            if before is not None and checks > 1:
+                fade = keep ** (checks - 1)
+                ema_usage = before.usage + (ema_usage - before.usage) * fade
+                ema_throughput = before.throughput + (ema_throughput - before.throughput) * fade
             loads[broker] = BrokerLoad(
-                weighted_max_ema=previous.weighted_max_ema * keep + (1 - keep) * usage,
-                msg_throughput_ema=previous.msg_throughput_ema * keep + (1 - keep) * throughput,
+                weighted_max_ema=ema_usage * keep + (1 - keep) * usage,
+                msg_throughput_ema=ema_throughput * keep + (1 - keep) * throughput,
                 updated_at_ms=local.last_update,
             )
-    return loads
+    return loads, reported
 
 
 def _heavier_first(left: TopBundle, right: TopBundle) -> int:

@@ -2,6 +2,7 @@
 ``broker.conf``-style file, the environment and ``--set``, split into per-component configs."""
 
 from ballast.model.config.components import (
+    BallastShedderConfig,
     NamespaceConfig,
     OverloadShedderConfig,
     PlacementConfig,
@@ -28,6 +29,7 @@ __all__ = [
     "ENV_PREFIX",
     "SETTINGS",
     "SETTINGS_BY_KEY",
+    "BallastShedderConfig",
     "ConfigError",
     "Kind",
     "Loaded",

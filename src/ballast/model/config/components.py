@@ -154,6 +154,7 @@ class TransferShedderConfig:
     weights: ResourceWeights
     excluded_namespaces: frozenset[str]
     failure_domains_enabled: bool  # the anti-affinity filter of the transferability check
+    report_interval_ms: int  # how often a broker folds its usage into its load averages
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TransferShedderConfig:
@@ -172,6 +173,51 @@ class TransferShedderConfig:
             ),
             debug_mode=settings.get_bool("loadBalancerDebugModeEnabled"),
             history_percentage=settings.get_float("loadBalancerHistoryResourcePercentage"),
+            weights=resource_weights(settings),
+            excluded_namespaces=frozenset(
+                settings.get_list("loadBalancerSheddingExcludedNamespaces")
+            ),
+            failure_domains_enabled=settings.get_bool("failureDomainsEnabled"),
+            report_interval_ms=settings.get_int("loadBalancerReportUpdateMinIntervalMillis"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BallastShedderConfig:
+    """Ballast's own shedding strategy (``ballast``)."""
+
+    target_std: float
+    trigger_std: float
+    target_max_over_mean: float
+    trigger_max_over_mean: float
+    hit_count_threshold: int
+    idle_load_fraction: float
+    max_load_moved_per_broker: float  # fraction of a broker's capacity, per run
+    max_moves_per_cycle: int  # <= 0: no cap
+    min_improvement: float  # fraction of a broker
+    overloaded_threshold: float  # fraction
+    transfer_enabled: bool
+    weights: ResourceWeights
+    excluded_namespaces: frozenset[str]
+    failure_domains_enabled: bool
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> BallastShedderConfig:
+        return cls(
+            target_std=settings.get_float("loadBalancerBallastTargetStd"),
+            trigger_std=settings.get_float("loadBalancerBallastTriggerStd"),
+            target_max_over_mean=settings.get_float("loadBalancerBallastTargetMaxOverMean"),
+            trigger_max_over_mean=settings.get_float("loadBalancerBallastTriggerMaxOverMean"),
+            hit_count_threshold=settings.get_int("loadBalancerBallastHitCountThreshold"),
+            idle_load_fraction=settings.get_float("loadBalancerBallastIdleLoadFraction"),
+            max_load_moved_per_broker=settings.get_float(
+                "loadBalancerBallastMaxLoadMovedPerBroker"
+            ),
+            max_moves_per_cycle=settings.get_int("loadBalancerBallastMaxMovesPerCycle"),
+            min_improvement=settings.get_float("loadBalancerBallastMinImprovement"),
+            overloaded_threshold=settings.get_int("loadBalancerBrokerOverloadedThresholdPercentage")
+            / 100.0,
+            transfer_enabled=settings.get_bool("loadBalancerTransferEnabled"),
             weights=resource_weights(settings),
             excluded_namespaces=frozenset(
                 settings.get_list("loadBalancerSheddingExcludedNamespaces")

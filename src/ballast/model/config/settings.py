@@ -37,7 +37,7 @@ class Setting:
 _IMPL = "org.apache.pulsar.broker.loadbalance.impl."
 _EXT = "org.apache.pulsar.broker.loadbalance.extensions.scheduler."
 
-SHEDDING_STRATEGIES = ("overload", "threshold", "uniform", "transfer")
+SHEDDING_STRATEGIES = ("overload", "threshold", "uniform", "transfer", "ballast")
 SHEDDING_ALIASES = {
     _IMPL + "OverloadShedder": "overload",
     _IMPL + "ThresholdShedder": "threshold",
@@ -52,6 +52,7 @@ PLACEMENT_STRATEGIES = (
     "least_long_term_message_rate",
     "least_resource_usage_with_weight",
     "round_robin",
+    "ballast",
 )
 PLACEMENT_ALIASES = {
     _IMPL + "LeastLongTermMessageRate": "least_long_term_message_rate",
@@ -380,6 +381,82 @@ SETTINGS: tuple[Setting, ...] = (
         False,
         "",
         "TransferShedder: log every figure (also counts swapped traffic, as Pulsar does).",
+    ),
+    # -- Ballast's own strategy (shedding and placement "ballast") -----------------------------
+    Setting(
+        "loadBalancerBallastTargetStd",
+        FLOAT,
+        0.02,
+        "",
+        "ballast: once balancing, move load until the predicted std-dev of broker load is at "
+        "or below this.",
+        minimum=0,
+    ),
+    Setting(
+        "loadBalancerBallastTriggerStd",
+        FLOAT,
+        0.045,
+        "",
+        "ballast: start balancing when the std-dev of broker load is above this (hysteresis "
+        "with the target).",
+        minimum=0,
+    ),
+    Setting(
+        "loadBalancerBallastTargetMaxOverMean",
+        FLOAT,
+        1.04,
+        "",
+        "ballast: once balancing, also move load until the heaviest broker is within this "
+        "multiple of the mean load.",
+        minimum=1,
+    ),
+    Setting(
+        "loadBalancerBallastTriggerMaxOverMean",
+        FLOAT,
+        1.08,
+        "",
+        "ballast: also start balancing when the heaviest broker is above this multiple of the "
+        "mean load (and above it by more than the target std-dev).",
+        minimum=1,
+    ),
+    Setting(
+        "loadBalancerBallastHitCountThreshold",
+        INT,
+        1,
+        "runs",
+        "ballast: runs above the trigger before acting (idle or overloaded brokers: at once).",
+        minimum=0,
+    ),
+    Setting(
+        "loadBalancerBallastIdleLoadFraction",
+        FLOAT,
+        0.25,
+        "",
+        "ballast: a broker below this fraction of the mean load is idle and gets load at once.",
+        minimum=0,
+    ),
+    Setting(
+        "loadBalancerBallastMaxLoadMovedPerBroker",
+        FLOAT,
+        0.3,
+        "",
+        "ballast: load (fraction of a broker) one broker may send or receive per run.",
+        minimum=0,
+    ),
+    Setting(
+        "loadBalancerBallastMaxMovesPerCycle",
+        INT,
+        500,
+        "bundles",
+        "ballast: bundles moved per run (<= 0 = no cap).",
+    ),
+    Setting(
+        "loadBalancerBallastMinImprovement",
+        FLOAT,
+        0.005,
+        "",
+        "ballast: a move must lower the larger of the two brokers' loads by at least this.",
+        minimum=0,
     ),
     # -- placement ----------------------------------------------------------------------------
     Setting(

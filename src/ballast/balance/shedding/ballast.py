@@ -1,0 +1,509 @@
+"""Ballast's own shedding strategy (``ballast``): move bundles straight to the brokers that
+balance the cluster best, planning every move of a cycle on predicted loads.
+
+Goal: broker loads within a narrow band (standard deviation at most
+``loadBalancerBallastTargetStd``, 0.02) with as few moves as that takes, no load chased back
+and forth, and new or emptied brokers loaded at once. Rules:
+
+- **Loads from traffic.** Each broker's load is predicted from the traffic it reports with the
+  costs of :mod:`ballast.balance.loadmodel` (learnt from every report, blended with the last
+  run's: half each), plus the bundles preallocated to it. Moves of earlier runs that the
+  reports do not show yet (``pending``, explicit state) are applied to the figures: a report
+  still listing a bundle it gave away, or not yet listing one it received, is corrected —
+  so stale reports never trigger a second round of the same moves (Pulsar's over-unloading).
+- **Hysteresis.** A run acts when the standard deviation is above
+  ``loadBalancerBallastTriggerStd`` (0.04) for more than
+  ``loadBalancerBallastHitCountThreshold`` (1) runs in a row — one noisy run is not enough — or
+  at once when a broker is idle (below ``loadBalancerBallastIdleLoadFraction`` of the mean, by
+  more than the trigger: a new or restarted broker) or overloaded (above the overload
+  threshold and the mean by more than the trigger). Once acting, it moves load until the
+  predicted deviation is at most the target, going on at the next runs (without waiting for
+  the trigger again) when the limits per run stopped it short.
+- **Several brokers per run, best fit.** Repeatedly, the heaviest broker that can still give
+  sends one bundle to one of the four lightest brokers that may receive it: the bundle whose
+  load is closest to half their gap, examined around that point in the broker's bundles
+  sorted by load. A move must lower the larger of the two loads by at least
+  ``loadBalancerBallastMinImprovement`` (0.005); among the candidates the one that lowers the
+  sum of squared loads most wins. When no single bundle fits, a swap is tried (a heavier
+  bundle one way, a lighter one back). Loads are updated after each move, so the next move
+  sees them.
+- **Limits per run**: a broker sends or receives at most
+  ``loadBalancerBallastMaxLoadMovedPerBroker`` (0.3) of load; at most
+  ``loadBalancerBallastMaxMovesPerCycle`` (500) moves.
+- **Never a bundle twice in the grace period.** Bundles recently unloaded (the cycle keeps
+  them ``loadBalancerSheddingGracePeriodMinutes``) or still pending are not moved; neither are
+  bundles of system or excluded namespaces, nor bundles without traffic. A bundle moves only to
+  a broker its namespace's isolation and anti-affinity policies allow.
+- **Transfers over unloads**: moves are transfers to the chosen broker (unloads only with
+  ``loadBalancerTransferEnabled`` off).
+
+Worked example: brokers A, B at load 0.80 with ten bundles of 0.08 each, C and D new at 0,
+all alike (capacity and costs). Mean 0.40, std 0.40; C and D are idle: act at once. A
+(heaviest, first by id) sends a bundle (the one closest to half the gap: 0.08) to C: A 0.72,
+C 0.08. Then B → D, A → C, B → D, A → C, B → D: each broker has now sent or received 0.24,
+and one more bundle would pass the 0.3 limit. After six moves A and B are at 0.56, C and D at
+0.24 (std 0.16); the balancing goes on at the next run: two more moves each way bring all
+four to 0.40 (std 0) — ten moves, the fewest possible.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from ballast.balance.decisions import (
+    BrokerId,
+    JsonValue,
+    Move,
+    Reason,
+    ReasonKind,
+    Transfer,
+    Unload,
+)
+from ballast.balance.loadmodel import (
+    Capacity,
+    Costs,
+    Usage,
+    broker_traffic,
+    bundle_traffic,
+    costs_from_snapshot,
+    load_of,
+    std,
+    usage_of,
+)
+from ballast.balance.placement.filters import apply_namespace_policies, filter_anti_affinity
+from ballast.balance.shedding.common import SheddingResult, outcome
+from ballast.balance.snapshot import (
+    LoadSnapshot,
+    bundle_name,
+    bundle_namespace,
+    is_system_namespace,
+)
+from ballast.model.config import BallastShedderConfig
+
+# How long a move may stay unconfirmed by the reports before it is forgotten.
+PENDING_TIMEOUT_MS = 10 * 60_000
+# Share of the last run's costs kept when blending in this run's fit.
+COST_MEMORY = 0.5
+# Lightest brokers tried as destinations of each move, and bundles examined on each side of
+# the best-fit position.
+DESTINATIONS = 4
+NEIGHBOURS = 3
+# Slack for comparing sums of loads against the limits (floating-point rounding).
+EPSILON = 1e-9
+
+
+class PendingMove(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A move this strategy decided that the reports may not show yet."""
+
+    source: str
+    destination: str
+    at_ms: int
+
+
+class BallastState(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """What the strategy remembers: the learnt traffic costs, its moves the reports have not
+        confirmed yet, how many runs in a row found the spread above the trigger, and whether a
+    balancing that has not reached the target yet is under way (it goes on at the next run)."""
+
+    costs: Costs | None = None
+    pending: dict[str, PendingMove] = {}
+    hit_count: int = 0
+    balancing: bool = False
+
+
+@dataclass(slots=True)
+class _Candidate:
+    size: float  # the bundle's load on its broker (fraction)
+    bundle: str
+    usage: Usage
+
+
+@dataclass(slots=True)
+class _Plan:
+    """One run's working figures (local scratch)."""
+
+    snapshot: LoadSnapshot
+    config: BallastShedderConfig
+    costs: Costs
+    capacity: dict[BrokerId, Capacity]
+    usage: dict[BrokerId, Usage]
+    load: dict[BrokerId, float]
+    blocked: set[str]
+    sent: dict[BrokerId, float] = field(default_factory=dict)
+    received: dict[BrokerId, float] = field(default_factory=dict)
+    movable: dict[BrokerId, list[_Candidate]] = field(default_factory=dict)
+    allowed: dict[str, frozenset[BrokerId]] = field(default_factory=dict)
+    exhausted: set[BrokerId] = field(default_factory=set)
+
+    def load_with(self, broker: BrokerId, usage: Usage) -> float:
+        return load_of(usage, self.capacity[broker], self.config.weights)
+
+    def candidates(self, broker: BrokerId) -> list[_Candidate]:
+        """The broker's bundles that may move, lightest first (built once per run)."""
+        found = self.movable.get(broker)
+        if found is None:
+            found = []
+            config = self.config
+            snapshot = self.snapshot
+            for bundle in snapshot.bundles_of(broker):
+                namespace = bundle_namespace(bundle)
+                if (
+                    bundle in self.blocked
+                    or is_system_namespace(namespace)
+                    or namespace in config.excluded_namespaces
+                ):
+                    continue
+                usage = usage_of(self.costs, bundle_traffic(snapshot, bundle, broker))
+                size = self.load_with(broker, usage) - self.capacity[broker].static_load
+                if size > 0:
+                    found.append(_Candidate(size, bundle, usage))
+            found.sort(key=lambda c: (c.size, c.bundle))
+            self.movable[broker] = found
+        return found
+
+    def may_receive(self, bundle: str, destination: BrokerId) -> bool:
+        namespace = bundle_namespace(bundle)
+        allowed = self.allowed.get(namespace)
+        if allowed is None:
+            snapshot = self.snapshot
+            brokers = apply_namespace_policies(snapshot, bundle, tuple(snapshot.brokers))
+            brokers = filter_anti_affinity(
+                snapshot,
+                brokers,
+                bundle,
+                failure_domains_enabled=self.config.failure_domains_enabled,
+            )
+            allowed = self.allowed[namespace] = frozenset(brokers)
+        return destination in allowed
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One planned move (or a swap: two)."""
+
+    bundles: tuple[tuple[str, BrokerId, BrokerId, Usage, float], ...]  # bundle, from, to
+    gain: float
+
+
+def _resolve_pending(
+    snapshot: LoadSnapshot, pending: dict[str, PendingMove], now_ms: int
+) -> dict[str, PendingMove]:
+    """The moves the reports still do not show (and not too old to matter)."""
+    kept: dict[str, PendingMove] = {}
+    for bundle, move in sorted(pending.items()):
+        if now_ms - move.at_ms > PENDING_TIMEOUT_MS:
+            continue
+        if move.source not in snapshot.brokers and move.destination not in snapshot.brokers:
+            continue
+        at_source = bundle in snapshot.bundles_of(move.source)
+        at_destination = bundle in snapshot.bundles_of(move.destination)
+        if at_destination and not at_source:
+            continue  # both reports show it
+        if not at_source and not at_destination and bundle not in snapshot.bundles:
+            continue  # the bundle is gone (split)
+        kept[bundle] = move
+    return kept
+
+
+def _base_usage(
+    snapshot: LoadSnapshot, costs: Costs, pending: dict[str, PendingMove]
+) -> dict[BrokerId, Usage]:
+    usage = {
+        broker: usage_of(costs, broker_traffic(snapshot, broker)) for broker in snapshot.brokers
+    }
+    for bundle, move in pending.items():
+        at_source = move.source in usage and bundle in snapshot.bundles_of(move.source)
+        owner = move.source if at_source else None
+        if (
+            owner is None
+            and move.destination in usage
+            and bundle in snapshot.bundles_of(move.destination)
+        ):
+            owner = move.destination
+        moved = usage_of(costs, bundle_traffic(snapshot, bundle, owner))
+        if at_source:
+            usage[move.source] = usage[move.source].minus(moved)
+        if move.destination in usage and bundle not in snapshot.bundles_of(move.destination):
+            usage[move.destination] = usage[move.destination].plus(moved)
+    return usage
+
+
+def find_bundles_to_unload(
+    snapshot: LoadSnapshot, state: BallastState, config: BallastShedderConfig, now_ms: int
+) -> SheddingResult[BallastState]:
+    """Ballast's shedding run (see the module docstring); brokers in snapshot order, ties
+    broken by broker id and bundle name."""
+    fitted = costs_from_snapshot(snapshot)
+    costs = fitted if state.costs is None else state.costs.blended(fitted, COST_MEMORY)
+    pending = _resolve_pending(snapshot, state.pending, now_ms)
+    if len(snapshot.brokers) < 2:
+        kept = BallastState(costs=costs, pending=pending, hit_count=0)
+        return SheddingResult((), kept, outcome(False, ReasonKind.NO_BROKERS, "one broker"))
+    capacity = {
+        broker: Capacity.of_report(data.local_data, config.weights)
+        for broker, data in snapshot.brokers.items()
+    }
+    usage = _base_usage(snapshot, costs, pending)
+    load = {b: load_of(usage[b], capacity[b], config.weights) for b in snapshot.brokers}
+    mean = sum(load.values()) / len(load)
+    spread = std(load.values())
+    figures: dict[str, JsonValue] = {
+        "loadAvg": mean,
+        "loadStd": spread,
+        "pending": len(pending),
+        "costs": msgspec.to_builtins(costs),
+    }
+    idle = sorted(
+        b
+        for b, value in load.items()
+        if value < config.idle_load_fraction * mean and mean - value > config.trigger_std
+    )
+    overloaded = sorted(
+        b
+        for b, value in load.items()
+        if value > config.overloaded_threshold and value > mean + config.trigger_std
+    )
+    heaviest = max(load.values())
+    hit = state.hit_count + 1 if _beyond(config, spread, heaviest, mean, trigger=True) else 0
+    figures["hitCount"] = hit
+    unfinished = state.balancing and _beyond(config, spread, heaviest, mean, trigger=False)
+    urgent = bool(idle or overloaded) or unfinished
+    if not urgent and hit <= config.hit_count_threshold:
+        detail = (
+            f"load std {spread:.4f}, max {heaviest:.3f} over mean {mean:.3f}: within the triggers"
+            if hit == 0
+            else f"load spread above the trigger for {hit} run(s), threshold "
+            f"{config.hit_count_threshold}"
+        )
+        kept = BallastState(costs=costs, pending=pending, hit_count=hit)
+        body = {**outcome(False, ReasonKind.HIT_COUNT, detail), **figures}
+        return SheddingResult((), kept, body)
+    if idle:
+        reason = Reason(ReasonKind.UNDERLOADED, f"broker {idle[0]} is idle ({load[idle[0]]:.3f})")
+    elif overloaded:
+        reason = Reason(
+            ReasonKind.OVERLOADED,
+            f"broker {overloaded[0]} is overloaded ({load[overloaded[0]]:.3f})",
+        )
+    elif hit > config.hit_count_threshold:
+        reason = Reason(
+            ReasonKind.OVERLOADED,
+            f"load std {spread:.4f}, max {heaviest:.3f} over mean {mean:.3f}: beyond the triggers",
+        )
+    else:
+        reason = Reason(
+            ReasonKind.OVERLOADED,
+            f"balancing goes on: load std {spread:.4f}, max {heaviest:.3f} over mean {mean:.3f}",
+        )
+    plan = _Plan(
+        snapshot=snapshot,
+        config=config,
+        costs=costs,
+        capacity=capacity,
+        usage=usage,
+        load=load,
+        blocked=set(snapshot.recently_unloaded_bundles) | set(pending),
+    )
+    decisions = _balance(plan, reason, idle)
+    new_pending = dict(pending)
+    for move in decisions:
+        if isinstance(move, Transfer):
+            new_pending[str(move.bundle)] = PendingMove(
+                source=move.source, destination=move.destination, at_ms=now_ms
+            )
+    after = std(plan.load.values())
+    figures["stdAfter"] = after
+    figures["moves"] = len(decisions)
+    kept = BallastState(
+        costs=costs,
+        pending=new_pending,
+        hit_count=0 if decisions else hit,
+        balancing=bool(decisions)
+        and _beyond(config, after, max(plan.load.values()), mean, trigger=False),
+    )
+    if decisions:
+        return SheddingResult(
+            tuple(decisions), kept, {**outcome(True, ReasonKind.BALANCED), **figures}
+        )
+    detail = "no bundle move improves the balance enough"
+    return SheddingResult((), kept, {**outcome(False, ReasonKind.NO_BUNDLES, detail), **figures})
+
+
+def _beyond(
+    config: BallastShedderConfig, spread: float, heaviest: float, mean: float, *, trigger: bool
+) -> bool:
+    """Whether the spread is beyond the trigger (or, with ``trigger`` False, the target):
+    the standard deviation, or the heaviest broker over the mean — the latter only when it is
+    above the mean by more than the target deviation (tiny loads are noise)."""
+    limit_std = config.trigger_std if trigger else config.target_std
+    ratio = config.trigger_max_over_mean if trigger else config.target_max_over_mean
+    if spread > limit_std:
+        return True
+    return heaviest > mean * ratio and heaviest - mean > config.target_std
+
+
+def _balance(plan: _Plan, reason: Reason, idle: Sequence[BrokerId]) -> list[Move]:
+    config = plan.config
+    decisions: list[Move] = []
+    limit = config.max_moves_per_cycle
+    needy = set(idle)
+    while limit <= 0 or len(decisions) < limit:
+        current = std(plan.load.values())
+        mean = sum(plan.load.values()) / len(plan.load)
+        needy = {b for b in needy if plan.load[b] < config.idle_load_fraction * mean}
+        heaviest = max(plan.load.values())
+        if not needy and not _beyond(config, current, heaviest, mean, trigger=False):
+            break
+        step = _next_step(plan, mean)
+        if step is None:
+            break
+        for bundle, source, destination, moved, size in step.bundles:
+            before = (plan.load[source], plan.load[destination])
+            plan.usage[source] = plan.usage[source].minus(moved)
+            plan.usage[destination] = plan.usage[destination].plus(moved)
+            plan.load[source] = plan.load_with(source, plan.usage[source])
+            plan.load[destination] = plan.load_with(destination, plan.usage[destination])
+            plan.sent[source] = plan.sent.get(source, 0.0) + size
+            plan.received[destination] = plan.received.get(destination, 0.0) + size
+            plan.blocked.add(bundle)
+            _forget(plan, source, bundle)
+            text = (
+                f"{reason.text}; bundle load {size:.3f}: {source} {before[0]:.3f} -> "
+                f"{plan.load[source]:.3f}, {destination} {before[1]:.3f} -> "
+                f"{plan.load[destination]:.3f}"
+            )
+            why = Reason(reason.kind, text)
+            if config.transfer_enabled:
+                decisions.append(Transfer(bundle_name(bundle), source, destination, why))
+            else:
+                decisions.append(Unload(bundle_name(bundle), source, why))
+    return decisions
+
+
+def _forget(plan: _Plan, broker: BrokerId, bundle: str) -> None:
+    found = plan.movable.get(broker)
+    if found is not None:
+        plan.movable[broker] = [c for c in found if c.bundle != bundle]
+
+
+def _next_step(plan: _Plan, mean: float) -> _Step | None:
+    """The best move from the heaviest broker that has one (heaviest first)."""
+    ranked = sorted(plan.load, key=lambda b: (-plan.load[b], b))
+    for source in ranked:
+        if plan.load[source] <= mean:
+            return None
+        if source in plan.exhausted:
+            continue
+        step = _best_from(plan, source)
+        if step is not None:
+            return step
+        plan.exhausted.add(source)
+    return None
+
+
+def _destinations(plan: _Plan, source: BrokerId) -> list[BrokerId]:
+    cap = plan.config.max_load_moved_per_broker
+    lightest = sorted(
+        (b for b in plan.load if b != source and plan.received.get(b, 0.0) < cap - EPSILON),
+        key=lambda b: (plan.load[b], b),
+    )
+    return lightest[:DESTINATIONS]
+
+
+def _best_from(plan: _Plan, source: BrokerId) -> _Step | None:
+    config = plan.config
+    cap = config.max_load_moved_per_broker
+    budget = cap - plan.sent.get(source, 0.0) + EPSILON
+    if budget <= EPSILON:
+        return None
+    candidates = plan.candidates(source)
+    if not candidates:
+        return None
+    sizes = [c.size for c in candidates]
+    best: _Step | None = None
+    source_load = plan.load[source]
+    for destination in _destinations(plan, source):
+        gap = source_load - plan.load[destination]
+        if gap <= config.min_improvement:
+            break
+        room = cap - plan.received.get(destination, 0.0) + EPSILON
+        position = bisect.bisect_left(sizes, gap / 2)
+        low, high = max(0, position - NEIGHBOURS), min(len(candidates), position + NEIGHBOURS)
+        for candidate in candidates[low:high]:
+            if candidate.size > budget or candidate.size > room:
+                continue
+            step = _score(plan, source, destination, ((candidate, source, destination),))
+            if step is not None and (best is None or step.gain > best.gain):
+                best = step
+        if best is None:
+            swap = _swap(plan, source, destination, candidates, sizes, min(budget, room))
+            if swap is not None:
+                best = swap
+    return best
+
+
+def _swap(
+    plan: _Plan,
+    source: BrokerId,
+    destination: BrokerId,
+    candidates: list[_Candidate],
+    sizes: list[float],
+    allowance: float,
+) -> _Step | None:
+    """A heavier bundle to the light broker and a lighter one back, netting about half the
+    gap."""
+    back = plan.candidates(destination)
+    if not back:
+        return None
+    gap = plan.load[source] - plan.load[destination]
+    best: _Step | None = None
+    for returning in back:
+        position = bisect.bisect_left(sizes, returning.size + gap / 2)
+        for candidate in candidates[max(0, position - 1) : position + 1]:
+            net = candidate.size - returning.size
+            if net <= 0 or candidate.size > allowance + returning.size:
+                continue
+            step = _score(
+                plan,
+                source,
+                destination,
+                ((candidate, source, destination), (returning, destination, source)),
+            )
+            if step is not None and (best is None or step.gain > best.gain):
+                best = step
+    return best
+
+
+def _score(
+    plan: _Plan,
+    source: BrokerId,
+    destination: BrokerId,
+    moves: tuple[tuple[_Candidate, BrokerId, BrokerId], ...],
+) -> _Step | None:
+    """The move (or swap) as a step, if it is allowed and improves the pair enough."""
+    usage = {source: plan.usage[source], destination: plan.usage[destination]}
+    for candidate, from_broker, to_broker in moves:
+        if not plan.may_receive(candidate.bundle, to_broker):
+            return None
+        usage[from_broker] = usage[from_broker].minus(candidate.usage)
+        usage[to_broker] = usage[to_broker].plus(candidate.usage)
+    before_source, before_destination = plan.load[source], plan.load[destination]
+    after_source = plan.load_with(source, usage[source])
+    after_destination = plan.load_with(destination, usage[destination])
+    if before_source - max(after_source, after_destination) < plan.config.min_improvement:
+        return None
+    gain = before_source**2 + before_destination**2 - after_source**2 - after_destination**2
+    if gain <= 0 or math.isnan(gain):
+        return None
+    return _Step(
+        tuple(
+            (c.bundle, from_broker, to_broker, c.usage, c.size)
+            for c, from_broker, to_broker in moves
+        ),
+        gain,
+    )

@@ -1,0 +1,181 @@
+"""Ballast's own shedding strategy on small hand-built snapshots: best-fit moves on predicted
+loads, several brokers per run, limits, hysteresis, pending moves, swaps, policies."""
+
+from __future__ import annotations
+
+import pytest
+
+from ballast.balance.decisions import ReasonKind, Transfer
+from ballast.balance.shedding.ballast import BallastState, PendingMove, find_bundles_to_unload
+from ballast.balance.snapshot import LoadSnapshot, Policies
+from ballast.model.config import BallastShedderConfig
+from ballast.model.loaddata import LocalBrokerData, NamespaceBundleStats, ResourceUsage
+from ballast.model.policies import IsolationPolicies
+from tests.balance.build import settings, snapshot
+
+NOW = 1_700_000_000_000
+CONFIG = BallastShedderConfig.from_settings(settings())
+COST = 0.1  # percent of a core per msg/s: a bundle of 80 msg/s is 8% of one core
+
+
+def bundle(broker: str, i: int, namespace: str = "t/ns") -> str:
+    return f"{namespace}/0x{ord(broker[0]) << 24 | i:08x}_0x{(ord(broker[0]) << 24 | i) + 1:08x}"
+
+
+def broker(*loads: float, name: str, namespace: str = "t/ns") -> LocalBrokerData:
+    """A one-core broker whose bundles carry ``loads`` (fractions of the core); CPU usage is
+    exactly their traffic's cost."""
+    stats = {
+        bundle(name, i, namespace): NamespaceBundleStats(
+            msg_rate_in=load * 100 / COST / 2, msg_rate_out=load * 100 / COST / 2, topics=1
+        )
+        for i, load in enumerate(loads)
+    }
+    messages = sum(s.msg_rate_in + s.msg_rate_out for s in stats.values())
+    return LocalBrokerData(
+        cpu=ResourceUsage(usage=messages * COST, limit=100.0),
+        msg_rate_in=messages / 2,
+        msg_rate_out=messages / 2,
+        last_stats=stats,
+        bundles=frozenset(stats),
+    )
+
+
+def cluster(**brokers: tuple[float, ...]) -> LoadSnapshot:
+    return snapshot({name: broker(*loads, name=name) for name, loads in brokers.items()})
+
+
+def run(
+    snap: LoadSnapshot, state: BallastState | None = None, config: BallastShedderConfig = CONFIG
+) -> tuple[list[Transfer], BallastState, dict[str, object]]:
+    result = find_bundles_to_unload(snap, state or BallastState(), config, NOW)
+    moves = [d for d in result.decisions if isinstance(d, Transfer)]
+    assert len(moves) == len(result.decisions)
+    return moves, result.state, dict(result.stats)
+
+
+def reported(stats: dict[str, NamespaceBundleStats]) -> LocalBrokerData:
+    messages = sum(s.msg_rate_in + s.msg_rate_out for s in stats.values())
+    return LocalBrokerData(
+        cpu=ResourceUsage(usage=messages * COST, limit=100.0),
+        msg_rate_in=messages / 2,
+        msg_rate_out=messages / 2,
+        last_stats=stats,
+        bundles=frozenset(stats),
+    )
+
+
+def moved(snap: LoadSnapshot, moves: list[Transfer]) -> LoadSnapshot:
+    """The snapshot once ``moves`` are done and every broker reported again."""
+    stats = {name: dict(data.local_data.last_stats) for name, data in snap.brokers.items()}
+    for move in moves:
+        stats[move.destination][str(move.bundle)] = stats[move.source].pop(str(move.bundle))
+    return snapshot({name: reported(s) for name, s in stats.items()})
+
+
+def loads_after(snap: LoadSnapshot, moves: list[Transfer]) -> dict[str, float]:
+    """Each broker's load once ``moves`` are done (by the test's own arithmetic)."""
+    return {
+        name: round(data.local_data.cpu.usage / 100, 6)
+        for name, data in moved(snap, moves).brokers.items()
+    }
+
+
+def test_the_worked_example_two_full_brokers_and_two_new_ones() -> None:
+    snap = cluster(a=(0.08,) * 10, b=(0.08,) * 10, c=(), d=())
+    moves, state, stats = run(snap)
+    assert stats["outcome"] == "Success"
+    assert moves[0].reason.kind is ReasonKind.UNDERLOADED  # idle brokers: at once
+    # Round robin between the heavy pair and the light pair, 0.3 of load per broker at most.
+    assert [(m.source, m.destination) for m in moves] == [
+        ("a", "c"),
+        ("b", "d"),
+        ("a", "c"),
+        ("b", "d"),
+        ("a", "c"),
+        ("b", "d"),
+    ]
+    assert loads_after(snap, moves) == {"a": 0.56, "b": 0.56, "c": 0.24, "d": 0.24}
+    assert state.balancing and set(state.pending) == {str(m.bundle) for m in moves}
+    # The next run sees reports that already show the moves: it finishes the job.
+    after = moved(snap, moves)
+    more, state, _ = run(after, state)
+    assert len(more) == 4 and loads_after(after, more) == {n: 0.4 for n in "abcd"}
+    assert not state.balancing
+
+
+def test_stale_reports_do_not_cause_the_same_moves_again() -> None:
+    snap = cluster(a=(0.1,) * 8, b=(0.1,) * 2)
+    moves, state, _ = run(snap, BallastState(hit_count=5))
+    assert loads_after(snap, moves) == {"a": 0.5, "b": 0.5}
+    # The reports have not changed yet: the pending moves account for them.
+    again, _, stats = run(snap, state)
+    assert again == [] and stats["pending"] == len(moves)
+
+
+def test_hysteresis_a_mild_spread_waits_one_run_an_idle_broker_does_not() -> None:
+    mild = cluster(a=(0.1,) * 6, b=(0.1,) * 5, c=(0.1,) * 4)  # std 0.08 > trigger 0.045
+    moves, state, stats = run(mild)
+    assert moves == [] and stats["reason"] == "HitCount" and state.hit_count == 1
+    moves, state, _ = run(mild, state)
+    assert [(m.source, m.destination) for m in moves] == [("a", "c")]
+    calm = cluster(a=(0.1,) * 5, b=(0.1,) * 5, c=(0.1,) * 5)
+    moves, state, stats = run(calm)
+    assert moves == [] and state.hit_count == 0
+
+
+def test_small_differences_are_left_alone() -> None:
+    # One bundle of difference: moving it would only swap the roles.
+    snap = cluster(a=(0.1,) * 5, b=(0.1,) * 4)
+    assert run(snap, BallastState(hit_count=5))[0] == []
+
+
+def test_a_swap_when_no_single_bundle_fits() -> None:
+    snap = cluster(a=(0.3, 0.3), b=(0.25, 0.05))
+    moves, _, _ = run(snap, BallastState(hit_count=5))
+    assert {(m.source, m.destination) for m in moves} == {("a", "b"), ("b", "a")}
+    after = loads_after(snap, moves)
+    assert max(after.values()) < 0.6
+
+
+def test_recently_unloaded_and_pending_bundles_stay_put() -> None:
+    base = cluster(a=(0.1,) * 8, b=(0.1,) * 2)
+    recent = {bundle("a", i): NOW - 1000 for i in range(4)}
+    snap = snapshot({n: d.local_data for n, d in base.brokers.items()}, unloaded=recent)
+    pending = {bundle("a", 4): PendingMove(source="a", destination="b", at_ms=NOW - 1000)}
+    moves, _, _ = run(snap, BallastState(pending=pending, hit_count=5))
+    assert moves
+    assert not {str(m.bundle) for m in moves} & (set(recent) | set(pending))
+
+
+def test_isolated_namespaces_move_only_to_brokers_their_policy_allows() -> None:
+    brokers = {
+        "a:8080": broker(*(0.1,) * 8, name="a:8080", namespace="t/iso"),
+        "b:8080": broker(name="b:8080"),
+        "c:8080": broker(name="c:8080"),
+    }
+    policy = {
+        "iso": {
+            "namespaces": ["t/iso"],
+            "primary": ["a", "c"],
+            "secondary": [],
+            "auto_failover_policy": {
+                "policy_type": "min_available",
+                "parameters": {"min_limit": "1", "usage_threshold": "80"},
+            },
+        }
+    }
+    isolation = IsolationPolicies.from_mapping(policy)
+    snap = snapshot(brokers, policies=Policies(isolation=isolation))
+    moves, _, _ = run(snap)
+    assert moves and {m.destination for m in moves} == {"c:8080"}
+
+
+@pytest.mark.parametrize("cap", [0.1, 0.25])
+def test_a_broker_moves_at_most_its_share_per_run(cap: float) -> None:
+    config = BallastShedderConfig.from_settings(
+        settings(loadBalancerBallastMaxLoadMovedPerBroker=cap)
+    )
+    snap = cluster(a=(0.05,) * 16, b=())
+    moves, _, _ = run(snap, config=config)
+    assert len(moves) == round(cap / 0.05)

@@ -1,0 +1,66 @@
+"""The load model learnt from reports: costs recovered from traffic and usage, loads predicted
+for any traffic."""
+
+from __future__ import annotations
+
+import pytest
+
+from ballast.balance.loadmodel import (
+    Capacity,
+    Costs,
+    Traffic,
+    fit_costs,
+    load_of,
+    usage_of,
+)
+from ballast.model.loaddata import LocalBrokerData, ResourceUsage, ResourceWeights
+
+A, C = 0.004, 2e-7  # percent of a core per msg/s and per byte/s
+
+
+def report(messages: float, size: float, *, cores: float = 4.0) -> LocalBrokerData:
+    """A broker whose usage follows the costs exactly (NIC 1 Gbit/s, kbit/s units)."""
+    tput = messages * size
+    return LocalBrokerData(
+        cpu=ResourceUsage(usage=A * messages + C * tput, limit=cores * 100),
+        bandwidth_in=ResourceUsage(usage=tput / 2 * 8 / 1000, limit=1e6),
+        bandwidth_out=ResourceUsage(usage=tput / 2 * 8 / 1000, limit=1e6),
+        msg_rate_in=messages / 2,
+        msg_rate_out=messages / 2,
+        msg_throughput_in=tput / 2,
+        msg_throughput_out=tput / 2,
+    )
+
+
+def test_costs_are_recovered_when_message_sizes_differ() -> None:
+    costs = fit_costs([report(1000, 100), report(5000, 10_000), report(3000, 1000)])
+    assert costs.cpu_per_msg == pytest.approx(A, rel=1e-2)
+    assert costs.cpu_per_byte == pytest.approx(C, rel=1e-2)
+    assert costs.nic_in_per_byte == pytest.approx(8 / 1000)
+    assert costs.nic_out_per_byte == pytest.approx(8 / 1000)
+
+
+def test_the_same_mix_everywhere_still_predicts_every_broker() -> None:
+    reports = [report(m, 1000) for m in (1000, 2000, 8000)]
+    costs = fit_costs(reports)
+    for one in reports:
+        predicted = usage_of(costs, Traffic.of_report(one))
+        assert predicted.cpu == pytest.approx(one.cpu.usage, rel=1e-2)
+
+
+def test_no_traffic_gives_the_default_units_and_no_cpu_cost() -> None:
+    costs = fit_costs([LocalBrokerData(), LocalBrokerData()])
+    assert costs == Costs()
+
+
+def test_load_is_the_weighted_max_over_the_predicted_resources() -> None:
+    costs = Costs(cpu_per_msg=A, cpu_per_byte=0.0)
+    capacity = Capacity(cpu=400.0, nic_in=1e6, nic_out=1e6, static_load=0.1)
+    traffic = Traffic(rate_in=40_000, rate_out=40_000, tput_in=5e7, tput_out=5e7)
+    usage = usage_of(costs, traffic)
+    assert usage.cpu == pytest.approx(320.0)
+    assert load_of(usage, capacity, ResourceWeights()) == pytest.approx(0.8)
+    nic_only = ResourceWeights(cpu=0.0)
+    assert load_of(usage, capacity, nic_only) == pytest.approx(0.4)  # 400 Mbit/s of 1 Gbit/s
+    idle = usage_of(costs, Traffic())
+    assert load_of(idle, capacity, ResourceWeights()) == pytest.approx(0.1)  # memory etc.

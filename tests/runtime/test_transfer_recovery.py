@@ -1,0 +1,108 @@
+"""A transfer the leader never finishes (it stopped between two commands) is settled by its
+source: handed over → the stale claim is dropped, so a graceful stop does not wait out its
+deadline; never taken over → the bundle is released after the unload timeout and placed again."""
+
+from __future__ import annotations
+
+from ballast.broker.cluster import LocalCluster
+from ballast.broker.identity import BrokerIdentity
+from ballast.broker.lookup import AnswerKind
+from ballast.clock import Clock
+from ballast.controller.commands import TakeOverBundle, TransferBundle
+from ballast.controller.requests import CreateNamespace, CreateTenant, UnloadRequest
+from ballast.coordination.ownership import OwnershipState, read_owner
+from ballast.model.config import load_settings
+from ballast.model.naming import TopicName
+from tests.support.invariants import settle_and_check
+from tests.support.waiting import eventually
+
+TOPIC = TopicName.parse("persistent://t/ns/x")
+
+
+async def start(clock: Clock) -> tuple[LocalCluster, str, str, int]:
+    settings = load_settings(overrides=["metadataStoreSessionTimeoutMillis=10000"]).settings
+    cluster = LocalCluster(clock, settings=settings)
+    for port in (8080, 8081, 8082):
+        await cluster.add_broker(BrokerIdentity("10.0.0.1", port, port - 1430))
+    await eventually(lambda: cluster.leader() is not None, clock)
+    assert (await cluster.request(CreateTenant(tenant="t"))).ok
+    assert (await cluster.request(CreateNamespace(namespace="t/ns", bundles=1))).ok
+    await cluster.running()[0].topic_index.create(TOPIC)
+    answer = await cluster.lookup(TOPIC)
+    assert answer.kind is AnswerKind.CONNECT and answer.broker_id is not None
+    leader = cluster.leader()
+    assert leader is not None and leader.controller is not None
+    source = answer.broker_id
+    destination = next(n.broker_id for n in cluster.running() if n.broker_id != source)
+    return cluster, source, destination, leader.controller.epoch
+
+
+async def test_a_handed_over_bundle_does_not_hold_up_a_graceful_stop(clock: Clock) -> None:
+    cluster, source, destination, epoch = await start(clock)
+    bundle = await cluster.nodes[source].lookups.bundle_of(TOPIC)
+    name = str(bundle)
+    # The leader's move, cut short before its ForgetBundle.
+    assert (
+        await cluster.nodes[source].handle_command(
+            TransferBundle(epoch=epoch, bundle=name, destination=destination)
+        )
+    ).ok
+    assert (
+        await cluster.nodes[destination].handle_command(TakeOverBundle(epoch=epoch, bundle=name))
+    ).ok
+    assert cluster.nodes[source].ownership.state_of(bundle) is OwnershipState.RELEASING
+    began = clock.monotonic()
+    await cluster.stop_broker(source)
+    assert clock.monotonic() - began < 10  # not the 60 s shutdown deadline
+    owner = await read_owner(cluster.nodes[destination].store, bundle)
+    assert owner is not None and owner.broker_id == destination
+    observer = await cluster.connect()
+    await settle_and_check(cluster, observer, clock)
+    await cluster.close()
+
+
+async def test_a_transfer_never_taken_over_is_released_and_placed_again(clock: Clock) -> None:
+    cluster, source, destination, epoch = await start(clock)
+    node = cluster.nodes[source]
+    bundle = await node.lookups.bundle_of(TOPIC)
+    assert (
+        await node.handle_command(
+            TransferBundle(epoch=epoch, bundle=str(bundle), destination=destination)
+        )
+    ).ok
+    answer = await cluster.lookup(TOPIC)
+    assert answer.kind is AnswerKind.ERROR  # releasing: clients retry
+    await clock.sleep(61)  # namespaceBundleUnloadingTimeoutMs
+    assert node.ownership.state_of(bundle) is OwnershipState.FREE
+    answer = await cluster.lookup(TOPIC)
+    assert answer.kind is AnswerKind.CONNECT
+    observer = await cluster.connect()
+    await settle_and_check(cluster, observer, clock)
+    await cluster.close()
+
+
+async def test_a_stopping_leader_is_drained_as_soon_as_a_new_leader_is_up(clock: Clock) -> None:
+    cluster, _, _, _ = await start(clock)
+    for i in range(8):
+        topic = TopicName.parse(f"persistent://t/ns2/y{i}")
+        if i == 0:
+            assert (await cluster.request(CreateNamespace(namespace="t/ns2", bundles=8))).ok
+        await cluster.running()[0].topic_index.create(topic)
+        await cluster.lookup(topic)
+    leader = cluster.leader()
+    assert leader is not None
+    owned = [b for b in leader.ownership.owned() if b != leader.heartbeat_bundle]
+    if not owned:  # give the leader a bundle to drain
+        other = next(n for n in cluster.running() if n is not leader)
+        bundle = next(b for b in other.ownership.owned() if b != other.heartbeat_bundle)
+        assert (
+            await cluster.request(UnloadRequest(bundle=str(bundle), destination=leader.broker_id))
+        ).ok
+        owned = [bundle]
+    began = clock.monotonic()
+    await cluster.stop_broker(leader.broker_id)
+    assert clock.monotonic() - began < 3.0  # asked the new leader at once, not 5 s later
+    for bundle in owned:
+        owner = await read_owner(cluster.running()[0].store, bundle)
+        assert owner is not None and owner.broker_id != leader.broker_id
+    await cluster.close()
