@@ -10,6 +10,7 @@ import typer
 from ballast import __version__
 from ballast.cli.bundle import bundle_app
 from ballast.cli.config import config_app
+from ballast.cli.pipeline import pipeline_app
 from ballast.cli.topic import topic_command
 
 app = typer.Typer(
@@ -23,6 +24,7 @@ app = typer.Typer(
 app.command("topic")(topic_command)
 app.add_typer(bundle_app, name="bundle")
 app.add_typer(config_app, name="config")
+app.add_typer(pipeline_app, name="pipeline")
 
 
 def _version(value: bool) -> None:
