@@ -54,7 +54,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     root = tmp_path_factory.mktemp("cli") / "history"
     done = summary(run_ballast("pipeline", "generate", "--out", str(root), *GENERATE))
-    assert done["bundle_rows"] == 30 * 24
+    assert done["bundleRows"] == 30 * 24
     assert done["outputs"] == [str(root / t) for t in ("brokers", "bundles", "topics")]
     return root
 
@@ -124,7 +124,7 @@ def test_split_plan_uses_latest_topics(ballast: Ballast, history: Path, tmp_path
     )
     plan = pq.read_table(out / "split_plan").to_pylist()
     assert done["selected"] == len(plan) > 0
-    assert done["with_cut_points"] == sum(1 for r in plan if r["children"]) > 0
+    assert done["withCutPoints"] == sum(1 for r in plan if r["children"]) > 0
     settings = load_settings(overrides=["loadBalancerNamespaceBundleMaxMsgRate=20000"]).settings
     thresholds = SplitConfig.from_settings(settings).flow_or_qps
     topics = read_table(history, TOPICS).to_pylist()

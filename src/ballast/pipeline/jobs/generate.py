@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 
-from pyspark.sql import SparkSession
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
 
 from ballast.pipeline.jobs.base import Summary
 from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS
@@ -41,10 +42,21 @@ def _partitions(spark: SparkSession, rows: int) -> int:
 
 
 def generate(spark: SparkSession, spec: GenerateSpec, out: str) -> Summary:
-    brokers = broker_plan(spec)
     namespaces = spark.createDataFrame(namespace_rows(namespace_plan(spec)), NAMESPACE_PLAN_SCHEMA)
-    topics = synthetic_topics(namespaces, spec)
-    bundles = synthetic_bundles(namespaces, topics, spec)
+    # Both are small next to the samples and read several times: computed once.
+    topics = synthetic_topics(namespaces, spec).persist(StorageLevel.MEMORY_AND_DISK)
+    bundles = synthetic_bundles(namespaces, topics, spec).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return _write(spark, spec, out, topics, bundles)
+    finally:
+        bundles.unpersist()
+        topics.unpersist()
+
+
+def _write(
+    spark: SparkSession, spec: GenerateSpec, out: str, topics: DataFrame, bundles: DataFrame
+) -> Summary:
+    brokers = broker_plan(spec)
     bundle_count = spec.snapshots * spec.bundles
     ids = spark.range(0, bundle_count, numPartitions=_partitions(spark, bundle_count))
     bundle_rows = bundle_samples(ids, bundles, spec, brokers)
@@ -66,8 +78,8 @@ def generate(spark: SparkSession, spec: GenerateSpec, out: str) -> Summary:
     return {
         "cluster": spec.cluster,
         "snapshots": spec.snapshots,
-        "bundle_rows": bundle_count,
-        "topic_rows": len(snapshots) * spec.topics,
+        "bundleRows": bundle_count,
+        "topicRows": len(snapshots) * spec.topics,
         "brokers": spec.brokers,
         "outputs": [
             table_path(out, t) for t in (BROKERS, BUNDLES, *((TOPICS,) if snapshots else ()))

@@ -43,6 +43,6 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     return {
         "algorithm": config.default_algorithm,
         "selected": int(counts["selected"]) if counts else 0,
-        "with_cut_points": int(counts["with_cut_points"]) if counts else 0,
+        "withCutPoints": int(counts["with_cut_points"]) if counts else 0,
         "outputs": [table_path(paths.out, SPLIT_PLAN)],
     }

@@ -228,8 +228,12 @@ def owner(snapshot: Column, brokers: Sequence[BrokerPlan]) -> Column:
     return F.coalesce(*picks, F.col("fallback"))
 
 
-def _broker_id(index: Column) -> Column:
-    return F.format_string("broker-%04d:8080", index)
+def broker_id(index: Column) -> Column:
+    """``broker-0042:8080`` as :func:`ballast.pipeline.synthetic_spec.broker_name` (built
+    with concatenation: ``format_string`` costs a microsecond per row)."""
+    digits = index.cast("string")
+    padded = F.when(index < 10000, F.lpad(digits, 4, "0")).otherwise(digits)
+    return F.concat(F.lit("broker-"), padded, F.lit(":8080"))
 
 
 def bundle_samples(
@@ -252,7 +256,7 @@ def bundle_samples(
         .select(
             (F.lit(spec.start_ms) + snapshot * F.lit(spec.interval_ms)).alias("snapshot_ms"),
             F.lit(spec.cluster).alias("cluster"),
-            _broker_id(F.col("broker_index")).alias("broker"),
+            broker_id(F.col("broker_index")).alias("broker"),
             "bundle",
             "namespace",
             "msg_rate_in",
@@ -270,6 +274,10 @@ def bundle_samples(
     )
 
 
+_RATES = ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out")
+_COUNTS = ("topics", "consumer_count", "producer_count")
+
+
 def broker_samples(
     grid: DataFrame,
     bundle_rows: DataFrame,
@@ -282,24 +290,48 @@ def broker_samples(
     follows the load: CPU from the message rate against ``cpu_capacity_msg_rate`` (msg/s at
     full CPU, 5 % idle floor), bandwidth from throughput, direct memory from inbound bytes."""
     count = spec.brokers
-    up = grid.select(
-        F.floor(F.col("id") / F.lit(count)).cast("long").alias("snapshot"),
-        F.pmod(F.col("id"), F.lit(count)).cast("long").alias("broker_index"),
-    ).filter(is_up(F.col("broker_index"), F.col("snapshot"), lifetimes(brokers)))
-    up = up.withColumn(
-        "snapshot_ms", F.lit(spec.start_ms) + F.col("snapshot") * F.lit(spec.interval_ms)
+    # Brokers that are up contribute a zero row each, so idle brokers report too; a union
+    # and one aggregation (no join) keeps the expensive bundle rows computed once.
+    idle = (
+        grid.select(
+            F.floor(F.col("id") / F.lit(count)).cast("long").alias("snapshot"),
+            F.pmod(F.col("id"), F.lit(count)).cast("long").alias("broker_index"),
+        )
+        .filter(is_up(F.col("broker_index"), F.col("snapshot"), lifetimes(brokers)))
+        .select(
+            (F.lit(spec.start_ms) + F.col("snapshot") * F.lit(spec.interval_ms)).alias(
+                "snapshot_ms"
+            ),
+            "broker_index",
+            *(F.lit(0.0).alias(k) for k in _RATES),
+            *(F.lit(0).cast("long").alias(k) for k in _COUNTS),
+            F.lit(0).cast("long").alias("bundles"),
+        )
     )
-    sums = bundle_rows.groupBy("snapshot_ms", "broker_index").agg(
-        F.sum("msg_rate_in").alias("msg_rate_in"),
-        F.sum("msg_rate_out").alias("msg_rate_out"),
-        F.sum("msg_throughput_in").alias("msg_throughput_in"),
-        F.sum("msg_throughput_out").alias("msg_throughput_out"),
-        F.sum("topics").alias("num_topics"),
-        F.count("*").alias("num_bundles"),
-        F.sum("consumer_count").alias("num_consumers"),
-        F.sum("producer_count").alias("num_producers"),
+    loads = bundle_rows.select(
+        "snapshot_ms",
+        "broker_index",
+        *_RATES,
+        *(F.col(k).cast("long").alias(k) for k in _COUNTS),
+        F.lit(1).cast("long").alias("bundles"),
     )
-    joined = up.join(sums, on=["snapshot_ms", "broker_index"], how="left").na.fill(0)
+    joined = (
+        loads.unionByName(idle)
+        .groupBy("snapshot_ms", "broker_index")
+        .agg(
+            *(F.sum(k).alias(k) for k in _RATES),
+            F.sum("topics").alias("num_topics"),
+            F.sum("bundles").alias("num_bundles"),
+            F.sum("consumer_count").alias("num_consumers"),
+            F.sum("producer_count").alias("num_producers"),
+        )
+        .withColumn(
+            "snapshot",
+            F.floor((F.col("snapshot_ms") - F.lit(spec.start_ms)) / F.lit(spec.interval_ms)).cast(
+                "long"
+            ),
+        )
+    )
     cpu_limit = float(_CORES * 100)
     load = (F.col("msg_rate_in") + F.col("msg_rate_out")) / F.lit(cpu_capacity_msg_rate)
     cpu = F.least(F.lit(cpu_limit), F.lit(cpu_limit) * (F.lit(0.05) + F.lit(0.95) * load))
@@ -312,7 +344,7 @@ def broker_samples(
     return joined.select(
         "snapshot_ms",
         F.lit(spec.cluster).alias("cluster"),
-        _broker_id(F.col("broker_index")).alias("broker"),
+        broker_id(F.col("broker_index")).alias("broker"),
         _binary_fraction(cpu).alias("cpu_usage"),
         F.lit(cpu_limit).alias("cpu_limit"),
         _whole(heap).alias("memory_usage"),
@@ -358,7 +390,7 @@ def topic_samples(
         .select(
             (F.lit(spec.start_ms) + snapshot * F.lit(spec.interval_ms)).alias("snapshot_ms"),
             F.lit(spec.cluster).alias("cluster"),
-            _broker_id(owner(snapshot, brokers)).alias("broker"),
+            broker_id(owner(snapshot, brokers)).alias("broker"),
             "bundle",
             "namespace",
             "topic",
