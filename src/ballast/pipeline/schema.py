@@ -188,10 +188,12 @@ TOPICS = Table(
 
 
 def _average(term: str, samples: int) -> tuple[Column, ...]:
-    what = f"{term}-term average ({samples} samples at most)"
+    what = f"{term}-term average"
     return (
-        Column(f"{term}_num_samples", LONG, "samples", f"samples in the {what}"),
-        Column(f"{term}_max_samples", LONG, "samples", f"window of the {what}"),
+        Column(f"{term}_num_samples", LONG, "samples", f"samples in the {what} (<= max)"),
+        Column(
+            f"{term}_max_samples", LONG, "samples", f"window of the {what} ({samples} in Pulsar)"
+        ),
         Column(f"{term}_msg_rate_in", DOUBLE, "msg/s", f"{what} of msg_rate_in"),
         Column(f"{term}_msg_rate_out", DOUBLE, "msg/s", f"{what} of msg_rate_out"),
         Column(f"{term}_msg_throughput_in", DOUBLE, "bytes/s", f"{what} of msg_throughput_in"),
