@@ -14,6 +14,7 @@ from ballast.pipeline.transforms.averages import (
     broker_time_averages,
     bundle_time_averages,
     latest_rows,
+    rows_at,
 )
 
 from .helpers import frame, records
@@ -215,3 +216,14 @@ def test_latest_rows_is_per_cluster(spark: SparkSession) -> None:
     )
     latest = records(latest_rows(brokers), "cluster", "broker")
     assert [(r["cluster"], r["broker"]) for r in latest] == [("a", "y"), ("b", "z")]
+
+
+def test_rows_at_picks_each_clusters_snapshot(spark: SparkSession) -> None:
+    brokers = frame(
+        spark,
+        BROKERS,
+        [{"snapshot_ms": s, "cluster": c, "broker": f"{c}{s}"} for c in ("a", "b") for s in (1, 2)],
+    )
+    picked = records(rows_at(brokers, {"a": 2, "b": 1}), "broker")
+    assert [r["broker"] for r in picked] == ["a2", "b1"]
+    assert rows_at(brokers, {}).count() == 0

@@ -87,5 +87,11 @@ def write_output(frame: DataFrame, out: str, table: Table) -> None:
     )
 
 
+def latest_snapshots(brokers: DataFrame) -> dict[str, int]:
+    """Each cluster's latest snapshot time in a ``brokers`` table (a small action)."""
+    rows = brokers.groupBy("cluster").agg(F.max("snapshot_ms").alias("latest")).collect()
+    return {str(row["cluster"]): int(row["latest"]) for row in rows}
+
+
 def read_output(spark: SparkSession, out: str, table: Table) -> DataFrame:
     return spark.read.schema(table.spark_schema()).parquet(table_path(out, table))

@@ -7,15 +7,22 @@ points from the latest per-topic load. Writes ``<out>/split_plan``.
 
 from __future__ import annotations
 
+from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ballast.model.config import Settings, SplitConfig
 from ballast.pipeline.jobs.base import JobError, JobPaths, Summary
 from ballast.pipeline.schema import BROKERS, BUNDLES, SPLIT_PLAN, TOPICS
-from ballast.pipeline.sparkio import read_history, read_output, table_path, write_output
-from ballast.pipeline.transforms.averages import bundle_time_averages
-from ballast.pipeline.transforms.split import PLAN_ALGORITHMS, split_plan
+from ballast.pipeline.sparkio import (
+    latest_snapshots,
+    read_history,
+    read_output,
+    table_path,
+    write_output,
+)
+from ballast.pipeline.transforms.averages import bundle_time_averages, rows_at
+from ballast.pipeline.transforms.split import PLAN_ALGORITHMS, split_candidates, split_points
 
 
 def check_settings(settings: Settings) -> None:
@@ -33,8 +40,20 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     brokers = read_history(spark, paths.history, BROKERS)
     bundles = read_history(spark, paths.history, BUNDLES)
     topics = read_history(spark, paths.history, TOPICS)
-    plan = split_plan(brokers, bundles, bundle_time_averages(bundles), topics, config=config)
-    write_output(plan, paths.out, SPLIT_PLAN)
+    # The averages need every sample (one shuffle of the history); the plan reads them and
+    # the candidates several times, so both are computed once and kept.
+    averages = bundle_time_averages(bundles).persist(StorageLevel.MEMORY_AND_DISK)
+    latest = rows_at(bundles, latest_snapshots(brokers))
+    candidates = split_candidates(brokers, latest, averages, config).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
+    try:
+        candidates.count()
+        plan = split_points(candidates, topics, config.default_algorithm, config.flow_or_qps)
+        write_output(plan, paths.out, SPLIT_PLAN)
+    finally:
+        candidates.unpersist()
+        averages.unpersist()
     written = read_output(spark, paths.out, SPLIT_PLAN)
     counts = written.agg(
         F.count("*").alias("selected"),

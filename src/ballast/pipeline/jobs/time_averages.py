@@ -12,8 +12,18 @@ from pyspark.sql import SparkSession
 from ballast.model.config import Settings
 from ballast.pipeline.jobs.base import JobPaths, Summary
 from ballast.pipeline.schema import BROKER_AVERAGES, BROKERS, BUNDLE_AVERAGES, BUNDLES
-from ballast.pipeline.sparkio import read_history, read_output, table_path, write_output
-from ballast.pipeline.transforms.averages import broker_time_averages, bundle_time_averages
+from ballast.pipeline.sparkio import (
+    latest_snapshots,
+    read_history,
+    read_output,
+    table_path,
+    write_output,
+)
+from ballast.pipeline.transforms.averages import (
+    broker_time_averages,
+    bundle_time_averages,
+    rows_at,
+)
 
 
 def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
@@ -22,9 +32,9 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     bundles = read_history(spark, paths.history, BUNDLES)
     write_output(bundle_time_averages(bundles), paths.out, BUNDLE_AVERAGES)
     bundle_averages = read_output(spark, paths.out, BUNDLE_AVERAGES)
-    write_output(
-        broker_time_averages(brokers, bundles, bundle_averages), paths.out, BROKER_AVERAGES
-    )
+    # Only the latest snapshot's bundles decide a broker's sums: read just those.
+    latest = rows_at(bundles, latest_snapshots(brokers))
+    write_output(broker_time_averages(brokers, latest, bundle_averages), paths.out, BROKER_AVERAGES)
     return {
         "bundles": bundle_averages.count(),
         "brokers": read_output(spark, paths.out, BROKER_AVERAGES).count(),

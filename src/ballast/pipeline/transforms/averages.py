@@ -17,6 +17,8 @@ in bundle-name order (the model sums in the order it is given; pass it sorted na
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -116,6 +118,18 @@ def latest_rows(frame: DataFrame) -> DataFrame:
     """The rows of each cluster's latest snapshot in ``frame``."""
     latest = frame.groupBy("cluster").agg(F.max("snapshot_ms").alias("snapshot_ms"))
     return frame.join(latest, on=["cluster", "snapshot_ms"], how="left_semi")
+
+
+def rows_at(frame: DataFrame, snapshots: Mapping[str, int]) -> DataFrame:
+    """The rows of ``frame`` at the given snapshot of each cluster (``{cluster:
+    snapshot_ms}``). The condition is made of literals, so Parquet statistics let a reader
+    skip every row group of other times; no cluster given means no rows."""
+    condition = F.lit(False)
+    for cluster, snapshot_ms in sorted(snapshots.items()):
+        condition = condition | (
+            (F.col("cluster") == F.lit(cluster)) & (F.col("snapshot_ms") == F.lit(snapshot_ms))
+        )
+    return frame.filter(condition)
 
 
 def broker_time_averages(

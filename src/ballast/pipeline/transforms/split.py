@@ -80,13 +80,11 @@ def split_candidates(
 ) -> DataFrame:
     """Bundles the split rules select on each cluster's latest snapshot (see the module
     docstring): ``snapshot_ms, cluster, broker, bundle, namespace, topics, sessions,
-    long_msg_rate, long_msg_throughput, reason``."""
+    long_msg_rate, long_msg_throughput, reason``. Only the latest snapshot of ``bundles``
+    is read (a caller may pass just those rows)."""
     live = latest_rows(brokers).select("cluster", "snapshot_ms", "broker")
     multi_broker = live.groupBy("cluster").count().filter(F.col("count") > 1).select("cluster")
     current = bundles.join(live, on=["cluster", "snapshot_ms", "broker"], how="left_semi")
-    namespace_sizes = current.groupBy("cluster", "namespace").agg(
-        F.countDistinct("bundle").alias("namespace_bundles")
-    )
     averages = bundle_averages.select(
         "cluster",
         "bundle",
@@ -140,11 +138,12 @@ def split_candidates(
     for condition, _ in checks:
         above = above | condition
     reason = F.concat_ws("; ", *(F.when(c, text) for c, text in checks))
-    walk = Window.partitionBy("cluster", "namespace").orderBy("broker", "bundle")
+    namespace = Window.partitionBy("cluster", "namespace")
+    walk = namespace.orderBy("broker", "bundle")
     selected = (
-        rows.filter((F.col("topics") >= 2) & above)
+        rows.withColumn("namespace_bundles", F.size(F.collect_set("bundle").over(namespace)))
+        .filter((F.col("topics") >= 2) & above)
         .join(multi_broker, on="cluster", how="left_semi")
-        .join(namespace_sizes, on=["cluster", "namespace"], how="inner")
         .withColumn("reason", reason)
         .withColumn("walk", F.row_number().over(walk))
         .filter(F.col("walk") <= F.lit(config.max_bundles) - F.col("namespace_bundles"))
