@@ -15,6 +15,7 @@ from ballast.cli.config import config_app
 from ballast.cli.decide import decide_app
 from ballast.cli.metadata import metadata_app
 from ballast.cli.perf import perf_app
+from ballast.cli.pipeline import pipeline_app
 from ballast.cli.servers import broker_command, zookeeper_command
 from ballast.cli.simulate import simulate_command
 from ballast.cli.standalone import standalone_command
@@ -27,6 +28,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Help texts are plain: they show URL forms such as ``zk:host:port[/chroot]``.
+    rich_markup_mode=None,
 )
 app.command("topic")(topic_command)
 app.command("standalone")(standalone_command)
@@ -39,6 +42,7 @@ app.add_typer(metadata_app, name="metadata")
 app.add_typer(decide_app, name="decide")
 app.add_typer(perf_app, name="perf")
 app.command("simulate")(simulate_command)
+app.add_typer(pipeline_app, name="pipeline")
 
 
 def _version(value: bool) -> None:

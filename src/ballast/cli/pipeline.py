@@ -1,0 +1,249 @@
+"""``ballast pipeline``: the load-history pipeline on Spark.
+
+``import`` writes history from a Pulsar ``/loadbalance`` dump (pyarrow, no Spark);
+``generate`` writes a synthetic history with Spark; every registered history job
+(``time-averages``, ``split-plan``, ``report``) reads ``--history`` and writes ``--out``.
+Spark runs in local mode unless ``--master`` names a cluster (or spark-submit launched the
+command). Each command prints a JSON summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ballast.cli.common import fail, print_json, settings_from
+from ballast.pipeline.jobs import HISTORY_JOBS, JobEntry, JobError, JobPaths, load
+from ballast.pipeline.synthetic_spec import DEFAULT_START_MS, GenerateSpec, SpecError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# Spark, pandas and pyarrow are imported inside the commands that use them, so that the
+# rest of the ballast command starts fast.
+
+pipeline_app = typer.Typer(
+    help="Load history and the Spark jobs over it (local mode by default, any Spark master "
+    "with --master).",
+    no_args_is_help=True,
+)
+
+MasterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--master",
+        help="Spark master URL (spark://host:7077, yarn, local[4], ...). Default: local "
+        "mode on all cores, or spark-submit's master.",
+    ),
+]
+ConfOption = Annotated[
+    list[str] | None,
+    typer.Option("--conf", help="A Spark setting key=value (repeatable)."),
+]
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="A broker.conf-style settings file.")
+]
+SetOption = Annotated[
+    list[str] | None, typer.Option("--set", help="A setting key=value (repeatable).")
+]
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """Errors that mean bad input (exit 2 with the reason), not a bug."""
+    from ballast.pipeline.history import HistoryError
+    from ballast.pipeline.sparkio import SchemaMismatch
+    from ballast.pipeline.transforms.split import UnsupportedAlgorithm
+
+    return (HistoryError, JobError, SpecError, SchemaMismatch, UnsupportedAlgorithm)
+
+
+def parse_time_ms(text: str) -> int:
+    """Epoch milliseconds, or an ISO 8601 time (UTC unless it says otherwise)."""
+    stripped = text.strip()
+    if stripped.isdigit():
+        return int(stripped)
+    try:
+        moment = datetime.fromisoformat(stripped)
+    except ValueError:
+        fail(f'"{text}" is neither epoch milliseconds nor an ISO 8601 time')
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return round(moment.timestamp() * 1000)
+
+
+def parse_conf(pairs: list[str] | None) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            fail(f'--conf "{pair}" is not key=value')
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+@contextmanager
+def spark_session(master: str | None, conf: list[str] | None) -> Iterator[SparkSession]:
+    from ballast.pipeline.session import SessionOptions, SparkUnavailable, build_session
+
+    options = SessionOptions(master=master, conf=parse_conf(conf))
+    try:
+        spark = build_session(options)
+    except SparkUnavailable as exc:
+        fail(str(exc))
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+@pipeline_app.command("import")
+def import_command(
+    dump: Annotated[Path, typer.Argument(help="The dump directory.")],
+    history: Annotated[Path, typer.Option("--history", help="History root to write to.")],
+    source_format: Annotated[
+        str,
+        typer.Option("--format", help="Dump format: pulsar-dump (a /loadbalance tree)."),
+    ] = "pulsar-dump",
+    cluster: Annotated[
+        str | None,
+        typer.Option("--cluster", help="Cluster name on the rows (default: clusterName)."),
+    ] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            help="Snapshot time, epoch ms or ISO 8601 (default: the newest report's lastUpdate).",
+        ),
+    ] = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+) -> None:
+    """Add one snapshot to a history from a dump of Pulsar's /loadbalance tree (brokers/,
+    broker-time-average/, bundle-data/)."""
+    from ballast.pipeline.history import HistoryError, write_snapshot
+    from ballast.pipeline.importer import ImportOptions, importer
+
+    settings = settings_from(config, overrides)
+    options = ImportOptions(
+        cluster=cluster or settings.get_str("clusterName"),
+        snapshot_ms=parse_time_ms(at) if at is not None else None,
+    )
+    try:
+        snapshot = importer(source_format)(dump, options)
+        files = write_snapshot(history, snapshot)
+    except HistoryError as exc:
+        fail(str(exc))
+    print_json(
+        {
+            "cluster": snapshot.cluster,
+            "snapshotMs": snapshot.snapshot_ms,
+            "brokers": len(snapshot.brokers),
+            "bundles": len(snapshot.bundles),
+            "bundleAverages": len(snapshot.bundle_averages),
+            "brokerAverages": len(snapshot.broker_averages),
+            "files": [str(f) for f in files],
+        }
+    )
+
+
+@pipeline_app.command("generate")
+def generate_command(
+    out: Annotated[str, typer.Option("--out", help="History root to write (replaced).")],
+    brokers: Annotated[int, typer.Option("--brokers", help="Brokers.")] = 10,
+    bundles: Annotated[int, typer.Option("--bundles", help="Bundles (all namespaces).")] = 64,
+    namespaces: Annotated[int, typer.Option("--namespaces", help="Namespaces.")] = 8,
+    tenants: Annotated[int, typer.Option("--tenants", help="Tenants.")] = 2,
+    topics_per_bundle: Annotated[
+        float, typer.Option("--topics-per-bundle", help="Mean topics per bundle.")
+    ] = 10.0,
+    snapshots: Annotated[int, typer.Option("--snapshots", help="Snapshots.")] = 60,
+    interval_s: Annotated[
+        int, typer.Option("--interval-s", help="Seconds between snapshots.")
+    ] = 60,
+    topic_every: Annotated[
+        int,
+        typer.Option(
+            "--topic-every",
+            help="Topic rows every N snapshots and in the last one (0: no topic rows).",
+        ),
+    ] = 15,
+    start: Annotated[
+        str | None,
+        typer.Option("--start", help="First snapshot, epoch ms or ISO 8601 (UTC)."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every random choice.")] = 1,
+    skew: Annotated[float, typer.Option("--skew", help="Zipf exponent of the load.")] = 1.1,
+    churn: Annotated[
+        float, typer.Option("--churn", help="Fraction of brokers that join late or leave.")
+    ] = 0.2,
+    mean_bundle_msg_rate: Annotated[
+        float, typer.Option("--mean-bundle-msg-rate", help="Mean msg/s in per bundle.")
+    ] = 500.0,
+    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name.")] = "synthetic",
+    master: MasterOption = None,
+    conf: ConfOption = None,
+) -> None:
+    """Write a synthetic history: skewed (Zipf), diurnal and bursty load, brokers joining and
+    leaving; seeded and deterministic, of any size."""
+    from ballast.pipeline.jobs.generate import generate
+
+    try:
+        spec = GenerateSpec(
+            cluster=cluster,
+            start_ms=parse_time_ms(start) if start is not None else DEFAULT_START_MS,
+            snapshots=snapshots,
+            interval_ms=interval_s * 1000,
+            brokers=brokers,
+            bundles=bundles,
+            namespaces=namespaces,
+            tenants=tenants,
+            topics_per_bundle=topics_per_bundle,
+            topic_every=topic_every,
+            seed=seed,
+            skew=skew,
+            churn=churn,
+            mean_bundle_msg_rate=mean_bundle_msg_rate,
+        )
+    except SpecError as exc:
+        fail(str(exc))
+    with spark_session(master, conf) as spark:
+        try:
+            summary = generate(spark, spec, out)
+        except _user_errors() as exc:
+            fail(str(exc))
+    print_json(dict(summary))
+
+
+def _history_command(job: JobEntry) -> Callable[..., None]:
+    def command(
+        history: Annotated[str, typer.Option("--history", help="History root to read.")],
+        out: Annotated[str, typer.Option("--out", help="Directory to write results to.")],
+        master: MasterOption = None,
+        conf: ConfOption = None,
+        config: ConfigOption = None,
+        overrides: SetOption = None,
+    ) -> None:
+        settings = settings_from(config, overrides)
+        loaded = load(job.name)
+        try:
+            loaded.check_settings(settings)
+        except JobError as exc:
+            fail(str(exc))
+        with spark_session(master, conf) as spark:
+            try:
+                summary = loaded.run(spark, JobPaths(history=history, out=out), settings)
+            except _user_errors() as exc:
+                fail(str(exc))
+        print_json(dict(summary))
+
+    command.__doc__ = job.summary
+    return command
+
+
+for _job in HISTORY_JOBS.values():
+    pipeline_app.command(_job.name)(_history_command(_job))

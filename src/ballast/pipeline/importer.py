@@ -1,0 +1,130 @@
+"""Importers: turn load data written elsewhere into history snapshots.
+
+``pulsar-dump``: a copy of a Pulsar cluster's ``/loadbalance`` tree as files, one file per
+node holding the node's JSON::
+
+    <dump>/brokers/<broker>                         LocalBrokerData
+    <dump>/broker-time-average/<broker>             TimeAverageBrokerData
+    <dump>/bundle-data/<tenant>/<ns>/<range>        BundleData (v1: <tenant>/<cluster>/<ns>/<range>)
+
+``<dump>`` may also be a directory that contains ``loadbalance/``. Other nodes are ignored.
+The whole dump is one snapshot: brokers and their bundles (from each report's ``lastStats``),
+plus the leader's stored bundle and broker averages. A dump has no per-topic load.
+
+Importers are registered by name in :data:`IMPORTERS`; an importer of ``ballast decide``
+snapshots will register next to ``pulsar-dump``.
+
+Pure apart from reading the given directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ballast.model.bundles import InvalidBundle, canonical_bundle
+from ballast.model.codec import ModelError
+from ballast.model.loaddata import BundleData, LocalBrokerData, TimeAverageBrokerData
+from ballast.pipeline.history import (
+    HistoryError,
+    HistorySnapshot,
+    broker_average_row,
+    broker_row,
+    bundle_average_row,
+    bundle_rows,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOptions:
+    """``cluster`` names the source cluster; ``snapshot_ms`` fixes the snapshot time (None:
+    the source's own time, for a Pulsar dump the newest ``lastUpdate`` of its reports)."""
+
+    cluster: str
+    snapshot_ms: int | None = None
+
+
+def _loadbalance_root(path: Path) -> Path:
+    if not path.is_dir():
+        raise HistoryError(f"{path} is not a directory")
+    nested = path / "loadbalance"
+    return nested if nested.is_dir() else path
+
+
+def _files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise HistoryError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def import_pulsar_dump(path: Path, options: ImportOptions) -> HistorySnapshot:
+    """One snapshot from a ``/loadbalance`` dump (see the module docstring). Raises
+    :class:`HistoryError` naming the file and JSON path of anything it cannot read, or when
+    the dump has no reports and no ``snapshot_ms`` was given."""
+    root = _loadbalance_root(path)
+    reports: dict[str, LocalBrokerData] = {}
+    for file in _files(root / "brokers"):
+        broker = file.relative_to(root / "brokers").as_posix()
+        try:
+            reports[broker] = LocalBrokerData.from_json(_read(file))
+        except ModelError as exc:
+            raise HistoryError(f"{file}: {exc}") from None
+    averages: dict[str, TimeAverageBrokerData] = {}
+    for file in _files(root / "broker-time-average"):
+        broker = file.relative_to(root / "broker-time-average").as_posix()
+        try:
+            averages[broker] = TimeAverageBrokerData.from_json(_read(file))
+        except ModelError as exc:
+            raise HistoryError(f"{file}: {exc}") from None
+    bundle_data: dict[str, BundleData] = {}
+    for file in _files(root / "bundle-data"):
+        relative = file.relative_to(root / "bundle-data").as_posix()
+        try:
+            bundle = canonical_bundle(relative)
+        except InvalidBundle as exc:
+            raise HistoryError(f"{file}: not a bundle path: {exc}") from None
+        try:
+            bundle_data[bundle] = BundleData.from_json(_read(file))
+        except ModelError as exc:
+            raise HistoryError(f"{file}: {exc}") from None
+    snapshot_ms = options.snapshot_ms
+    if snapshot_ms is None:
+        if not reports:
+            raise HistoryError(
+                f"{path} holds no broker reports (brokers/<id>); give the snapshot time"
+            )
+        snapshot_ms = max(report.last_update for report in reports.values())
+    return HistorySnapshot(
+        snapshot_ms=snapshot_ms,
+        cluster=options.cluster,
+        brokers=tuple(broker_row(b, r) for b, r in sorted(reports.items())),
+        bundles=tuple(row for b, r in sorted(reports.items()) for row in bundle_rows(b, r)),
+        bundle_averages=tuple(bundle_average_row(b, d) for b, d in sorted(bundle_data.items())),
+        broker_averages=tuple(
+            broker_average_row(b, a, len(reports[b].last_stats) if b in reports else 0)
+            for b, a in sorted(averages.items())
+        ),
+    )
+
+
+Importer = Callable[[Path, ImportOptions], HistorySnapshot]
+
+IMPORTERS: dict[str, Importer] = {"pulsar-dump": import_pulsar_dump}
+
+
+def importer(name: str) -> Importer:
+    """An importer by name; unknown names list the valid ones."""
+    try:
+        return IMPORTERS[name]
+    except KeyError:
+        raise HistoryError(
+            f'unknown import format "{name}"; choose one of {", ".join(IMPORTERS)}'
+        ) from None

@@ -1,0 +1,35 @@
+"""What every job shares: where it reads and writes, and the shape of a registered job.
+
+A job is thin (STYLE 12): it reads history tables, checks them against the schema, calls
+transforms and writes its output under ``out``. It returns a small summary (counts, paths)
+that the command prints as JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from ballast.model.config import Settings
+
+
+class JobError(ValueError):
+    """A job cannot run with the given inputs (bad settings, empty history)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobPaths:
+    """``history``: the history root to read; ``out``: the directory to write results to.
+    Strings, so that any Hadoop file system URI works."""
+
+    history: str
+    out: str
+
+
+Summary = Mapping[str, object]
+JobRunner = Callable[["SparkSession", JobPaths, "Settings"], Summary]
+SettingsCheck = Callable[["Settings"], None]

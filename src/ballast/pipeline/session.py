@@ -1,0 +1,143 @@
+"""Building the SparkSession a job runs in.
+
+Three ways to run: local mode by default (``local[<cores>]``, sized for the machine), any
+Spark master given explicitly (``spark://host:7077``, ``yarn``, ``k8s://...``), or under
+``spark-submit``, which has already chosen the master and configuration (then nothing here
+overrides them unless asked).
+
+The jobs use only Spark SQL expressions (no Python UDFs), so executors of a cluster need no
+Ballast or Python packages; only the driver imports Ballast.
+
+This is the one pipeline module that reads the environment and the machine's size.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pyspark.sql import SparkSession
+
+APP_NAME = "ballast-pipeline"
+
+# Settings every session gets: timestamps in UTC, no UI (jobs are batch), Arrow for the
+# small collections the report job makes.
+COMMON_CONF: Mapping[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
+    # Parquet dictionaries large enough for a day of bundle names per row group.
+    "spark.hadoop.parquet.dictionary.page.size": str(8 * 1024 * 1024),
+}
+
+
+class SparkUnavailable(RuntimeError):
+    """Spark cannot start here (no Java, or an unsupported Java)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOptions:
+    """``master`` None means: spark-submit's master if launched by it, else local mode.
+    ``conf`` entries override everything else."""
+
+    master: str | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+    app_name: str = APP_NAME
+
+
+def launched_by_spark_submit() -> bool:
+    """spark-submit starts the JVM first and hands Python its gateway."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def machine_memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 4 * 1024**3
+
+
+def local_conf(cores: int, memory_bytes: int) -> dict[str, str]:
+    """Local-mode settings for a machine: all cores; the driver (which is also the only
+    executor) gets a third of the memory, between 1 and 16 GiB; many shuffle partitions
+    that adaptive execution coalesces when data are small, so large histories spill in
+    small pieces instead of exhausting memory."""
+    gib = 1024**3
+    driver_gib = max(1, min(16, memory_bytes // 3 // gib))
+    return {
+        "spark.master": f"local[{max(1, cores)}]",
+        "spark.driver.memory": f"{driver_gib}g",
+        "spark.sql.shuffle.partitions": str(max(8, 64 * max(1, cores))),
+        "spark.sql.files.maxPartitionBytes": str(128 * 1024 * 1024),
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+    }
+
+
+def java_major_version() -> int | None:
+    """The major version of ``$JAVA_HOME/bin/java`` or ``java`` on PATH; None if absent."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return None
+    try:
+        probe = subprocess.run(
+            [java, "-version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except OSError:
+        return None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', probe.stderr + probe.stdout)
+    if match is None:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def require_java() -> None:
+    """Spark 4 needs Java 17 or 21; say so plainly instead of a JVM launch failure."""
+    major = java_major_version()
+    if major is None:
+        raise SparkUnavailable(
+            "Java is not installed (Spark needs Java 17 or 21): install it, e.g. "
+            "`apt-get install openjdk-17-jre-headless`, or set JAVA_HOME"
+        )
+    if major < 17:
+        raise SparkUnavailable(f"Java {major} found; Spark 4 needs Java 17 or 21")
+
+
+def session_conf(options: SessionOptions) -> dict[str, str]:
+    """The configuration a session is built with (without spark-submit's own)."""
+    conf = dict(COMMON_CONF)
+    local = options.master is None and not launched_by_spark_submit()
+    if local or (options.master or "").startswith("local"):
+        conf.update(local_conf(os.cpu_count() or 1, machine_memory_bytes()))
+    if options.master is not None:
+        conf["spark.master"] = options.master
+    conf.update(options.conf)
+    return conf
+
+
+def build_session(options: SessionOptions) -> SparkSession:
+    """Start (or join spark-submit's) SparkSession. In local mode the Python workers use this
+    interpreter and Spark binds to the loopback address unless the environment says
+    otherwise."""
+    if not launched_by_spark_submit():
+        require_java()
+    conf = session_conf(options)
+    if conf.get("spark.master", "").startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName(options.app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,97 @@
+"""Reading and writing history tables and job outputs with Spark.
+
+Paths are strings so that any Hadoop file system works (local paths, ``hdfs://``,
+``s3a://``). Tables are read with their declared schema (so files from the pyarrow writer and
+from Spark mix freely) and checked at the boundary: :func:`conform` selects a table's
+columns in order, with their types, and names what is missing.
+
+Appending with :func:`write_history` adds files; it never rewrites existing ones.
+"""
+
+from __future__ import annotations
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ballast.pipeline.schema import PARTITION_NAMES, Table
+
+MS_PER_DAY = 86_400_000
+MS_PER_HOUR = 3_600_000
+
+
+class SchemaMismatch(ValueError):
+    """A DataFrame lacks columns a table needs, or has them with an incompatible type."""
+
+
+def table_path(root: str, table: Table) -> str:
+    return f"{root.rstrip('/')}/{table.name}"
+
+
+def date_of(snapshot_ms: Column) -> Column:
+    """``YYYY-MM-DD`` (UTC) of an epoch-ms column, independent of the session time zone."""
+    days = F.floor(snapshot_ms / F.lit(MS_PER_DAY)).cast("int")
+    return F.date_format(F.date_add(F.lit("1970-01-01").cast("date"), days), "yyyy-MM-dd")
+
+
+def hour_of(snapshot_ms: Column) -> Column:
+    """Hour of the day (UTC, 0-23) of an epoch-ms column."""
+    return F.pmod(F.floor(snapshot_ms / F.lit(MS_PER_HOUR)), F.lit(24)).cast("int")
+
+
+def conform(frame: DataFrame, table: Table) -> DataFrame:
+    """``frame`` as ``table``: its columns in order, cast to their types. Extra columns are
+    dropped; a missing column raises :class:`SchemaMismatch`."""
+    present = set(frame.columns)
+    missing = [c.name for c in table.columns if c.name not in present]
+    if missing:
+        raise SchemaMismatch(f"{table.name} needs columns {', '.join(missing)}")
+    return frame.select(*(F.col(c.name).cast(c.type.spark()).alias(c.name) for c in table.columns))
+
+
+def empty_frame(spark: SparkSession, table: Table) -> DataFrame:
+    return spark.createDataFrame([], table.spark_schema())
+
+
+def read_history(spark: SparkSession, root: str, table: Table) -> DataFrame:
+    """A history table without its partition columns; an absent table reads as empty."""
+    schema = table.spark_schema(with_partitions=table.partitioned)
+    path = table_path(root, table)
+    try:
+        frame = spark.read.schema(schema).option("basePath", path).parquet(path)
+    except AnalysisException as exc:
+        if exc.getCondition() == "PATH_NOT_FOUND":
+            return empty_frame(spark, table)
+        raise
+    return frame.select(*table.column_names)
+
+
+def write_history(frame: DataFrame, root: str, table: Table, *, mode: str = "append") -> None:
+    """Add ``frame`` (conformed to ``table``) to a history, partitioned by the UTC date and
+    hour of ``snapshot_ms``; ``mode="overwrite"`` replaces the whole table instead."""
+    rows = conform(frame, table)
+    (
+        rows.withColumn("date", date_of(F.col("snapshot_ms")))
+        .withColumn("hour", hour_of(F.col("snapshot_ms")))
+        .write.mode(mode)
+        .partitionBy(*PARTITION_NAMES)
+        .option("compression", "zstd")
+        .parquet(table_path(root, table))
+    )
+
+
+def write_output(frame: DataFrame, out: str, table: Table) -> None:
+    """Write a job's output table to ``<out>/<table>`` (replacing an earlier run's)."""
+    conform(frame, table).write.mode("overwrite").option("compression", "zstd").parquet(
+        table_path(out, table)
+    )
+
+
+def latest_snapshots(brokers: DataFrame) -> dict[str, int]:
+    """Each cluster's latest snapshot time in a ``brokers`` table (a small action)."""
+    rows = brokers.groupBy("cluster").agg(F.max("snapshot_ms").alias("latest")).collect()
+    return {str(row["cluster"]): int(row["latest"]) for row in rows}
+
+
+def read_output(spark: SparkSession, out: str, table: Table) -> DataFrame:
+    return spark.read.schema(table.spark_schema()).parquet(table_path(out, table))

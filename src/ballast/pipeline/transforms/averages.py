@@ -1,0 +1,184 @@
+"""Time averages from raw samples, bit-for-bit as the leader's incremental updates make them.
+
+Pulsar's leader folds each bundle report into the bundle's ``BundleData`` (short term: 10
+samples, long term: 1000) with ``n = min(n + 1, max); f = ((n - 1) * f + sample) / n``, and sums
+a broker's bundles into its ``TimeAverageBrokerData``. Floating-point rounding makes the
+result depend on the exact order of operations, so instead of a closed form this transform
+runs the same recurrence, in the same order, inside Spark: each bundle's samples are
+collected, sorted by ``(snapshot_ms, broker)`` and folded with the SQL ``aggregate``
+higher-order function. Java and Python both use IEEE-754 doubles with round-to-nearest, so
+the results equal :meth:`ballast.model.loaddata.BundleData.updated` and
+:meth:`~ballast.model.loaddata.TimeAverageBrokerData.from_bundles` exactly.
+
+Order of samples: by snapshot time; a bundle reported by two brokers in one snapshot (during
+a transfer) gets both samples, in broker-id order. Broker sums run over the broker's bundles
+in bundle-name order (the model sums in the order it is given; pass it sorted names).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ballast.model.loaddata import (
+    DEFAULT_BUNDLE_STATS,
+    NUM_LONG_SAMPLES,
+    NUM_SHORT_SAMPLES,
+    NamespaceBundleStats,
+)
+from ballast.pipeline.schema import BROKER_AVERAGES, BUNDLE_AVERAGES
+
+_KEYS = ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out")
+_TERMS = ("short", "long")
+
+
+def _default_values(defaults: NamespaceBundleStats) -> dict[str, float]:
+    return {
+        "msg_rate_in": defaults.msg_rate_in,
+        "msg_rate_out": defaults.msg_rate_out,
+        "msg_throughput_in": defaults.msg_throughput_in,
+        "msg_throughput_out": defaults.msg_throughput_out,
+    }
+
+
+def _initial_state(defaults: NamespaceBundleStats) -> Column:
+    """A bundle never seen: both averages at the defaults with no samples."""
+    values = _default_values(defaults)
+    fields: list[Column] = []
+    for term in _TERMS:
+        fields.append(F.lit(0).alias(f"{term}_n"))
+        fields.extend(F.lit(values[k]).cast("double").alias(f"{term}_{k}") for k in _KEYS)
+    fields.append(F.lit(0).cast("long").alias("topics"))
+    fields.append(F.lit(0).cast("long").alias("last_ms"))
+    return F.struct(*fields)
+
+
+def _updated(state: Column, sample: Column, maxima: dict[str, int]) -> Column:
+    """One ``BundleData.updated``: both terms take the sample, topics follow it."""
+    fields: list[Column] = []
+    for term in _TERMS:
+        n = F.least(state[f"{term}_n"] + F.lit(1), F.lit(maxima[term]))
+        fields.append(n.alias(f"{term}_n"))
+        for key in _KEYS:
+            value = ((n - F.lit(1)) * state[f"{term}_{key}"] + sample[key]) / n
+            fields.append(value.alias(f"{term}_{key}"))
+    fields.append(sample["topics"].alias("topics"))
+    fields.append(sample["snapshot_ms"].alias("last_ms"))
+    return F.struct(*fields)
+
+
+def bundle_time_averages(
+    bundles: DataFrame,
+    *,
+    short_samples: int = NUM_SHORT_SAMPLES,
+    long_samples: int = NUM_LONG_SAMPLES,
+    defaults: NamespaceBundleStats = DEFAULT_BUNDLE_STATS,
+) -> DataFrame:
+    """``bundles`` history rows -> one ``bundle_averages`` row per (cluster, bundle): its
+    averages after all of its samples, ``snapshot_ms`` being the last sample's time."""
+    samples = bundles.groupBy("cluster", "bundle").agg(
+        F.first("namespace").alias("namespace"),
+        F.array_sort(
+            F.collect_list(
+                F.struct(
+                    "snapshot_ms",
+                    "broker",
+                    *_KEYS,
+                    F.col("topics").cast("long").alias("topics"),
+                )
+            )
+        ).alias("samples"),
+    )
+    maxima = {"short": short_samples, "long": long_samples}
+    folded = samples.select(
+        "cluster",
+        "bundle",
+        "namespace",
+        F.aggregate("samples", _initial_state(defaults), lambda s, x: _updated(s, x, maxima)).alias(
+            "state"
+        ),
+    )
+    columns: list[Column] = [
+        F.col("state.last_ms").alias("snapshot_ms"),
+        F.col("cluster"),
+        F.col("bundle"),
+        F.col("namespace"),
+    ]
+    for term in _TERMS:
+        columns.append(F.col(f"state.{term}_n").cast("long").alias(f"{term}_num_samples"))
+        columns.append(F.lit(maxima[term]).cast("long").alias(f"{term}_max_samples"))
+        columns.extend(F.col(f"state.{term}_{k}").alias(f"{term}_{k}") for k in _KEYS)
+    columns.append(F.col("state.topics").alias("topics"))
+    return folded.select(*columns).select(*BUNDLE_AVERAGES.column_names)
+
+
+def latest_rows(frame: DataFrame) -> DataFrame:
+    """The rows of each cluster's latest snapshot in ``frame``."""
+    latest = frame.groupBy("cluster").agg(F.max("snapshot_ms").alias("snapshot_ms"))
+    return frame.join(latest, on=["cluster", "snapshot_ms"], how="left_semi")
+
+
+def rows_at(frame: DataFrame, snapshots: Mapping[str, int]) -> DataFrame:
+    """The rows of ``frame`` at the given snapshot of each cluster (``{cluster:
+    snapshot_ms}``). The condition is made of literals, so Parquet statistics let a reader
+    skip every row group of other times; no cluster given means no rows."""
+    condition = F.lit(False)
+    for cluster, snapshot_ms in sorted(snapshots.items()):
+        condition = condition | (
+            (F.col("cluster") == F.lit(cluster)) & (F.col("snapshot_ms") == F.lit(snapshot_ms))
+        )
+    return frame.filter(condition)
+
+
+def broker_time_averages(
+    brokers: DataFrame,
+    bundles: DataFrame,
+    bundle_averages: DataFrame,
+    *,
+    defaults: NamespaceBundleStats = DEFAULT_BUNDLE_STATS,
+) -> DataFrame:
+    """One ``broker_averages`` row per broker in each cluster's latest ``brokers`` snapshot:
+    the sums of the averages of the bundles it reported then (Pulsar's
+    ``TimeAverageBrokerData.reset``), a bundle without averages counting as ``defaults``; a
+    broker without bundles sums to zero."""
+    live_brokers = latest_rows(brokers).select("cluster", "snapshot_ms", "broker")
+    owned = bundles.join(live_brokers, on=["cluster", "snapshot_ms", "broker"], how="left_semi")
+    values = _default_values(defaults)
+    averaged = owned.select("cluster", "snapshot_ms", "broker", "bundle").join(
+        bundle_averages.select(
+            "cluster",
+            "bundle",
+            *(F.col(f"{t}_{k}") for t in _TERMS for k in _KEYS),
+        ),
+        on=["cluster", "bundle"],
+        how="left",
+    )
+    terms = [
+        F.coalesce(F.col(f"{t}_{k}"), F.lit(values[k])).alias(f"{t}_{k}")
+        for t in _TERMS
+        for k in _KEYS
+    ]
+    per_broker = averaged.groupBy("cluster", "snapshot_ms", "broker").agg(
+        F.array_sort(F.collect_list(F.struct(F.col("bundle"), *terms))).alias("parts")
+    )
+    names = [f"{t}_{k}" for t in _TERMS for k in _KEYS]
+    zero = F.struct(*(F.lit(0.0).alias(n) for n in names))
+    summed = per_broker.select(
+        "cluster",
+        "snapshot_ms",
+        "broker",
+        F.size("parts").cast("long").alias("num_bundles"),
+        F.aggregate(
+            "parts", zero, lambda acc, x: F.struct(*((acc[n] + x[n]).alias(n) for n in names))
+        ).alias("sums"),
+    )
+    result = live_brokers.join(summed, on=["cluster", "snapshot_ms", "broker"], how="left")
+    return result.select(
+        "snapshot_ms",
+        "cluster",
+        "broker",
+        F.coalesce(F.col("num_bundles"), F.lit(0).cast("long")).alias("num_bundles"),
+        *(F.coalesce(F.col(f"sums.{n}"), F.lit(0.0)).alias(n) for n in names),
+    ).select(*BROKER_AVERAGES.column_names)

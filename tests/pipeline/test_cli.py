@@ -1,0 +1,218 @@
+"""Each pipeline job end to end through the ``ballast`` command, on a small generated
+history and on a history imported from a Pulsar dump; results checked against the model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from ballast.model.bundles import BundleRange
+from ballast.model.config import SplitConfig, load_settings
+from ballast.model.loaddata import BundleData, NamespaceBundleStats, TimeAverageBrokerData
+from ballast.model.split_algorithms import SplitRequest, TopicLoad, split_algorithm
+from ballast.pipeline.history import read_table
+from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS
+
+from .test_importer import make_dump
+
+Ballast = Callable[..., subprocess.CompletedProcess[str]]
+KEYS = ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out")
+GENERATE = [
+    "--snapshots",
+    "30",
+    "--brokers",
+    "5",
+    "--bundles",
+    "24",
+    "--namespaces",
+    "4",
+    "--topic-every",
+    "10",
+    "--mean-bundle-msg-rate",
+    "4000",
+    "--seed",
+    "9",
+]
+
+
+def summary(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert result.returncode == 0, result.stderr[-3000:]
+    parsed: dict[str, Any] = json.loads(result.stdout)
+    return parsed
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.conftest import run_ballast
+
+    root = tmp_path_factory.mktemp("cli") / "history"
+    done = summary(run_ballast("pipeline", "generate", "--out", str(root), *GENERATE))
+    assert done["bundleRows"] == 30 * 24
+    assert done["outputs"] == [str(root / t) for t in ("brokers", "bundles", "topics")]
+    return root
+
+
+def model_averages(root: Path) -> tuple[dict[str, BundleData], dict[str, int]]:
+    """Bundle data as the leader's updates make it, from the history's rows in order."""
+    rows = read_table(root, BUNDLES).to_pylist()
+    rows.sort(key=lambda r: (r["snapshot_ms"], r["broker"]))
+    data: dict[str, BundleData] = {}
+    last: dict[str, int] = {}
+    for row in rows:
+        stats = NamespaceBundleStats(**{k: row[k] for k in KEYS}, topics=row["topics"])
+        data[row["bundle"]] = data.get(row["bundle"], BundleData.new_default()).updated(stats)
+        last[row["bundle"]] = row["snapshot_ms"]
+    return data, last
+
+
+@pytest.mark.spark
+def test_time_averages_equal_the_model(ballast: Ballast, history: Path, tmp_path: Path) -> None:
+    out = tmp_path / "averages"
+    done = summary(
+        ballast("pipeline", "time-averages", "--history", str(history), "--out", str(out))
+    )
+    assert done["bundles"] == 24
+    model, last = model_averages(history)
+    bundles = pq.read_table(out / "bundle_averages").to_pylist()
+    assert len(bundles) == 24
+    for row in bundles:
+        data = model[row["bundle"]]
+        assert row["snapshot_ms"] == last[row["bundle"]]
+        assert row["topics"] == data.topics
+        for term, averages in (("short", data.short_term_data), ("long", data.long_term_data)):
+            assert row[f"{term}_num_samples"] == averages.num_samples
+            for key in KEYS:
+                assert row[f"{term}_{key}"] == getattr(averages, key), (row["bundle"], key)
+    brokers = pq.read_table(out / "broker_averages").to_pylist()
+    latest = max(r["snapshot_ms"] for r in read_table(history, BROKERS).to_pylist())
+    owned: dict[str, list[str]] = defaultdict(list)
+    for row in read_table(history, BUNDLES, since_ms=latest).to_pylist():
+        owned[row["broker"]].append(row["bundle"])
+    live = {r["broker"] for r in read_table(history, BROKERS, since_ms=latest).to_pylist()}
+    assert {r["broker"] for r in brokers} == live
+    for row in brokers:
+        expected = TimeAverageBrokerData.from_bundles(sorted(owned[row["broker"]]), model)
+        assert row["long_msg_rate_in"] == expected.long_term_msg_rate_in
+        assert row["short_msg_throughput_out"] == expected.short_term_msg_throughput_out
+        assert row["num_bundles"] == len(owned[row["broker"]])
+
+
+@pytest.mark.spark
+def test_split_plan_uses_latest_topics(ballast: Ballast, history: Path, tmp_path: Path) -> None:
+    out = tmp_path / "plan"
+    algorithm = "flow_or_qps_equally_divide"
+    done = summary(
+        ballast(
+            "pipeline",
+            "split-plan",
+            "--history",
+            str(history),
+            "--out",
+            str(out),
+            "--set",
+            f"defaultNamespaceBundleSplitAlgorithm={algorithm}",
+            "--set",
+            "loadBalancerNamespaceBundleMaxMsgRate=20000",
+        )
+    )
+    plan = pq.read_table(out / "split_plan").to_pylist()
+    assert done["selected"] == len(plan) > 0
+    assert done["withCutPoints"] == sum(1 for r in plan if r["children"]) > 0
+    settings = load_settings(overrides=["loadBalancerNamespaceBundleMaxMsgRate=20000"]).settings
+    thresholds = SplitConfig.from_settings(settings).flow_or_qps
+    topics = read_table(history, TOPICS).to_pylist()
+    latest = max(t["snapshot_ms"] for t in topics)
+    for row in plan:
+        assert row["algorithm"] == algorithm
+        assert row["long_msg_rate"] > 20000 or row["topics"] > 1000 or row["sessions"] > 1000
+        loads = sorted(
+            (
+                TopicLoad(t["topic"], *(t[k] for k in KEYS))
+                for t in topics
+                if t["snapshot_ms"] == latest and t["bundle"] == row["bundle"]
+            ),
+            key=lambda t: (t.hash, t.name),
+        )
+        request = SplitRequest(
+            bundle=BundleRange.parse(row["bundle"].rpartition("/")[2]),
+            topics=loads,
+            thresholds=thresholds,
+        )
+        assert row["split_points"] == list(split_algorithm(algorithm)(request).points)
+
+
+@pytest.mark.spark
+def test_report_writes_page_and_charts(ballast: Ballast, history: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    done = summary(ballast("pipeline", "report", "--history", str(history), "--out", str(out)))
+    assert done["clusters"] == ["synthetic"]
+    assert done["snapshots"] == 30
+    page = (out / "index.html").read_text()
+    for chart in ("synthetic-usage.png", "synthetic-imbalance.png", "synthetic-namespaces.png"):
+        assert f'src="{chart}"' in page
+        assert (out / chart).read_bytes().startswith(b"\x89PNG")
+    over_time = (out / "broker_load_over_time.csv").read_text().splitlines()
+    assert len(over_time) == 1 + 30
+    assert over_time[0].startswith("cluster,snapshot_ms,brokers,usage_p50,usage_p90,usage_p99")
+    assert len((out / "namespace_percentiles.csv").read_text().splitlines()) == 1 + 4
+
+
+@pytest.mark.spark
+def test_imported_dump_runs_through_the_jobs(ballast: Ballast, tmp_path: Path) -> None:
+    root = tmp_path / "history"
+    dump = make_dump(tmp_path / "dump")
+    imported = summary(
+        ballast("pipeline", "import", str(dump), "--history", str(root), "--cluster", "prod")
+    )
+    assert (imported["brokers"], imported["bundles"], imported["bundleAverages"]) == (2, 2, 1)
+    out = tmp_path / "out"
+    done = summary(
+        ballast(
+            "pipeline",
+            "time-averages",
+            "--history",
+            str(root),
+            "--out",
+            str(out),
+            "--conf",
+            "spark.sql.shuffle.partitions=2",
+        )
+    )
+    assert (done["bundles"], done["brokers"]) == (2, 2)
+    brokers = {r["broker"]: r for r in pq.read_table(out / "broker_averages").to_pylist()}
+    # one sample each: the averages are the reported rates
+    assert brokers["10.0.0.9:8080"]["short_msg_rate_in"] == 12.5
+    assert brokers["10.0.0.9:8080"]["num_bundles"] == 1
+
+
+def test_bad_input_exits_2_before_spark(ballast: Ballast, tmp_path: Path) -> None:
+    positions = ballast(
+        "pipeline",
+        "split-plan",
+        "--history",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "o"),
+        "--set",
+        "defaultNamespaceBundleSplitAlgorithm=specified_positions_divide",
+    )
+    assert positions.returncode == 2
+    assert "cannot plan automatic splits" in positions.stderr
+    spec = ballast(
+        "pipeline", "generate", "--out", str(tmp_path), "--bundles", "2", "--namespaces", "3"
+    )
+    assert spec.returncode == 2
+    assert "bundles (2) must be >= namespaces (3)" in spec.stderr
+    missing = ballast("pipeline", "import", str(tmp_path / "nope"), "--history", str(tmp_path))
+    assert missing.returncode == 2
+    assert "is not a directory" in missing.stderr
+    conf = ballast("pipeline", "report", "--history", "h", "--out", "o", "--conf", "novalue")
+    assert conf.returncode == 2
+    assert '--conf "novalue" is not key=value' in conf.stderr

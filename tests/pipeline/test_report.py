@@ -1,0 +1,160 @@
+"""Report aggregates against numpy on the same numbers, and the rendered page."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from pyspark.sql import SparkSession
+
+from ballast.model.loaddata import ResourceWeights
+from ballast.pipeline.report_render import ClusterReport, render_report
+from ballast.pipeline.schema import BROKERS, BUNDLES
+from ballast.pipeline.transforms.report import (
+    broker_load_over_time,
+    broker_load_percentiles,
+    namespace_load_over_time,
+    namespace_load_percentiles,
+    top_namespaces,
+)
+
+from .helpers import frame, records
+
+WEIGHTS = ResourceWeights()
+# CPU percent per (snapshot, broker); bandwidth idle, so usage = cpu / 100.
+CPU = {0: {"a": 10.0, "b": 30.0, "c": 80.0}, 1: {"a": 20.0, "b": 20.0}}
+RATES = {0: {"a": 100.0, "b": 300.0, "c": 800.0}, 1: {"a": 500.0, "b": 500.0}}
+
+
+def broker_rows() -> list[dict[str, object]]:
+    return [
+        {
+            "snapshot_ms": s,
+            "cluster": "c",
+            "broker": b,
+            "cpu_usage": cpu,
+            "cpu_limit": 100.0,
+            "msg_rate_in": RATES[s][b],
+        }
+        for s, per in CPU.items()
+        for b, cpu in per.items()
+    ]
+
+
+@pytest.mark.spark
+def test_broker_load_over_time(spark: SparkSession) -> None:
+    rows = records(
+        broker_load_over_time(frame(spark, BROKERS, broker_rows()), WEIGHTS), "snapshot_ms"
+    )
+    first = rows[0]
+    usage = np.array([0.1, 0.3, 0.8])
+    assert first["brokers"] == 3
+    assert first["usage_p50"] == pytest.approx(np.percentile(usage, 50))
+    assert first["usage_p90"] == pytest.approx(np.percentile(usage, 90))
+    assert first["usage_p99"] == pytest.approx(np.percentile(usage, 99))
+    assert first["usage_max"] == pytest.approx(0.8)
+    assert first["usage_spread"] == pytest.approx(0.8 - usage.mean())
+    rates = np.array([100.0, 300.0, 800.0])
+    assert first["rate_peak_to_mean"] == pytest.approx(800.0 / rates.mean())
+    assert first["rate_cv"] == pytest.approx(rates.std() / rates.mean())
+    second = rows[1]
+    assert (second["brokers"], second["rate_peak_to_mean"], second["rate_cv"]) == (2, 1.0, 0.0)
+
+
+@pytest.mark.spark
+def test_broker_percentiles_over_time(spark: SparkSession) -> None:
+    rows = records(broker_load_percentiles(frame(spark, BROKERS, broker_rows()), WEIGHTS), "broker")
+    assert [(r["broker"], r["snapshots"]) for r in rows] == [("a", 2), ("b", 2), ("c", 1)]
+    a = rows[0]
+    assert a["usage_p50"] == pytest.approx(0.15)
+    assert a["usage_p95"] == pytest.approx(np.percentile([0.1, 0.2], 95))
+    assert a["msg_rate_max"] == 500.0
+    assert a["msg_rate_mean"] == 300.0
+
+
+@pytest.mark.spark
+def test_namespace_load(spark: SparkSession) -> None:
+    bundle_rows = [
+        {
+            "snapshot_ms": s,
+            "cluster": "c",
+            "broker": "a",
+            "bundle": f"{ns}/0x{i}_0x{i + 1}",
+            "namespace": ns,
+            "msg_rate_in": rate,
+            "msg_rate_out": rate,
+        }
+        for s in (0, 1)
+        for ns, rates in (("t/busy", [100.0, 300.0 * (s + 1)]), ("t/calm", [1.0]))
+        for i, rate in enumerate(rates)
+    ]
+    series = namespace_load_over_time(frame(spark, BUNDLES, bundle_rows))
+    over_time = records(series, "namespace", "snapshot_ms")
+    busy0 = over_time[0]
+    assert (busy0["msg_rate"], busy0["bundles"]) == (800.0, 2)
+    assert busy0["bundle_peak_to_mean"] == pytest.approx(600.0 / 400.0)
+    stats = namespace_load_percentiles(series)
+    rows = records(stats, "namespace")
+    assert rows[0]["msg_rate_p50"] == pytest.approx(np.percentile([800.0, 1400.0], 50))
+    assert rows[0]["msg_rate_max"] == 1400.0
+    assert rows[1]["bundle_peak_to_mean_p95"] == 1.0
+    assert [r["namespace"] for r in records(top_namespaces(stats, 1), "rank")] == ["t/busy"]
+
+
+def test_render_report_writes_charts_and_escaped_tables() -> None:
+    times = [0, 60_000, 120_000]
+    over_time = pd.DataFrame(
+        {
+            "snapshot_ms": times,
+            "brokers": [3, 3, 2],
+            "usage_p50": [0.2, 0.3, 0.4],
+            "usage_p90": [0.5, 0.5, 0.6],
+            "usage_p99": [0.7, 0.7, 0.8],
+            "usage_max": [0.8, 0.9, 0.9],
+            "usage_spread": [0.3, 0.4, 0.3],
+            "rate_peak_to_mean": [1.5, 1.4, 1.2],
+            "rate_cv": [0.4, 0.3, 0.2],
+        }
+    )
+    brokers = pd.DataFrame(
+        {
+            "broker": ["<b>:1", "a:1"],
+            "snapshots": [3, 3],
+            **{c: [0.5, 0.9] for c in ("usage_p50", "usage_p95", "usage_p99", "usage_max")},
+            **{c: [10.0, 20.0] for c in ("msg_rate_p50", "msg_rate_p95", "msg_rate_max")},
+        }
+    )
+    namespaces = pd.DataFrame(
+        {
+            "namespace": ["t/a"],
+            "bundles_max": [4],
+            **{
+                c: [1234.5]
+                for c in (
+                    "msg_rate_mean",
+                    "msg_rate_p50",
+                    "msg_rate_p95",
+                    "msg_rate_p99",
+                    "msg_rate_max",
+                )
+            },
+            "bundle_peak_to_mean_p95": [2.5],
+        }
+    )
+    series = pd.DataFrame({"snapshot_ms": times, "namespace": ["t/a"] * 3, "msg_rate": [1, 2, 3]})
+    page, images = render_report(
+        [ClusterReport("east/1", over_time, brokers, namespaces, series)], "Load & more"
+    )
+    assert sorted(images) == [
+        "east_1-imbalance.png",
+        "east_1-namespaces.png",
+        "east_1-usage.png",
+    ]
+    assert all(data.startswith(b"\x89PNG\r\n\x1a\n") for data in images.values())
+    assert "<title>Load &amp; more</title>" in page
+    assert all(f'src="{name}"' in page for name in images)
+    assert "&lt;b&gt;:1" in page and "<b>:1" not in page
+    # hottest broker first, usage shown as percent, rates with separators
+    assert page.index("a:1") < page.index("&lt;b&gt;:1")
+    assert "90.0%" in page and "1,234.5" in page
+    assert "1970-01-01 00:00 to 1970-01-01 00:02 UTC, 3 snapshots" in page

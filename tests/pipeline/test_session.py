@@ -1,0 +1,62 @@
+"""Session configuration: local sizing, spark-submit, and a clear message without Java."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ballast.pipeline.session import (
+    SessionOptions,
+    SparkUnavailable,
+    java_major_version,
+    local_conf,
+    require_java,
+    session_conf,
+)
+
+GIB = 1024**3
+
+
+def test_local_conf_is_sized_for_the_machine() -> None:
+    small = local_conf(2, 24 * GIB)
+    assert small["spark.master"] == "local[2]"
+    assert small["spark.driver.memory"] == "8g"  # a third of the memory
+    assert small["spark.sql.shuffle.partitions"] == "128"
+    assert local_conf(1, 1 * GIB)["spark.driver.memory"] == "1g"
+    assert local_conf(64, 512 * GIB)["spark.driver.memory"] == "16g"
+
+
+def test_default_is_local_mode_with_utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    conf = session_conf(SessionOptions())
+    assert conf["spark.master"].startswith("local[")
+    assert conf["spark.sql.session.timeZone"] == "UTC"
+    assert conf["spark.ui.enabled"] == "false"
+    overridden = session_conf(SessionOptions(conf={"spark.driver.memory": "3g"}))
+    assert overridden["spark.driver.memory"] == "3g"
+
+
+def test_a_cluster_master_gets_no_local_sizing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    conf = session_conf(SessionOptions(master="spark://head:7077"))
+    assert conf["spark.master"] == "spark://head:7077"
+    assert "spark.driver.memory" not in conf
+
+
+def test_spark_submit_keeps_its_own_master(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40000")
+    conf = session_conf(SessionOptions())
+    assert "spark.master" not in conf
+    assert "spark.driver.memory" not in conf
+
+
+def test_java_is_found_here_and_missing_java_is_explained(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    version = java_major_version()
+    assert version is not None and version >= 17
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))  # no bin/java there
+    assert java_major_version() is None
+    with pytest.raises(SparkUnavailable, match="Java is not installed"):
+        require_java()

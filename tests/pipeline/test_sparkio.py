@@ -1,0 +1,77 @@
+"""Spark and pyarrow read each other's history files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from ballast.model.loaddata import BrokerData, LoadData, LocalBrokerData
+from ballast.pipeline.history import read_table, snapshot_from_load_data, write_snapshot
+from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS
+from ballast.pipeline.sparkio import (
+    SchemaMismatch,
+    conform,
+    date_of,
+    hour_of,
+    read_history,
+    write_history,
+)
+
+from .helpers import frame, records
+
+pytestmark = pytest.mark.spark
+
+HOUR_MS = 3_600_000
+
+
+def test_spark_appends_and_reads_arrow_files(spark: SparkSession, tmp_path: Path) -> None:
+    root = str(tmp_path)
+    load = LoadData(broker_data={"a:1": BrokerData(local_data=LocalBrokerData(num_topics=3))})
+    write_snapshot(tmp_path, snapshot_from_load_data(load, snapshot_ms=HOUR_MS * 25, cluster="c"))
+    spark_rows = frame(
+        spark,
+        BROKERS,
+        [{"snapshot_ms": HOUR_MS * 26 + 1, "cluster": "c", "broker": "b:1", "num_topics": 7}],
+    )
+    write_history(spark_rows, root, BROKERS)
+    both = records(read_history(spark, root, BROKERS), "snapshot_ms")
+    assert [(r["broker"], r["num_topics"], r["snapshot_ms"]) for r in both] == [
+        ("a:1", 3, HOUR_MS * 25),
+        ("b:1", 7, HOUR_MS * 26 + 1),
+    ]
+    assert list(both[0]) == list(BROKERS.column_names)  # partition columns not exposed
+    via_arrow = read_table(tmp_path, BROKERS).to_pylist()
+    assert [(r["broker"], r["date"], r["hour"]) for r in via_arrow] == [
+        ("a:1", "1970-01-02", 1),
+        ("b:1", "1970-01-02", 2),
+    ]
+
+
+def test_absent_table_reads_empty(spark: SparkSession, tmp_path: Path) -> None:
+    empty = read_history(spark, str(tmp_path), TOPICS)
+    assert empty.count() == 0
+    assert empty.columns == list(TOPICS.column_names)
+
+
+def test_conform_names_missing_columns(spark: SparkSession) -> None:
+    partial = spark.createDataFrame([(1, "c")], "snapshot_ms long, cluster string")
+    with pytest.raises(SchemaMismatch, match="bundles needs columns broker, bundle"):
+        conform(partial, BUNDLES)
+
+
+def test_partition_columns_do_not_depend_on_session_time_zone(spark: SparkSession) -> None:
+    times = spark.createDataFrame([(0,), (HOUR_MS * 23 + 5,), (1_767_600_000_000,)], "t long")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        got = [
+            (r["d"], r["h"])
+            for r in times.select(date_of(F.col("t")).alias("d"), hour_of(F.col("t")).alias("h"))
+            .orderBy("t")
+            .collect()
+        ]
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert got == [("1970-01-01", 0), ("1970-01-01", 23), ("2026-01-05", 8)]

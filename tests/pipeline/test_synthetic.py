@@ -1,0 +1,186 @@
+"""The synthetic history: its shape, its consistency with the model, and its determinism."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from ballast.model.bundles import BundleName, hash_key
+from ballast.pipeline.jobs.generate import generate
+from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS
+from ballast.pipeline.sparkio import read_history
+from ballast.pipeline.synthetic_spec import (
+    GenerateSpec,
+    SpecError,
+    broker_plan,
+    namespace_plan,
+)
+from ballast.pipeline.transforms.synthetic import (
+    NAMESPACE_PLAN_SCHEMA,
+    bundle_samples,
+    namespace_rows,
+    synthetic_bundles,
+    synthetic_topics,
+)
+
+from .helpers import records
+
+SPEC = GenerateSpec(
+    snapshots=45,
+    brokers=7,
+    bundles=30,
+    namespaces=5,
+    tenants=2,
+    topic_every=20,
+    churn=0.45,
+    seed=5,
+    mean_bundle_msg_rate=2000.0,
+)
+
+
+def test_plan_sizes_add_up() -> None:
+    plans = namespace_plan(SPEC)
+    assert sum(p.bundle_count for p in plans) == SPEC.bundles
+    assert sum(p.topic_count for p in plans) == SPEC.topics == 300
+    assert [p.bundle_offset for p in plans] == [0, *_running([p.bundle_count for p in plans])]
+    # Zipf: the first namespace is the busiest and has the most topics per bundle.
+    assert plans[0].msg_rate == max(p.msg_rate for p in plans)
+    density = [p.topic_count / p.bundle_count for p in plans]
+    assert density[0] == max(density)
+    assert {p.tenant for p in plans} == {"tenant-0", "tenant-1"}
+    brokers = broker_plan(SPEC)
+    assert SPEC.stable_brokers == 4
+    assert all((b.join_at, b.leave_at) == (0, 45) for b in brokers[:4])
+    assert all((b.join_at, b.leave_at) != (0, 45) for b in brokers[4:])
+    assert SPEC.topic_snapshots == (0, 20, 40, 44)
+
+
+def _running(counts: list[int]) -> list[int]:
+    total, sums = 0, []
+    for count in counts[:-1]:
+        total += count
+        sums.append(total)
+    return sums
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"bundles": 3}, "bundles"),
+        ({"tenants": 9}, "tenants"),
+        ({"churn": 1.0}, "churn"),
+        ({"snapshots": 0}, "snapshots"),
+        ({"cluster": ""}, "cluster"),
+    ],
+)
+def test_bad_specs_are_rejected(changes: dict[str, Any], message: str) -> None:
+    values = {"bundles": 30, "namespaces": 5, **changes}
+    with pytest.raises(SpecError, match=message):
+        GenerateSpec(**values)
+
+
+@pytest.fixture(scope="module")
+def generated(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> str:
+    out = str(tmp_path_factory.mktemp("synthetic"))
+    generate(spark, SPEC, out)
+    return out
+
+
+@pytest.mark.spark
+def test_rows_are_consistent(spark: SparkSession, generated: str) -> None:
+    bundles = records(read_history(spark, generated, BUNDLES), "snapshot_ms", "bundle")
+    brokers = records(read_history(spark, generated, BROKERS), "snapshot_ms", "broker")
+    topics = records(read_history(spark, generated, TOPICS), "snapshot_ms", "topic")
+    assert len(bundles) == SPEC.snapshots * SPEC.bundles
+    assert len(topics) == len(SPEC.topic_snapshots) * SPEC.topics
+    # Bundle names are Pulsar's, and topics hash into the bundle they are reported in.
+    for row in topics:
+        name = BundleName.parse(row["bundle"])
+        assert str(name) == row["bundle"]
+        assert name.range.contains(hash_key(row["topic"]))
+    topics_per_bundle = Counter(r["bundle"] for r in topics if r["snapshot_ms"] == SPEC.start_ms)
+    assert all(r["topics"] == topics_per_bundle[r["bundle"]] for r in bundles)
+    # Every broker row is exactly the sum of its bundles (sums of 2**-10 multiples are exact).
+    sums: dict[tuple[int, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0])
+    for row in bundles:
+        total = sums[(row["snapshot_ms"], row["broker"])]
+        total[0] += row["msg_rate_in"]
+        total[1] += row["msg_rate_out"]
+        total[2] += row["msg_throughput_in"]
+        total[3] += 1
+    for row in brokers:
+        expected = sums.get((row["snapshot_ms"], row["broker"]), [0.0, 0.0, 0.0, 0])
+        got = [row["msg_rate_in"], row["msg_rate_out"], row["msg_throughput_in"]]
+        assert got == expected[:3]
+        assert row["num_bundles"] == expected[3]
+        assert 0 < row["cpu_usage"] <= row["cpu_limit"] == 800.0
+    assert set(sums) <= {(r["snapshot_ms"], r["broker"]) for r in brokers}
+
+
+@pytest.mark.spark
+def test_brokers_come_and_go_and_bundles_move(spark: SparkSession, generated: str) -> None:
+    brokers = records(read_history(spark, generated, BROKERS), "snapshot_ms", "broker")
+    per_snapshot = Counter(r["snapshot_ms"] for r in brokers)
+    assert len(set(per_snapshot.values())) > 1  # the broker count changes
+    plan = {p.broker: p for p in broker_plan(SPEC)}
+    for row in brokers:
+        index = (row["snapshot_ms"] - SPEC.start_ms) // SPEC.interval_ms
+        assert plan[row["broker"]].join_at <= index < plan[row["broker"]].leave_at
+    bundles = records(read_history(spark, generated, BUNDLES), "snapshot_ms", "bundle")
+    owners: dict[str, set[str]] = defaultdict(set)
+    for row in bundles:
+        owners[row["bundle"]].add(row["broker"])
+    assert any(len(o) > 1 for o in owners.values())
+
+
+@pytest.mark.spark
+def test_load_is_skewed_diurnal_and_bursty(spark: SparkSession, generated: str) -> None:
+    bundles = records(read_history(spark, generated, BUNDLES), "snapshot_ms", "bundle")
+    per_bundle: dict[str, list[float]] = defaultdict(list)
+    for row in bundles:
+        per_bundle[row["bundle"]].append(row["msg_rate_in"])
+    means = sorted((sum(v) / len(v) for v in per_bundle.values()), reverse=True)
+    assert means[0] > 5 * means[len(means) // 2]  # a few bundles carry much of the load
+    # Bursts: some bundle jumps well above its own typical rate for a few minutes.
+    assert any(max(v) > 1.8 * sorted(v)[len(v) // 2] for v in per_bundle.values())
+
+
+@pytest.mark.spark
+def test_same_spec_same_history_on_any_partitioning(
+    spark: SparkSession, generated: str, tmp_path: Path
+) -> None:
+    spark.conf.set("spark.sql.shuffle.partitions", "5")  # broker sums in other groupings
+    try:
+        generate(spark, SPEC, str(tmp_path))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+    for table, keys in (
+        (BROKERS, ("snapshot_ms", "broker")),
+        (BUNDLES, ("snapshot_ms", "bundle")),
+        (TOPICS, ("snapshot_ms", "topic")),
+    ):
+        first = records(read_history(spark, generated, table), *keys)
+        again = records(read_history(spark, str(tmp_path), table), *keys)
+        assert first == again, table.name
+    # Rows depend only on their coordinates, not on how the id range is split.
+    namespaces = spark.createDataFrame(namespace_rows(namespace_plan(SPEC)), NAMESPACE_PLAN_SCHEMA)
+    static = synthetic_bundles(namespaces, synthetic_topics(namespaces, SPEC), SPEC)
+    count = SPEC.snapshots * SPEC.bundles
+    split = [
+        records(
+            bundle_samples(
+                spark.range(0, count, numPartitions=parts), static, SPEC, broker_plan(SPEC)
+            ),
+            "snapshot_ms",
+            "bundle",
+        )
+        for parts in (1, 7)
+    ]
+    assert split[0] == split[1]
+    assert [{k: v for k, v in r.items() if k != "broker_index"} for r in split[0]] == records(
+        read_history(spark, generated, BUNDLES), "snapshot_ms", "bundle"
+    )
