@@ -20,18 +20,24 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def cluster_url() -> Iterator[str]:
+def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     while any(not _free(port + i) for i in range(3)):
         port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ballast", "standalone", "--no-load", "--port", str(port),
-         "--broker-port", str(free_port()), "--duration", "600"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
-    )  # fmt: skip
+    log = tmp_path_factory.mktemp("standalone") / "stderr.log"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ballast", "standalone", "--no-load", "--port", str(port),
+             "--broker-port", str(free_port()), "--duration", "600"],
+            stdout=subprocess.DEVNULL, stderr=stderr, cwd=REPO,
+        )  # fmt: skip
     try:
-        _poll_json(f"http://127.0.0.1:{port}/admin/v2/brokers/leaderBroker", 30)
-        _poll_json(f"http://127.0.0.1:{port}/admin/v2/namespaces/public", 10)
+        try:
+            # Generous: on a loaded two-core machine the three brokers take a while to start.
+            _poll_json(f"http://127.0.0.1:{port}/admin/v2/brokers/leaderBroker", 90)
+            _poll_json(f"http://127.0.0.1:{port}/admin/v2/namespaces/public", 30)
+        except OSError:
+            pytest.fail(f"standalone did not come up (exit {process.poll()}): {log.read_text()}")
         yield f"http://127.0.0.1:{port + 1}"
     finally:
         process.terminate()
