@@ -179,3 +179,13 @@ def test_a_broker_moves_at_most_its_share_per_run(cap: float) -> None:
     snap = cluster(a=(0.05,) * 16, b=())
     moves, _, _ = run(snap, config=config)
     assert len(moves) == round(cap / 0.05)
+
+
+def test_a_broker_of_tiny_bundles_is_still_relieved() -> None:
+    # 300 bundles of 0.003 (below the minimum improvement of 0.005 each) on one broker, as
+    # after a fast restart of the whole cluster: the bundles move, the largest first.
+    snap = cluster(a=(0.003,) * 300, b=(), c=())
+    moves, _, stats = run(snap)
+    assert stats["outcome"] == "Success"
+    after = loads_after(snap, moves)
+    assert after["a"] <= 0.9 - 0.2 and after["b"] >= 0.1 and after["c"] >= 0.1

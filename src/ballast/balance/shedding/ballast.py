@@ -23,10 +23,11 @@ and forth, and new or emptied brokers loaded at once. Rules:
   sends one bundle to one of the four lightest brokers that may receive it: the bundle whose
   load is closest to half their gap, examined around that point in the broker's bundles
   sorted by load. A move must lower the larger of the two loads by at least
-  ``loadBalancerBallastMinImprovement`` (0.005); among the candidates the one that lowers the
-  sum of squared loads most wins. When no single bundle fits, a swap is tried (a heavier
-  bundle one way, a lighter one back). Loads are updated after each move, so the next move
-  sees them.
+  ``loadBalancerBallastMinImprovement`` (0.005), or by half the load it moves when that is
+  smaller (so a broker holding only small bundles can still be relieved); among the
+  candidates the one that lowers the sum of squared loads most wins. When no single bundle
+  fits, a swap is tried (a heavier bundle one way, a lighter one back). Loads are updated
+  after each move, so the next move sees them.
 - **Limits per run**: a broker sends or receives at most
   ``loadBalancerBallastMaxLoadMovedPerBroker`` (0.3) of load; at most
   ``loadBalancerBallastMaxMovesPerCycle`` (500) moves.
@@ -495,7 +496,9 @@ def _score(
     before_source, before_destination = plan.load[source], plan.load[destination]
     after_source = plan.load_with(source, usage[source])
     after_destination = plan.load_with(destination, usage[destination])
-    if before_source - max(after_source, after_destination) < plan.config.min_improvement:
+    if before_source - max(after_source, after_destination) < _required_improvement(
+        plan.config, moves, source
+    ):
         return None
     gain = before_source**2 + before_destination**2 - after_source**2 - after_destination**2
     if gain <= 0 or math.isnan(gain):
@@ -507,3 +510,17 @@ def _score(
         ),
         gain,
     )
+
+
+def _required_improvement(
+    config: BallastShedderConfig,
+    moves: tuple[tuple[_Candidate, BrokerId, BrokerId], ...],
+    source: BrokerId,
+) -> float:
+    """How much a step must lower the larger of the pair's loads: the configured minimum, or
+    half the load the step takes off the source when that is smaller. A broker made of many
+    bundles smaller than the minimum (a broker that took over a drained cluster's bundles)
+    can still be relieved, one whole small bundle at a time, while a step that would only
+    swap the pair's roles still fails."""
+    net = sum(c.size if from_broker == source else -c.size for c, from_broker, _ in moves)
+    return min(config.min_improvement, net / 2)
