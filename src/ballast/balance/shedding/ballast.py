@@ -36,7 +36,8 @@ and forth, and new or emptied brokers loaded at once. Rules:
   bundles of system or excluded namespaces, nor bundles without traffic. A bundle moves only to
   a broker its namespace's isolation and anti-affinity policies allow.
 - **Transfers over unloads**: moves are transfers to the chosen broker (unloads only with
-  ``loadBalancerTransferEnabled`` off).
+  ``loadBalancerTransferEnabled`` off; then no swaps, as placement decides where each
+  unloaded bundle goes, and ``ballast`` placement never puts it back on the broker it left).
 
 Worked example: brokers A, B at load 0.80 with ten bundles of 0.08 each, C and D new at 0,
 all alike (capacity and costs). Mean 0.40, std 0.40; C and D are idle: act at once. A
@@ -99,7 +100,8 @@ EPSILON = 1e-9
 
 
 class PendingMove(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """A move this strategy decided that the reports may not show yet."""
+    """A move this strategy decided that the reports may not show yet (``destination``
+    empty for an unload, which the next lookup places)."""
 
     source: str
     destination: str
@@ -205,6 +207,8 @@ def _resolve_pending(
         at_destination = bundle in snapshot.bundles_of(move.destination)
         if at_destination and not at_source:
             continue  # both reports show it
+        if not move.destination and not at_source:
+            continue  # an unload: the source's report shows it gone
         if not at_source and not at_destination and bundle not in snapshot.bundles:
             continue  # the bundle is gone (split)
         kept[bundle] = move
@@ -316,6 +320,10 @@ def find_bundles_to_unload(
         if isinstance(move, Transfer):
             new_pending[str(move.bundle)] = PendingMove(
                 source=move.source, destination=move.destination, at_ms=now_ms
+            )
+        else:  # the next lookup places it: only its leaving is known
+            new_pending[str(move.bundle)] = PendingMove(
+                source=move.broker, destination="", at_ms=now_ms
             )
     after = std(plan.load.values())
     figures["stdAfter"] = after
@@ -441,7 +449,7 @@ def _best_from(plan: _Plan, source: BrokerId) -> _Step | None:
             step = _score(plan, source, destination, ((candidate, source, destination),))
             if step is not None and (best is None or step.gain > best.gain):
                 best = step
-        if best is None:
+        if best is None and config.transfer_enabled:  # an unloaded pair is placed apart
             swap = _swap(plan, source, destination, candidates, sizes, min(budget, room))
             if swap is not None:
                 best = swap
