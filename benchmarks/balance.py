@@ -113,7 +113,8 @@ def check_goals(rows: list[Row]) -> list[dict[str, Any]]:
     goals: list[dict[str, Any]] = []
 
     def goal(name: str, misses: list[str], checked: int) -> None:
-        goals.append({"goal": name, "met": not misses and checked > 0, "misses": misses})
+        met = None if checked == 0 else not misses
+        goals.append({"goal": name, "met": met, "misses": misses})
 
     misses = [
         f"{s}: std {r.summary['final']['std']:.3f}"
@@ -136,7 +137,11 @@ def check_goals(rows: list[Row]) -> list[dict[str, Any]]:
         )
         goal(f"{SCALE_UP} rebalanced in < {SCALE_UP_GOAL_S:.0f} s", misses, 1)
     pairs = [(s, r, reference[s]) for s, r in ours.items() if s in reference]
-    misses = [f"{s}: {r.moves} vs {ref.moves}" for s, r, ref in pairs if r.moves > ref.moves]
+    misses = [
+        f"{s}: {r.moves} vs {ref.moves}{_reference_note(ref)}"
+        for s, r, ref in pairs
+        if r.moves > ref.moves
+    ]
     goal(f"moves <= {REFERENCE}'s", misses, len(pairs))
     misses = [f"{s}: {r.summary['bounces']}" for s, r in ours.items() if r.summary["bounces"]]
     goal("no bounces", misses, len(ours))
@@ -151,10 +156,20 @@ def check_goals(rows: list[Row]) -> list[dict[str, Any]]:
     return goals
 
 
+def _reference_note(reference: Row) -> str:
+    failed = [n for n, check in reference.summary["expectations"].items() if not check["ok"]]
+    return f" ({REFERENCE} missed {', '.join(failed)})" if failed else ""
+
+
 def goals_markdown(goals: list[dict[str, Any]]) -> str:
     lines = [f"Goals of `{OURS}` on these runs:", ""]
     for item in goals:
-        status = "met" if item["met"] else "NOT met (" + "; ".join(item["misses"]) + ")"
+        if item["met"] is None:
+            status = "not checked (no run to judge it by)"
+        elif item["met"]:
+            status = "met"
+        else:
+            status = "NOT met (" + "; ".join(item["misses"]) + ")"
         lines.append(f"- {item['goal']}: {status}")
     return "\n".join(lines)
 
