@@ -3,12 +3,16 @@ loads, several brokers per run, limits, hysteresis, pending moves, swaps, polici
 
 from __future__ import annotations
 
+import dataclasses
+import random
+
 import pytest
 
-from ballast.balance.decisions import ReasonKind, Transfer
+from ballast.balance.decisions import ReasonKind, Transfer, Unload
+from ballast.balance.placement.strategies import PlacementState, least_predicted_load
 from ballast.balance.shedding.ballast import BallastState, PendingMove, find_bundles_to_unload
 from ballast.balance.snapshot import LoadSnapshot, Policies
-from ballast.model.config import BallastShedderConfig
+from ballast.model.config import BallastShedderConfig, PlacementConfig
 from ballast.model.loaddata import LocalBrokerData, NamespaceBundleStats, ResourceUsage
 from ballast.model.policies import IsolationPolicies
 from tests.balance.build import settings, snapshot
@@ -179,3 +183,66 @@ def test_a_broker_moves_at_most_its_share_per_run(cap: float) -> None:
     snap = cluster(a=(0.05,) * 16, b=())
     moves, _, _ = run(snap, config=config)
     assert len(moves) == round(cap / 0.05)
+
+
+def test_a_broker_of_tiny_bundles_is_still_relieved() -> None:
+    # 300 bundles of 0.003 (below the minimum improvement of 0.005 each) on one broker, as
+    # after a fast restart of the whole cluster: the bundles move, the largest first.
+    snap = cluster(a=(0.003,) * 300, b=(), c=())
+    moves, _, stats = run(snap)
+    assert stats["outcome"] == "Success"
+    after = loads_after(snap, moves)
+    assert after["a"] <= 0.9 - 0.2 and after["b"] >= 0.1 and after["c"] >= 0.1
+
+
+UNLOADS = dataclasses.replace(CONFIG, transfer_enabled=False)
+
+
+def test_with_transfers_off_unloads_are_pending_until_the_source_reports_them_gone() -> None:
+    snap = cluster(a=(0.1,) * 8, b=(0.1,) * 2)
+    result = find_bundles_to_unload(snap, BallastState(hit_count=5), UNLOADS, NOW)
+    unloads = [d for d in result.decisions if isinstance(d, Unload)]
+    assert len(unloads) == len(result.decisions) == 3
+    assert {b: (m.source, m.destination) for b, m in result.state.pending.items()} == {
+        str(u.bundle): ("a", "") for u in unloads
+    }
+    # Stale reports: the unloads are accounted for, nothing more is unloaded.
+    again = find_bundles_to_unload(snap, result.state, UNLOADS, NOW + 60_000)
+    assert again.decisions == () and len(again.state.pending) == 3
+    # The source reports them gone (wherever the lookups placed them): forgotten.
+    done = find_bundles_to_unload(
+        moved(snap, [Transfer(u.bundle, "a", "b", u.reason) for u in unloads]),
+        result.state,
+        UNLOADS,
+        NOW + 120_000,
+    )
+    assert done.state.pending == {}
+
+
+def test_with_transfers_off_no_swap_is_planned() -> None:
+    snap = cluster(a=(0.3, 0.3), b=(0.25, 0.05))
+    result = find_bundles_to_unload(snap, BallastState(hit_count=5), UNLOADS, NOW)
+    assert result.decisions == ()
+
+
+def test_placement_never_puts_an_unloaded_bundle_back_on_the_broker_it_left() -> None:
+    # a released the bundle a moment ago; its report still lists it and b is busier.
+    base = cluster(a=(0.1,) * 3, b=(0.1,) * 5)
+    leaving = bundle("a", 0)
+    snap = snapshot({n: d.local_data for n, d in base.brokers.items()}, unloaded={leaving: NOW})
+    placement = PlacementConfig.from_settings(settings(loadBalancerLoadPlacementStrategy="ballast"))
+    choice, _ = least_predicted_load(
+        snap, ("a", "b"), placement, PlacementState(), random.Random(1), bundle=leaving
+    )
+    assert choice.broker == "b"
+    # The only candidate: it stays possible.
+    alone, _ = least_predicted_load(
+        snap, ("a",), placement, PlacementState(), random.Random(1), bundle=leaving
+    )
+    assert alone.broker == "a"
+    # Not recently unloaded: the least loaded broker.
+    fresh = bundle("b", 0)
+    other, _ = least_predicted_load(
+        snap, ("a", "b"), placement, PlacementState(), random.Random(1), bundle=fresh
+    )
+    assert other.broker == "a"

@@ -310,14 +310,12 @@ class BrokerNode:
         bundle-name order."""
         owned = self.ownership.owned()
         serving = sorted(
-            (str(bundle), bundle)
-            for bundle in self.served.bundles_unordered()
+            (str(bundle), bundle, topics)
+            for bundle, topics in self.served.bundle_topics()
             if owned.get(bundle) is OwnershipState.OWNED
         )
-        return {
-            name: self.traffic.bundle_stats(bundle, self.served.topics(bundle))
-            for name, bundle in serving
-        }
+        traffic = self.traffic
+        return {name: traffic.bundle_stats(bundle, topics) for name, bundle, topics in serving}
 
     async def open_topic(self, topic: TopicName) -> bool:
         """A client opens ``topic`` here (a producer or consumer connecting: Pulsar's

@@ -176,6 +176,11 @@ class ServedTopics:
         """The bundles served, in no particular order (cheaper than :meth:`bundles`)."""
         return self._by_bundle.keys()
 
+    def bundle_topics(self) -> Iterable[tuple[BundleName, set[TopicName]]]:
+        """Each bundle served with its topics, in no particular order (one pass, no lookups:
+        load reports read every bundle this way)."""
+        return self._by_bundle.items()
+
     def topics(self, bundle: BundleName) -> set[TopicName]:
         return self._by_bundle.get(bundle, set())
 

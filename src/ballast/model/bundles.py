@@ -12,7 +12,7 @@ import itertools
 import re
 import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ballast.model.naming import InvalidNameError, NamespaceName, TopicName
 
@@ -143,10 +143,20 @@ class BundleRange:
 
 @dataclass(frozen=True, slots=True, order=True)
 class BundleName:
-    """A bundle of a namespace: ``tenant/ns/0x..._0x...``."""
+    """A bundle of a namespace: ``tenant/ns/0x..._0x...``. Its hash and text are computed
+    once per value (bundle names key the dictionaries every load report and lookup goes
+    through)."""
 
     namespace: NamespaceName
     range: BundleRange
+    _hash: int = field(init=False, repr=False, compare=False)
+    _text: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.namespace, self.range)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @classmethod
     def parse(cls, text: str) -> BundleName:
@@ -165,7 +175,11 @@ class BundleName:
         return topic.namespace == self.namespace and self.range.contains(topic_hash(topic))
 
     def __str__(self) -> str:
-        return f"{self.namespace}/{self.range}"
+        text = self._text
+        if text is None:
+            text = f"{self.namespace}/{self.range}"
+            object.__setattr__(self, "_text", text)
+        return text
 
 
 def canonical_bundle(text: str) -> str:

@@ -168,10 +168,14 @@ class SimTraffic:
         self, bundle: BundleName, topics: Collection[TopicName]
     ) -> NamespaceBundleStats:
         del topics  # known from the served-topic listeners
-        self._refresh()
+        if self._dirty or self._sums is None:
+            self._refresh()
         found = self._bundle_ids.get(bundle)
         if found is None:
             return NamespaceBundleStats()
+        cached = self._stats.get(found)  # only ever holds bundles the sums cover
+        if cached is not None:
+            return cached
         if self._sums is not None and found >= self._sums.rate_in.size:
             self._dirty = True
             self._refresh()

@@ -15,7 +15,9 @@ choice and the new memory.
 - ``ballast`` (Ballast's own): the candidate whose load, predicted from traffic with the load
   model learnt from the reports (:mod:`ballast.balance.loadmodel`) and counting its
   preallocated bundles, is lowest once the bundle is added; equal loads go to the broker
-  serving fewer bundles, then at random.
+  serving fewer bundles, then at random. A bundle unloaded within the grace period does not
+  go back to the broker whose report still lists it (the one it just left) while another
+  candidate remains.
 
 Every strategy is told the bundle being placed (``bundle``); Pulsar's ignore it.
 """
@@ -209,7 +211,7 @@ def least_predicted_load(
     added = None if bundle is None else usage_of(costs, bundle_traffic(snapshot, bundle, None))
     best: list[BrokerId] = []
     lowest = (math.inf, 0)
-    for broker in candidates:
+    for broker in _not_leaving(snapshot, candidates, bundle):
         usage, capacity = broker_usage(snapshot, broker, costs, config.weights)
         if added is not None:
             usage = usage.plus(added)
@@ -224,6 +226,17 @@ def least_predicted_load(
         f"({len(best)} of {len(candidates)} candidates tied)"
     )
     return Choice(chosen, detail), state
+
+
+def _not_leaving(snapshot: LoadSnapshot, candidates: Candidates, bundle: str | None) -> Candidates:
+    """The candidates without the broker a bundle is leaving: a bundle unloaded within the
+    grace period that a broker's report still lists has just been released by that broker,
+    and placing it back there would undo the move (pulsar#21722). All candidates if that
+    leaves none."""
+    if bundle is None or bundle not in snapshot.recently_unloaded_bundles:
+        return candidates
+    others = tuple(b for b in candidates if bundle not in snapshot.bundles_of(b))
+    return others or candidates
 
 
 class PlacementStrategy(Protocol):

@@ -23,10 +23,11 @@ and forth, and new or emptied brokers loaded at once. Rules:
   sends one bundle to one of the four lightest brokers that may receive it: the bundle whose
   load is closest to half their gap, examined around that point in the broker's bundles
   sorted by load. A move must lower the larger of the two loads by at least
-  ``loadBalancerBallastMinImprovement`` (0.005); among the candidates the one that lowers the
-  sum of squared loads most wins. When no single bundle fits, a swap is tried (a heavier
-  bundle one way, a lighter one back). Loads are updated after each move, so the next move
-  sees them.
+  ``loadBalancerBallastMinImprovement`` (0.005), or by half the load it moves when that is
+  smaller (so a broker holding only small bundles can still be relieved); among the
+  candidates the one that lowers the sum of squared loads most wins. When no single bundle
+  fits, a swap is tried (a heavier bundle one way, a lighter one back). Loads are updated
+  after each move, so the next move sees them.
 - **Limits per run**: a broker sends or receives at most
   ``loadBalancerBallastMaxLoadMovedPerBroker`` (0.3) of load; at most
   ``loadBalancerBallastMaxMovesPerCycle`` (500) moves.
@@ -35,7 +36,8 @@ and forth, and new or emptied brokers loaded at once. Rules:
   bundles of system or excluded namespaces, nor bundles without traffic. A bundle moves only to
   a broker its namespace's isolation and anti-affinity policies allow.
 - **Transfers over unloads**: moves are transfers to the chosen broker (unloads only with
-  ``loadBalancerTransferEnabled`` off).
+  ``loadBalancerTransferEnabled`` off; then no swaps, as placement decides where each
+  unloaded bundle goes, and ``ballast`` placement never puts it back on the broker it left).
 
 Worked example: brokers A, B at load 0.80 with ten bundles of 0.08 each, C and D new at 0,
 all alike (capacity and costs). Mean 0.40, std 0.40; C and D are idle: act at once. A
@@ -98,7 +100,8 @@ EPSILON = 1e-9
 
 
 class PendingMove(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """A move this strategy decided that the reports may not show yet."""
+    """A move this strategy decided that the reports may not show yet (``destination``
+    empty for an unload, which the next lookup places)."""
 
     source: str
     destination: str
@@ -204,6 +207,8 @@ def _resolve_pending(
         at_destination = bundle in snapshot.bundles_of(move.destination)
         if at_destination and not at_source:
             continue  # both reports show it
+        if not move.destination and not at_source:
+            continue  # an unload: the source's report shows it gone
         if not at_source and not at_destination and bundle not in snapshot.bundles:
             continue  # the bundle is gone (split)
         kept[bundle] = move
@@ -315,6 +320,10 @@ def find_bundles_to_unload(
         if isinstance(move, Transfer):
             new_pending[str(move.bundle)] = PendingMove(
                 source=move.source, destination=move.destination, at_ms=now_ms
+            )
+        else:  # the next lookup places it: only its leaving is known
+            new_pending[str(move.bundle)] = PendingMove(
+                source=move.broker, destination="", at_ms=now_ms
             )
     after = std(plan.load.values())
     figures["stdAfter"] = after
@@ -440,7 +449,7 @@ def _best_from(plan: _Plan, source: BrokerId) -> _Step | None:
             step = _score(plan, source, destination, ((candidate, source, destination),))
             if step is not None and (best is None or step.gain > best.gain):
                 best = step
-        if best is None:
+        if best is None and config.transfer_enabled:  # an unloaded pair is placed apart
             swap = _swap(plan, source, destination, candidates, sizes, min(budget, room))
             if swap is not None:
                 best = swap
@@ -495,7 +504,9 @@ def _score(
     before_source, before_destination = plan.load[source], plan.load[destination]
     after_source = plan.load_with(source, usage[source])
     after_destination = plan.load_with(destination, usage[destination])
-    if before_source - max(after_source, after_destination) < plan.config.min_improvement:
+    if before_source - max(after_source, after_destination) < _required_improvement(
+        plan.config, moves, source
+    ):
         return None
     gain = before_source**2 + before_destination**2 - after_source**2 - after_destination**2
     if gain <= 0 or math.isnan(gain):
@@ -507,3 +518,17 @@ def _score(
         ),
         gain,
     )
+
+
+def _required_improvement(
+    config: BallastShedderConfig,
+    moves: tuple[tuple[_Candidate, BrokerId, BrokerId], ...],
+    source: BrokerId,
+) -> float:
+    """How much a step must lower the larger of the pair's loads: the configured minimum, or
+    half the load the step takes off the source when that is smaller. A broker made of many
+    bundles smaller than the minimum (a broker that took over a drained cluster's bundles)
+    can still be relieved, one whole small bundle at a time, while a step that would only
+    swap the pair's roles still fails."""
+    net = sum(c.size if from_broker == source else -c.size for c, from_broker, _ in moves)
+    return min(config.min_improvement, net / 2)
