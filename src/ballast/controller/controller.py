@@ -36,6 +36,7 @@ from ballast.clock import Clock
 from ballast.controller.admin import AdminHandlers
 from ballast.controller.channel import ControllerChannel
 from ballast.controller.events import ControllerEvent, EventManager
+from ballast.controller.history import HistoryRecorder, HistorySink
 from ballast.controller.image import ClusterImage
 from ballast.controller.loading import (
     SheddingMemory,
@@ -69,7 +70,7 @@ from ballast.model.config import (
     SheddingConfig,
     SplitConfig,
 )
-from ballast.model.loaddata import LocalBrokerData
+from ballast.model.loaddata import LoadData, LocalBrokerData
 from ballast.model.naming import NamespaceName
 
 log = logging.getLogger(__name__)
@@ -146,8 +147,11 @@ class Controller:
         leader_id: str,
         registry: BrokerRegistry,
         decision_listeners: Sequence[DecisionListener] = (),
+        history: HistorySink | None = None,
     ) -> None:
-        """``decision_listeners`` hear every decision as :meth:`log_decision` records it."""
+        """``decision_listeners`` hear every decision as :meth:`log_decision` records it;
+        ``history`` (setting ``loadBalancerHistoryPath``) receives the leader's view of the
+        cluster every shedding cycle."""
         self.leadership = leadership
         self.epoch = leadership.epoch
         self.election = election
@@ -182,6 +186,7 @@ class Controller:
         self._remembered = b""
         self.decisions_log: list[dict[str, Any]] = []
         self.decision_listeners = decision_listeners
+        self.history = HistoryRecorder(history) if history is not None else None
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -215,6 +220,8 @@ class Controller:
         for watch in self._ownership_watches.values():
             watch.cancel()
         self._ownership_watches.clear()
+        if self.history is not None:
+            await self.history.close()
 
     def _lost(self, reason: str) -> None:
         log.warning("controller of epoch %d lost leadership: %s", self.epoch, reason)
@@ -504,6 +511,8 @@ class Controller:
             return
         now_ms = self.clock.wall_ms()
         snapshot = self.image.snapshot()
+        if self.history is not None:
+            self.history.record(self._load_data(), now_ms)
         result = run_shedding_cycle(
             snapshot,
             self.shedder,
@@ -547,6 +556,15 @@ class Controller:
                 )
                 self.moves.unload(bundle, move.broker)
         await self._remember_shedding()
+
+    def _load_data(self) -> LoadData:
+        """The image as Pulsar's ``LoadData`` (every reporting broker, draining ones too),
+        for the history; frozen copies, so the writer may read it from another thread."""
+        return LoadData(
+            broker_data={b: view.broker_data() for b, view in sorted(self.image.brokers.items())},
+            bundle_data=dict(self.image.bundle_data),
+            recently_unloaded_bundles=dict(self.image.recently_unloaded_bundles),
+        )
 
     async def _apply_move(self, event: MoveFinished) -> None:
         """The one place a finished move changes the image."""
