@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ballast.cli.common import fail, print_json, settings_from
+from ballast.cli.common import fail, print_json, settings_from, warn
 from ballast.pipeline.jobs import HISTORY_JOBS, JobEntry, JobError, JobPaths, load
 from ballast.pipeline.synthetic_spec import DEFAULT_START_MS, GenerateSpec, SpecError
 
@@ -103,12 +103,23 @@ def spark_session(master: str | None, conf: list[str] | None) -> Iterator[SparkS
 
 @pipeline_app.command("import")
 def import_command(
-    dump: Annotated[Path, typer.Argument(help="The dump directory.")],
+    source: Annotated[
+        Path,
+        typer.Argument(
+            metavar="SOURCE",
+            help="A dump directory of Pulsar's /loadbalance tree, or a ballast decide "
+            "snapshot file.",
+        ),
+    ],
     history: Annotated[Path, typer.Option("--history", help="History root to write to.")],
     source_format: Annotated[
         str,
-        typer.Option("--format", help="Dump format: pulsar-dump (a /loadbalance tree)."),
-    ] = "pulsar-dump",
+        typer.Option(
+            "--format",
+            help="auto (by content), pulsar-dump (a /loadbalance tree) or decide-snapshot "
+            "(a ballast decide snapshot file).",
+        ),
+    ] = "auto",
     cluster: Annotated[
         str | None,
         typer.Option("--cluster", help="Cluster name on the rows (default: clusterName)."),
@@ -117,16 +128,22 @@ def import_command(
         str | None,
         typer.Option(
             "--at",
-            help="Snapshot time, epoch ms or ISO 8601 (default: the newest report's lastUpdate).",
+            help="Snapshot time, epoch ms or ISO 8601 (default: the newest lastUpdate of the "
+            "brokers' reports).",
         ),
     ] = None,
     config: ConfigOption = None,
     overrides: SetOption = None,
 ) -> None:
     """Add one snapshot to a history from a dump of Pulsar's /loadbalance tree (brokers/,
-    broker-time-average/, bundle-data/)."""
+    broker-time-average/, bundle-data/) or from a ballast decide snapshot file."""
     from ballast.pipeline.history import HistoryError, write_snapshot
-    from ballast.pipeline.importer import ImportOptions, importer
+    from ballast.pipeline.importer import (
+        ImportOptions,
+        detect_format,
+        importer,
+        read_decide_snapshot,
+    )
 
     settings = settings_from(config, overrides)
     options = ImportOptions(
@@ -134,12 +151,19 @@ def import_command(
         snapshot_ms=parse_time_ms(at) if at is not None else None,
     )
     try:
-        snapshot = importer(source_format)(dump, options)
+        chosen = detect_format(source) if source_format == "auto" else source_format
+        if chosen == "decide-snapshot":
+            snapshot, warnings = read_decide_snapshot(source, options)
+            for message in warnings:
+                warn(message)
+        else:
+            snapshot = importer(chosen)(source, options)
         files = write_snapshot(history, snapshot)
     except HistoryError as exc:
         fail(str(exc))
     print_json(
         {
+            "format": chosen,
             "cluster": snapshot.cluster,
             "snapshotMs": snapshot.snapshot_ms,
             "brokers": len(snapshot.brokers),
