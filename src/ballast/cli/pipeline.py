@@ -270,4 +270,105 @@ def _history_command(job: JobEntry) -> Callable[..., None]:
 
 
 for _job in HISTORY_JOBS.values():
-    pipeline_app.command(_job.name)(_history_command(_job))
+    if not _job.own_command:
+        pipeline_app.command(_job.name)(_history_command(_job))
+
+
+@pipeline_app.command("shed")
+def shed_command(
+    history: Annotated[str, typer.Option("--history", help="History root to read.")],
+    out: Annotated[str, typer.Option("--out", help="Directory to write results to.")],
+    strategy: Annotated[
+        str | None,
+        typer.Option(
+            "--strategy",
+            help="overload, threshold, uniform, transfer or ballast (Pulsar class names "
+            "accepted; default: loadBalancerLoadSheddingStrategy).",
+        ),
+    ] = None,
+    scope: Annotated[
+        str,
+        typer.Option(
+            "--scope",
+            help="cycle: the load manager's whole shedding cycle (a destination for each "
+            "move); strategy: the strategy's own answer.",
+        ),
+    ] = "cycle",
+    cluster: Annotated[
+        str | None,
+        typer.Option("--cluster", help="Only this cluster (default: every cluster)."),
+    ] = None,
+    now_ms: Annotated[
+        int | None,
+        typer.Option("--now-ms", help="The current time, epoch ms (default: the snapshot's)."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of placement's tie-breaks.")] = 0,
+    apply: Annotated[
+        str | None,
+        typer.Option(
+            "--apply",
+            metavar="ADMIN_URL",
+            help="Carry the decisions out on the live cluster whose broker answers at this "
+            "URL (http://host:port), through its admin API.",
+        ),
+    ] = None,
+    master: MasterOption = None,
+    conf: ConfOption = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+) -> None:
+    """A shedding strategy's decisions on each cluster's latest snapshot, equal to ballast
+    decide shed on the same snapshot; --apply sends them to a live cluster."""
+    import asyncio
+
+    from ballast.balance.shedding.registry import UnknownStrategy, shedding_strategy
+    from ballast.cli.shed_apply import Unreachable, apply_decisions, check_reachable
+    from ballast.pipeline.shedding import Scope, ShedOptions
+
+    settings = settings_from(config, overrides)
+    try:
+        name = shedding_strategy(
+            strategy or settings.get_str("loadBalancerLoadSheddingStrategy")
+        ).name
+    except UnknownStrategy as exc:
+        fail(str(exc))
+    if scope not in {s.value for s in Scope}:
+        fail(f"--scope must be one of {', '.join(s.value for s in Scope)}")
+    target = None
+    if apply is not None:
+        target = apply.rstrip("/")
+        if not target.startswith(("http://", "https://")):
+            fail(f'--apply "{apply}" is not an http(s) URL')
+        if cluster is None:
+            fail("--apply needs --cluster: decisions go to one cluster")
+        try:
+            asyncio.run(check_reachable(target))  # before minutes of Spark work
+        except Unreachable as exc:
+            fail(str(exc), code=1)
+    options = ShedOptions(strategy=name, scope=Scope(scope), now_ms=now_ms, seed=seed)
+    from ballast.pipeline.jobs.shed import shed_history
+
+    with spark_session(master, conf) as spark:
+        try:
+            summary = dict(
+                shed_history(
+                    spark, JobPaths(history=history, out=out), settings, options, cluster=cluster
+                )
+            )
+        except _user_errors() as exc:
+            fail(str(exc))
+    if target is None or cluster is None:
+        print_json(summary)
+        return
+    clusters = summary["clusters"]
+    assert isinstance(clusters, dict)
+    try:
+        applied = asyncio.run(apply_decisions(target, clusters[cluster]["decisions"]))
+    except Unreachable as exc:
+        print_json(summary)
+        fail(str(exc), code=1)
+    summary["applied"] = [answer.to_json() for answer in applied]
+    print_json(summary)
+    refused = [a for a in applied if not a.ok]
+    if refused:
+        fail(f"{len(refused)} of {len(applied)} decisions were refused (see applied)", code=1)

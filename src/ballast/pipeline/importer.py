@@ -14,9 +14,10 @@ plus the leader's stored bundle and broker averages. A dump has no per-topic loa
 ``decide-snapshot``: a snapshot file of ``ballast decide`` (the JSON of
 :mod:`ballast.balance.snapshot_json`), read exactly as ``ballast decide`` reads it: brokers and
 their bundles, the bundle data (``bundles``) and the brokers' time averages (``timeAverages``,
-or computed from the bundle data when absent, as decide does). The parts a history has no
-table for (recently unloaded bundles and brokers, namespaces, policies, ``brokerLoadData``,
-strategy ``state``) are left out, with a warning each.
+or computed from the bundle data when absent, as decide does). A bundle a report lists in
+``bundles`` without ``lastStats`` (hand-made snapshots) is written with zero load. The parts a
+history has no table for (recently unloaded bundles and brokers, namespaces, policies,
+``brokerLoadData``, strategy ``state``) are left out, with a warning each.
 
 Importers are registered by name in :data:`IMPORTERS`; :func:`detect_format` tells them apart
 by content (a directory is a dump, a JSON object with ``brokers`` a decide snapshot).
@@ -35,7 +36,12 @@ import msgspec
 from ballast.balance.snapshot_json import parse_snapshot
 from ballast.model.bundles import InvalidBundle, canonical_bundle
 from ballast.model.codec import ModelError
-from ballast.model.loaddata import BundleData, LocalBrokerData, TimeAverageBrokerData
+from ballast.model.loaddata import (
+    BundleData,
+    LocalBrokerData,
+    NamespaceBundleStats,
+    TimeAverageBrokerData,
+)
 from ballast.pipeline.history import (
     HistoryError,
     HistorySnapshot,
@@ -154,7 +160,7 @@ def read_decide_snapshot(
     warnings = list(parsed.warnings)
     warnings.extend(f"{key} is not kept in a history; left out" for key in NOT_KEPT if raw.get(key))
     snapshot = parsed.snapshot
-    reports = {broker: data.local_data for broker, data in snapshot.brokers.items()}
+    reports = {broker: _with_stats(data.local_data) for broker, data in snapshot.brokers.items()}
     snapshot_ms = options.snapshot_ms
     if snapshot_ms is None:
         if not reports:
@@ -174,6 +180,17 @@ def read_decide_snapshot(
         ),
     )
     return history, tuple(warnings)
+
+
+def _with_stats(report: LocalBrokerData) -> LocalBrokerData:
+    """A report whose ``lastStats`` covers every bundle it lists: a bundle a hand-made
+    snapshot names only in ``bundles`` is written with zero load (a history row needs stats;
+    the balancing code reads the same set of served bundles either way)."""
+    missing = report.bundles - report.last_stats.keys()
+    if not missing:
+        return report
+    stats = {bundle: NamespaceBundleStats() for bundle in missing}
+    return msgspec.structs.replace(report, last_stats={**stats, **report.last_stats})
 
 
 def import_decide_snapshot(path: Path, options: ImportOptions) -> HistorySnapshot:
