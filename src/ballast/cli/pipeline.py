@@ -1,8 +1,9 @@
 """``ballast pipeline``: the load-history pipeline on Spark.
 
-``import`` writes history from a Pulsar ``/loadbalance`` dump (pyarrow, no Spark);
-``generate`` writes a synthetic history with Spark; every registered history job
-(``time-averages``, ``split-plan``, ``report``) reads ``--history`` and writes ``--out``.
+``import`` writes history from a Pulsar ``/loadbalance`` dump or a ``ballast decide``
+snapshot (pyarrow, no Spark); ``generate`` writes a synthetic history with Spark; every
+registered history job (``time-averages``, ``split-plan``, ``report``, ``shed``) reads
+``--history`` and writes ``--out``; ``shed --apply`` also sends its decisions to a cluster.
 Spark runs in local mode unless ``--master`` names a cluster (or spark-submit launched the
 command). Each command prints a JSON summary.
 """

@@ -289,7 +289,7 @@ SHED_DECISIONS = Table(
         Column("broker", STRING, "", "the bundle's current broker (the source)"),
         Column("destination", STRING, "", "broker to transfer to (null: unload)", nullable=True),
         Column("reason", STRING, "", "why, as ballast decide says it"),
-        Column("reason_kind", STRING, "", "the reason's kind (overloaded, underloaded, ...)"),
+        Column("reason_kind", STRING, "", "the reason's kind (Overloaded, Underloaded, ...)"),
     ),
     partitioned=False,
 )
