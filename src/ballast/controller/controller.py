@@ -70,7 +70,7 @@ from ballast.model.config import (
     SheddingConfig,
     SplitConfig,
 )
-from ballast.model.loaddata import LoadData, LocalBrokerData
+from ballast.model.loaddata import LocalBrokerData
 from ballast.model.naming import NamespaceName
 
 log = logging.getLogger(__name__)
@@ -512,7 +512,7 @@ class Controller:
         now_ms = self.clock.wall_ms()
         snapshot = self.image.snapshot()
         if self.history is not None:
-            self.history.record(self._load_data(), now_ms)
+            self.history.record(self.image.load_data(), now_ms)
         result = run_shedding_cycle(
             snapshot,
             self.shedder,
@@ -556,15 +556,6 @@ class Controller:
                 )
                 self.moves.unload(bundle, move.broker)
         await self._remember_shedding()
-
-    def _load_data(self) -> LoadData:
-        """The image as Pulsar's ``LoadData`` (every reporting broker, draining ones too),
-        for the history; frozen copies, so the writer may read it from another thread."""
-        return LoadData(
-            broker_data={b: view.broker_data() for b, view in sorted(self.image.brokers.items())},
-            bundle_data=dict(self.image.bundle_data),
-            recently_unloaded_bundles=dict(self.image.recently_unloaded_bundles),
-        )
 
     async def _apply_move(self, event: MoveFinished) -> None:
         """The one place a finished move changes the image."""
