@@ -3,16 +3,18 @@ shedding cycle, in the layout the pipeline reads; a failing writer never hurts t
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pyarrow.compute as pc
 
 from ballast.broker.cluster import LocalCluster
 from ballast.broker.identity import BrokerIdentity
+from ballast.cli.history import history_sink
 from ballast.clock import Clock
 from ballast.controller.history import HistorySink, inline
 from ballast.controller.requests import CreateNamespace, CreateTenant
-from ballast.model.config import load_settings
+from ballast.model.config import Settings, load_settings
 from ballast.model.loaddata import LoadData
 from ballast.model.naming import TopicName
 from ballast.pipeline.history import LeaderHistoryWriter, read_table
@@ -22,8 +24,10 @@ from tests.support.waiting import eventually
 CYCLE_S = 60  # loadBalancerSheddingIntervalMinutes = 1
 
 
-async def start_cluster(clock: Clock, sink: HistorySink) -> LocalCluster:
-    settings = load_settings(overrides=["clusterName=east"]).settings
+async def start_cluster(
+    clock: Clock, sink: HistorySink, settings: Settings | None = None
+) -> LocalCluster:
+    settings = settings or load_settings(overrides=["clusterName=east"]).settings
     cluster = LocalCluster(clock, settings=settings, history=sink)
     for port in (8080, 8081, 8082):
         await cluster.add_broker(BrokerIdentity("10.0.0.1", port, port - 1430))
@@ -39,8 +43,15 @@ async def start_cluster(clock: Clock, sink: HistorySink) -> LocalCluster:
 
 
 async def test_the_leader_writes_one_snapshot_per_cycle(clock: Clock, tmp_path: Path) -> None:
-    sink = HistorySink(write=LeaderHistoryWriter(tmp_path, "east"), run_blocking=inline)
-    cluster = await start_cluster(clock, sink)
+    settings = load_settings(
+        overrides=["clusterName=east", f"loadBalancerHistoryPath={tmp_path}"]
+    ).settings
+    # The sink the runtime commands build from the setting, its writes run inline on the
+    # virtual-time loop instead of in a thread.
+    configured = history_sink(settings)
+    assert configured is not None and configured.write == LeaderHistoryWriter(tmp_path, "east")
+    sink = dataclasses.replace(configured, run_blocking=inline)
+    cluster = await start_cluster(clock, sink, settings)
     await clock.sleep(3 * CYCLE_S + CYCLE_S / 2)
     leader = cluster.leader()
     assert leader is not None and leader.controller is not None
