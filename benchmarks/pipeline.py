@@ -65,6 +65,17 @@ def emit(record: dict[str, Any]) -> None:
     print("RESULT " + json.dumps(record), flush=True)
 
 
+def brief(summary: Any) -> dict[str, Any]:
+    """A job's summary without its paths; shed's decisions counted, not listed."""
+    kept = {k: v for k, v in summary.items() if k != "outputs"}
+    if isinstance(kept.get("clusters"), dict):
+        kept["clusters"] = {
+            name: {"snapshotMs": c["snapshotMs"], "decisions": len(c["decisions"])}
+            for name, c in kept["clusters"].items()
+        }
+    return kept
+
+
 def spark_child(args: argparse.Namespace) -> None:
     from ballast.model.config import load_settings
     from ballast.pipeline.jobs import load
@@ -88,7 +99,7 @@ def spark_child(args: argparse.Namespace) -> None:
             {
                 "job": job,
                 "seconds": time.perf_counter() - started,
-                "summary": {k: v for k, v in summary.items() if k != "outputs"},
+                "summary": brief(summary),
             }
         )
     spark.stop()
