@@ -3,10 +3,10 @@
 For each size (bundle rows per snapshot), one history of ``--snapshots`` per-minute snapshots
 is generated with Spark; then every job runs on it with Spark (local mode, the defaults a user
 gets: all cores, driver memory a third of the machine's) and with the pandas baseline
-(``benchmarks/pandas_baseline.py``), side by side in the same run. Each engine runs in its own
-child process, one at a time; the harness samples the resident memory of the child's whole
-process tree (the JVM included). Baseline children get an address-space limit so that running
-out of memory fails them instead of the machine.
+(``benchmarks/pandas_baseline.py``; ``shed`` has none), side by side in the same run. Each
+engine runs in its own child process, one at a time; the harness samples the resident memory
+of the child's whole process tree (the JVM included). Baseline children get an address-space
+limit so that running out of memory fails them instead of the machine.
 
     .venv/bin/python benchmarks/pipeline.py --sizes 10000,100000 --snapshots 1440 \\
         --work /tmp/ballast-bench
@@ -30,7 +30,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-JOBS = ("generate", "time-averages", "split-plan", "report")
+JOBS = ("generate", "time-averages", "split-plan", "report", "shed")
+# Jobs the pandas baseline has (shed's selection is the same pure Python in both engines).
+BASELINES = ("generate", "time-averages", "split-plan", "report")
 SETTINGS = ["defaultNamespaceBundleSplitAlgorithm=flow_or_qps_equally_divide"]
 
 
@@ -63,6 +65,17 @@ def emit(record: dict[str, Any]) -> None:
     print("RESULT " + json.dumps(record), flush=True)
 
 
+def brief(summary: Any) -> dict[str, Any]:
+    """A job's summary without its paths; shed's decisions counted, not listed."""
+    kept = {k: v for k, v in summary.items() if k != "outputs"}
+    if isinstance(kept.get("clusters"), dict):
+        kept["clusters"] = {
+            name: {"snapshotMs": c["snapshotMs"], "decisions": len(c["decisions"])}
+            for name, c in kept["clusters"].items()
+        }
+    return kept
+
+
 def spark_child(args: argparse.Namespace) -> None:
     from ballast.model.config import load_settings
     from ballast.pipeline.jobs import load
@@ -86,7 +99,7 @@ def spark_child(args: argparse.Namespace) -> None:
             {
                 "job": job,
                 "seconds": time.perf_counter() - started,
-                "summary": {k: v for k, v in summary.items() if k != "outputs"},
+                "summary": brief(summary),
             }
         )
     spark.stop()
@@ -290,7 +303,7 @@ def main() -> None:
                     )
                 )
         if "pandas" in engines:
-            for job in jobs:
+            for job in (j for j in jobs if j in BASELINES):
                 target = base / "pandas-history" if job == "generate" else history
                 command = [
                     *me,

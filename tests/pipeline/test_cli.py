@@ -212,7 +212,7 @@ def test_bad_input_exits_2_before_spark(ballast: Ballast, tmp_path: Path) -> Non
     assert "bundles (2) must be >= namespaces (3)" in spec.stderr
     missing = ballast("pipeline", "import", str(tmp_path / "nope"), "--history", str(tmp_path))
     assert missing.returncode == 2
-    assert "is not a directory" in missing.stderr
+    assert "nope does not exist" in missing.stderr
     conf = ballast("pipeline", "report", "--history", "h", "--out", "o", "--conf", "novalue")
     assert conf.returncode == 2
     assert '--conf "novalue" is not key=value' in conf.stderr

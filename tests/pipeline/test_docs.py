@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from ballast.pipeline.jobs import HISTORY_JOBS
-from ballast.pipeline.schema import HISTORY_TABLES, SPLIT_PLAN
+from ballast.pipeline.schema import HISTORY_TABLES, SHED_DECISIONS, SPLIT_PLAN
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINE_DOC = (ROOT / "docs" / "pipeline.md").read_text()
@@ -22,7 +22,8 @@ def section(heading: str) -> str:
 
 def test_every_history_column_is_documented_in_order() -> None:
     for table, heading in [(t, f"#### `{t.name}`") for t in HISTORY_TABLES] + [
-        (SPLIT_PLAN, "#### Output: `split_plan`")
+        (SPLIT_PLAN, "#### Output: `split_plan`"),
+        (SHED_DECISIONS, "#### Output: `shed_decisions`"),
     ]:
         text = section(heading)
         documented = re.findall(r"^\| `([a-z_]+)` \| (\S+) \|", text, flags=re.MULTILINE)

@@ -1,15 +1,29 @@
-"""Importing a Pulsar /loadbalance dump into history rows (no Spark)."""
+"""Importing a Pulsar /loadbalance dump or a `ballast decide` snapshot into history rows (no
+Spark)."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from ballast.balance.snapshot_json import parse_snapshot
 from ballast.model.loaddata import LocalBrokerData, NamespaceBundleStats, SystemResourceUsage
-from ballast.pipeline.history import HistoryError
-from ballast.pipeline.importer import ImportOptions, import_pulsar_dump, importer
+from ballast.pipeline.history import HistoryError, read_table
+from ballast.pipeline.importer import (
+    ImportOptions,
+    detect_format,
+    import_pulsar_dump,
+    importer,
+    read_decide_snapshot,
+)
+from ballast.pipeline.schema import BROKERS
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
 
 DATA = Path(__file__).resolve().parents[1] / "model" / "data"
 PULSAR_REPORT_MS = 1650886425227
@@ -99,4 +113,55 @@ def test_a_dump_without_reports_needs_a_time(tmp_path: Path) -> None:
     with pytest.raises(HistoryError, match="not a directory"):
         import_pulsar_dump(tmp_path / "missing", ImportOptions("c", 7))
     with pytest.raises(HistoryError, match="pulsar-dump"):
-        importer("decide-snapshot")
+        importer("nope")
+
+
+# -- ballast decide snapshots -----------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cluster-snapshot.json"
+
+
+def test_a_decide_snapshot_is_detected_and_read_as_decide_reads_it(tmp_path: Path) -> None:
+    assert detect_format(EXAMPLE) == "decide-snapshot"
+    assert detect_format(tmp_path) == "pulsar-dump"
+    parsed = parse_snapshot(EXAMPLE.read_bytes()).snapshot
+    snapshot, warnings = read_decide_snapshot(EXAMPLE, ImportOptions("c"))
+    assert snapshot.snapshot_ms == max(d.local_data.last_update for d in parsed.brokers.values())
+    assert [r.broker for r in snapshot.brokers] == sorted(parsed.brokers)
+    expected_bundles = sorted(
+        (broker, bundle)
+        for broker, d in parsed.brokers.items()
+        for bundle in d.local_data.last_stats
+    )
+    assert [(r.broker, r.bundle) for r in snapshot.bundles] == expected_bundles
+    assert {r.bundle for r in snapshot.bundle_averages} == set(parsed.bundles)
+    for row in snapshot.broker_averages:
+        average = parsed.brokers[row.broker].time_average_data
+        assert row.long_msg_rate_in == average.long_term_msg_rate_in
+    assert "state is not kept in a history; left out" in warnings
+    assert importer("decide-snapshot")(EXAMPLE, ImportOptions("c", 5)).snapshot_ms == 5
+
+
+def test_decide_snapshot_errors_name_the_json_path(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"brokers": {"b1": {"cpu": {"usage": "high"}}}}')
+    with pytest.raises(HistoryError, match=r"bad\.json: malformed snapshot.*\$\.brokers"):
+        read_decide_snapshot(bad, ImportOptions("c"))
+    other = tmp_path / "other.json"
+    other.write_text("[1, 2]")
+    with pytest.raises(HistoryError, match="not a ballast decide snapshot"):
+        detect_format(other)
+    with pytest.raises(HistoryError, match="does not exist"):
+        detect_format(tmp_path / "missing.json")
+
+
+def test_import_command_takes_a_decide_snapshot(ballast: Run, tmp_path: Path) -> None:
+    result = ballast(
+        "pipeline", "import", str(EXAMPLE), "--history", str(tmp_path), "--cluster", "demo"
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["format"], summary["brokers"], summary["bundles"]) == ("decide-snapshot", 3, 7)
+    assert "namespaces is not kept" in result.stderr
+    rows = read_table(tmp_path, BROKERS, cluster="demo")
+    assert rows.num_rows == 3

@@ -22,6 +22,7 @@ from ballast.broker.node import BrokerNode
 from ballast.broker.traffic import MeasuredTraffic, TrafficSource, WorkloadTraffic
 from ballast.clock import Clock
 from ballast.controller.commands import AnyCommand, CommandReply, TransportError
+from ballast.controller.history import HistorySink
 from ballast.controller.requests import AnyRequest, ClusterTransport, RequestReply
 from ballast.coordination.election import read_leader
 from ballast.metadata.chunking import ChunkingStore
@@ -88,9 +89,11 @@ class LocalCluster:
         serve_http: bool = False,
         serve_binary: bool | None = None,
         on_node: Callable[[BrokerNode], None] | None = None,
+        history: HistorySink | None = None,
     ) -> None:
         """``on_node(node)`` is called for every broker created, before it starts (to attach
-        listeners that must not miss its first bundles)."""
+        listeners that must not miss its first bundles). ``history``: where the leader
+        records the load history (setting ``loadBalancerHistoryPath``)."""
         self.clock = clock
         self.settings = settings or defaults()
         self.store_url = store_url
@@ -106,6 +109,7 @@ class LocalCluster:
         self.serve_binary = serve_http if serve_binary is None else serve_binary
         self.binary: dict[str, BinaryServer] = {}
         self._on_node = on_node
+        self.history = history
 
     async def connect(self) -> MetadataStore:
         """A client of the cluster's store (an observer, a test, an admin tool)."""
@@ -136,6 +140,7 @@ class LocalCluster:
             measured if measured is not None else self.traffic,
             self.host_usage(identity),
             random.Random(self.rng.random()),
+            history=self.history,
         )
         self.nodes[identity.broker_id] = node
         self.in_process.nodes[identity.broker_id] = node

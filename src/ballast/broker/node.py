@@ -44,6 +44,7 @@ from ballast.controller.commands import (
     UnloadBundle,
 )
 from ballast.controller.controller import Controller, DecisionListener
+from ballast.controller.history import HistorySink
 from ballast.controller.requests import ClusterTransport, DrainBroker
 from ballast.coordination.election import LeaderElection, LeaderInfo, Leadership, read_leader
 from ballast.coordination.ownership import (
@@ -88,8 +89,13 @@ class BrokerNode:
         traffic: TrafficSource,
         host_usage: HostUsageProvider,
         rng: random.Random,
+        *,
+        history: HistorySink | None = None,
     ) -> None:
+        """``history``: where this broker's controllers record the load history each
+        shedding cycle while it leads (None: no history)."""
         self.identity = identity
+        self._history = history
         self.broker_id = identity.broker_id
         self.store = store
         self.settings = settings
@@ -272,6 +278,7 @@ class BrokerNode:
             leader_id=self.broker_id,
             registry=self.registry,
             decision_listeners=self.decision_listeners,
+            history=self._history,
         )
         spawn(f"controller-start-{self.broker_id}", self.controller.start())
 

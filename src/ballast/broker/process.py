@@ -26,6 +26,7 @@ from ballast.broker.identity import BrokerIdentity
 from ballast.broker.node import BrokerNode
 from ballast.broker.traffic import MeasuredTraffic
 from ballast.clock import SystemClock
+from ballast.controller.history import HistorySink
 from ballast.metadata.factory import MetadataStores
 from ballast.model.config import ReportConfig, Settings
 
@@ -40,8 +41,11 @@ def identity_of(settings: Settings) -> BrokerIdentity:
     )
 
 
-async def run_broker(settings: Settings, *, host_usage: str = "psutil") -> None:
-    """Run one broker until a signal asks it to stop."""
+async def run_broker(
+    settings: Settings, *, host_usage: str = "psutil", history: HistorySink | None = None
+) -> None:
+    """Run one broker until a signal asks it to stop. ``history``: where it records the load
+    history while it leads."""
     clock = SystemClock()
     identity = identity_of(settings)
     stores = MetadataStores(clock)
@@ -59,7 +63,17 @@ async def run_broker(settings: Settings, *, host_usage: str = "psutil") -> None:
         )
     transport = HttpTransport()
     traffic = MeasuredTraffic(clock, settings.get_int("statsUpdateFrequencyInSecs"))
-    node = BrokerNode(identity, store, settings, clock, transport, traffic, usage, random.Random())
+    node = BrokerNode(
+        identity,
+        store,
+        settings,
+        clock,
+        transport,
+        traffic,
+        usage,
+        random.Random(),
+        history=history,
+    )
     server = ApiServer(node, settings.get_str("bindAddress"), identity.web_port)
     binary = BinaryServer.for_node(
         node, settings.get_str("bindAddress"), identity.broker_port, traffic

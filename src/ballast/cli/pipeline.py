@@ -1,8 +1,9 @@
 """``ballast pipeline``: the load-history pipeline on Spark.
 
-``import`` writes history from a Pulsar ``/loadbalance`` dump (pyarrow, no Spark);
-``generate`` writes a synthetic history with Spark; every registered history job
-(``time-averages``, ``split-plan``, ``report``) reads ``--history`` and writes ``--out``.
+``import`` writes history from a Pulsar ``/loadbalance`` dump or a ``ballast decide``
+snapshot (pyarrow, no Spark); ``generate`` writes a synthetic history with Spark; every
+registered history job (``time-averages``, ``split-plan``, ``report``, ``shed``) reads
+``--history`` and writes ``--out``; ``shed --apply`` also sends its decisions to a cluster.
 Spark runs in local mode unless ``--master`` names a cluster (or spark-submit launched the
 command). Each command prints a JSON summary.
 """
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ballast.cli.common import fail, print_json, settings_from
+from ballast.cli.common import fail, print_json, settings_from, warn
 from ballast.pipeline.jobs import HISTORY_JOBS, JobEntry, JobError, JobPaths, load
 from ballast.pipeline.synthetic_spec import DEFAULT_START_MS, GenerateSpec, SpecError
 
@@ -103,12 +104,23 @@ def spark_session(master: str | None, conf: list[str] | None) -> Iterator[SparkS
 
 @pipeline_app.command("import")
 def import_command(
-    dump: Annotated[Path, typer.Argument(help="The dump directory.")],
+    source: Annotated[
+        Path,
+        typer.Argument(
+            metavar="SOURCE",
+            help="A dump directory of Pulsar's /loadbalance tree, or a ballast decide "
+            "snapshot file.",
+        ),
+    ],
     history: Annotated[Path, typer.Option("--history", help="History root to write to.")],
     source_format: Annotated[
         str,
-        typer.Option("--format", help="Dump format: pulsar-dump (a /loadbalance tree)."),
-    ] = "pulsar-dump",
+        typer.Option(
+            "--format",
+            help="auto (by content), pulsar-dump (a /loadbalance tree) or decide-snapshot "
+            "(a ballast decide snapshot file).",
+        ),
+    ] = "auto",
     cluster: Annotated[
         str | None,
         typer.Option("--cluster", help="Cluster name on the rows (default: clusterName)."),
@@ -117,16 +129,22 @@ def import_command(
         str | None,
         typer.Option(
             "--at",
-            help="Snapshot time, epoch ms or ISO 8601 (default: the newest report's lastUpdate).",
+            help="Snapshot time, epoch ms or ISO 8601 (default: the newest lastUpdate of the "
+            "brokers' reports).",
         ),
     ] = None,
     config: ConfigOption = None,
     overrides: SetOption = None,
 ) -> None:
     """Add one snapshot to a history from a dump of Pulsar's /loadbalance tree (brokers/,
-    broker-time-average/, bundle-data/)."""
+    broker-time-average/, bundle-data/) or from a ballast decide snapshot file."""
     from ballast.pipeline.history import HistoryError, write_snapshot
-    from ballast.pipeline.importer import ImportOptions, importer
+    from ballast.pipeline.importer import (
+        ImportOptions,
+        detect_format,
+        importer,
+        read_decide_snapshot,
+    )
 
     settings = settings_from(config, overrides)
     options = ImportOptions(
@@ -134,12 +152,19 @@ def import_command(
         snapshot_ms=parse_time_ms(at) if at is not None else None,
     )
     try:
-        snapshot = importer(source_format)(dump, options)
+        chosen = detect_format(source) if source_format == "auto" else source_format
+        if chosen == "decide-snapshot":
+            snapshot, warnings = read_decide_snapshot(source, options)
+            for message in warnings:
+                warn(message)
+        else:
+            snapshot = importer(chosen)(source, options)
         files = write_snapshot(history, snapshot)
     except HistoryError as exc:
         fail(str(exc))
     print_json(
         {
+            "format": chosen,
             "cluster": snapshot.cluster,
             "snapshotMs": snapshot.snapshot_ms,
             "brokers": len(snapshot.brokers),
@@ -246,4 +271,105 @@ def _history_command(job: JobEntry) -> Callable[..., None]:
 
 
 for _job in HISTORY_JOBS.values():
-    pipeline_app.command(_job.name)(_history_command(_job))
+    if not _job.own_command:
+        pipeline_app.command(_job.name)(_history_command(_job))
+
+
+@pipeline_app.command("shed")
+def shed_command(
+    history: Annotated[str, typer.Option("--history", help="History root to read.")],
+    out: Annotated[str, typer.Option("--out", help="Directory to write results to.")],
+    strategy: Annotated[
+        str | None,
+        typer.Option(
+            "--strategy",
+            help="overload, threshold, uniform, transfer or ballast (Pulsar class names "
+            "accepted; default: loadBalancerLoadSheddingStrategy).",
+        ),
+    ] = None,
+    scope: Annotated[
+        str,
+        typer.Option(
+            "--scope",
+            help="cycle: the load manager's whole shedding cycle (a destination for each "
+            "move); strategy: the strategy's own answer.",
+        ),
+    ] = "cycle",
+    cluster: Annotated[
+        str | None,
+        typer.Option("--cluster", help="Only this cluster (default: every cluster)."),
+    ] = None,
+    now_ms: Annotated[
+        int | None,
+        typer.Option("--now-ms", help="The current time, epoch ms (default: the snapshot's)."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of placement's tie-breaks.")] = 0,
+    apply: Annotated[
+        str | None,
+        typer.Option(
+            "--apply",
+            metavar="ADMIN_URL",
+            help="Carry the decisions out on the live cluster whose broker answers at this "
+            "URL (http://host:port), through its admin API.",
+        ),
+    ] = None,
+    master: MasterOption = None,
+    conf: ConfOption = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+) -> None:
+    """A shedding strategy's decisions on each cluster's latest snapshot, equal to ballast
+    decide shed on the same snapshot; --apply sends them to a live cluster."""
+    import asyncio
+
+    from ballast.balance.shedding.registry import UnknownStrategy, shedding_strategy
+    from ballast.cli.shed_apply import Unreachable, apply_decisions, check_reachable
+    from ballast.pipeline.shedding import Scope, ShedOptions
+
+    settings = settings_from(config, overrides)
+    try:
+        name = shedding_strategy(
+            strategy or settings.get_str("loadBalancerLoadSheddingStrategy")
+        ).name
+    except UnknownStrategy as exc:
+        fail(str(exc))
+    if scope not in {s.value for s in Scope}:
+        fail(f"--scope must be one of {', '.join(s.value for s in Scope)}")
+    target = None
+    if apply is not None:
+        target = apply.rstrip("/")
+        if not target.startswith(("http://", "https://")):
+            fail(f'--apply "{apply}" is not an http(s) URL')
+        if cluster is None:
+            fail("--apply needs --cluster: decisions go to one cluster")
+        try:
+            asyncio.run(check_reachable(target))  # before minutes of Spark work
+        except Unreachable as exc:
+            fail(str(exc), code=1)
+    options = ShedOptions(strategy=name, scope=Scope(scope), now_ms=now_ms, seed=seed)
+    from ballast.pipeline.jobs.shed import shed_history
+
+    with spark_session(master, conf) as spark:
+        try:
+            summary = dict(
+                shed_history(
+                    spark, JobPaths(history=history, out=out), settings, options, cluster=cluster
+                )
+            )
+        except _user_errors() as exc:
+            fail(str(exc))
+    if target is None or cluster is None:
+        print_json(summary)
+        return
+    clusters = summary["clusters"]
+    assert isinstance(clusters, dict)
+    try:
+        applied = asyncio.run(apply_decisions(target, clusters[cluster]["decisions"]))
+    except Unreachable as exc:
+        print_json(summary)
+        fail(str(exc), code=1)
+    summary["applied"] = [answer.to_json() for answer in applied]
+    print_json(summary)
+    refused = [a for a in applied if not a.ok]
+    if refused:
+        fail(f"{len(refused)} of {len(applied)} decisions were refused (see applied)", code=1)

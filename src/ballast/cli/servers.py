@@ -13,6 +13,7 @@ import typer
 
 from ballast.broker.process import run_broker
 from ballast.cli.common import fail, settings_from
+from ballast.cli.history import history_sink
 from ballast.clock import SystemClock
 from ballast.metadata.factory import InvalidStoreUrlError, parse_store_url
 from ballast.metadata.store import MetadataError
@@ -65,7 +66,7 @@ def broker_command(
         fail(str(exc))
     logging.getLogger().setLevel(log_level.upper())
     try:
-        asyncio.run(run_broker(settings, host_usage=host_usage))
+        asyncio.run(run_broker(settings, host_usage=host_usage, history=history_sink(settings)))
     except MetadataError as exc:
         fail(str(exc), code=1)
     except OSError as exc:

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from ballast.cli.common import fail, settings_from
+from ballast.cli.history import history_sink
 from ballast.metadata.factory import InvalidStoreUrlError, parse_store_url
 from ballast.metadata.store import MetadataError
 from ballast.standalone.run import StandaloneOptions, run_standalone, summary_text
@@ -80,6 +81,7 @@ def standalone_command(
         store_url=store,
         workload=demo,
         duration_s=duration,
+        history=history_sink(settings),
     )
     console = Console()
     try:

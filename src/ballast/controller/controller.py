@@ -36,6 +36,7 @@ from ballast.clock import Clock
 from ballast.controller.admin import AdminHandlers
 from ballast.controller.channel import ControllerChannel
 from ballast.controller.events import ControllerEvent, EventManager
+from ballast.controller.history import HistoryRecorder, HistorySink
 from ballast.controller.image import ClusterImage
 from ballast.controller.loading import (
     SheddingMemory,
@@ -146,8 +147,11 @@ class Controller:
         leader_id: str,
         registry: BrokerRegistry,
         decision_listeners: Sequence[DecisionListener] = (),
+        history: HistorySink | None = None,
     ) -> None:
-        """``decision_listeners`` hear every decision as :meth:`log_decision` records it."""
+        """``decision_listeners`` hear every decision as :meth:`log_decision` records it;
+        ``history`` (setting ``loadBalancerHistoryPath``) receives the leader's view of the
+        cluster every shedding cycle."""
         self.leadership = leadership
         self.epoch = leadership.epoch
         self.election = election
@@ -182,6 +186,7 @@ class Controller:
         self._remembered = b""
         self.decisions_log: list[dict[str, Any]] = []
         self.decision_listeners = decision_listeners
+        self.history = HistoryRecorder(history) if history is not None else None
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -215,6 +220,8 @@ class Controller:
         for watch in self._ownership_watches.values():
             watch.cancel()
         self._ownership_watches.clear()
+        if self.history is not None:
+            await self.history.close()
 
     def _lost(self, reason: str) -> None:
         log.warning("controller of epoch %d lost leadership: %s", self.epoch, reason)
@@ -504,6 +511,8 @@ class Controller:
             return
         now_ms = self.clock.wall_ms()
         snapshot = self.image.snapshot()
+        if self.history is not None:
+            self.history.record(self.image.load_data(), now_ms)
         result = run_shedding_cycle(
             snapshot,
             self.shedder,

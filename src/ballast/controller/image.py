@@ -20,6 +20,7 @@ from ballast.model.bundles import BundleName, NamespaceBundles
 from ballast.model.loaddata import (
     BrokerData,
     BundleData,
+    LoadData,
     LocalBrokerData,
     TimeAverageBrokerData,
 )
@@ -192,6 +193,16 @@ class ClusterImage:
         )
         self._last_snapshot = snapshot
         return snapshot
+
+    def load_data(self) -> LoadData:
+        """The image as Pulsar's ``LoadData`` (every reporting broker, draining ones too), for
+        the load history. The values are immutable and the mappings copies, so another thread
+        may read it while the image moves on."""
+        return LoadData(
+            broker_data={b: view.broker_data() for b, view in sorted(self.brokers.items())},
+            bundle_data=dict(self._bundle_data),
+            recently_unloaded_bundles=dict(self.recently_unloaded_bundles),
+        )
 
     def bundle_exists(self, bundle: BundleName) -> bool:
         bundles = self.namespaces.get(bundle.namespace)

@@ -404,3 +404,18 @@ def read_table(
     data = dataset.to_table(filter=condition)
     keys = [c.name for c in table.columns if c.type.arrow() == pa.string()]
     return data.sort_by([("snapshot_ms", "ascending"), *((k, "ascending") for k in keys)])
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderHistoryWriter:
+    """The leader's per-cycle writer (setting ``loadBalancerHistoryPath``): one snapshot of
+    its load data under ``root``, with the rows and layout :func:`write_snapshot` gives every
+    writer. Blocking; the controller calls it off its event loop. The leader's reports carry no
+    per-topic load, so it writes no ``topics`` rows."""
+
+    root: Path
+    cluster: str
+
+    def __call__(self, load_data: LoadData, snapshot_ms: int) -> tuple[Path, ...]:
+        snapshot = snapshot_from_load_data(load_data, snapshot_ms=snapshot_ms, cluster=self.cluster)
+        return write_snapshot(self.root, snapshot)

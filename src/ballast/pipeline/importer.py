@@ -11,10 +11,18 @@ node holding the node's JSON::
 The whole dump is one snapshot: brokers and their bundles (from each report's ``lastStats``),
 plus the leader's stored bundle and broker averages. A dump has no per-topic load.
 
-Importers are registered by name in :data:`IMPORTERS`; an importer of ``ballast decide``
-snapshots will register next to ``pulsar-dump``.
+``decide-snapshot``: a snapshot file of ``ballast decide`` (the JSON of
+:mod:`ballast.balance.snapshot_json`), read exactly as ``ballast decide`` reads it: brokers and
+their bundles, the bundle data (``bundles``) and the brokers' time averages (``timeAverages``,
+or computed from the bundle data when absent, as decide does). A bundle a report lists in
+``bundles`` without ``lastStats`` (hand-made snapshots) is written with zero load. The parts a
+history has no table for (recently unloaded bundles and brokers, namespaces, policies,
+``brokerLoadData``, strategy ``state``) are left out, with a warning each.
 
-Pure apart from reading the given directory.
+Importers are registered by name in :data:`IMPORTERS`; :func:`detect_format` tells them apart
+by content (a directory is a dump, a JSON object with ``brokers`` a decide snapshot).
+
+Pure apart from reading the given path.
 """
 
 from __future__ import annotations
@@ -23,9 +31,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
+from ballast.balance.snapshot_json import parse_snapshot
 from ballast.model.bundles import InvalidBundle, canonical_bundle
 from ballast.model.codec import ModelError
-from ballast.model.loaddata import BundleData, LocalBrokerData, TimeAverageBrokerData
+from ballast.model.loaddata import (
+    BundleData,
+    LocalBrokerData,
+    NamespaceBundleStats,
+    TimeAverageBrokerData,
+)
 from ballast.pipeline.history import (
     HistoryError,
     HistorySnapshot,
@@ -115,9 +131,95 @@ def import_pulsar_dump(path: Path, options: ImportOptions) -> HistorySnapshot:
     )
 
 
+# Parts of a decide snapshot that no history table holds.
+NOT_KEPT = (
+    "recentlyUnloadedBundles",
+    "recentlyUnloadedBrokers",
+    "namespaces",
+    "policies",
+    "brokerLoadData",
+    "state",
+)
+
+
+def read_decide_snapshot(
+    path: Path, options: ImportOptions
+) -> tuple[HistorySnapshot, tuple[str, ...]]:
+    """One snapshot from a ``ballast decide`` snapshot file, and warnings (the file's own, and
+    one per part the history does not keep). The snapshot time is ``options.snapshot_ms`` or
+    else the newest ``lastUpdate`` of the brokers. Raises :class:`HistoryError` naming the
+    JSON path of a problem."""
+    if not path.is_file():
+        raise HistoryError(f"{path} is not a file")
+    data = _read(path)
+    try:
+        parsed = parse_snapshot(data)
+        raw = msgspec.json.decode(data)
+    except (ModelError, InvalidBundle) as exc:
+        raise HistoryError(f"{path}: malformed snapshot: {exc}") from None
+    warnings = list(parsed.warnings)
+    warnings.extend(f"{key} is not kept in a history; left out" for key in NOT_KEPT if raw.get(key))
+    snapshot = parsed.snapshot
+    reports = {broker: _with_stats(data.local_data) for broker, data in snapshot.brokers.items()}
+    snapshot_ms = options.snapshot_ms
+    if snapshot_ms is None:
+        if not reports:
+            raise HistoryError(f"{path} holds no brokers; give the snapshot time")
+        snapshot_ms = max(report.last_update for report in reports.values())
+    history = HistorySnapshot(
+        snapshot_ms=snapshot_ms,
+        cluster=options.cluster,
+        brokers=tuple(broker_row(b, r) for b, r in sorted(reports.items())),
+        bundles=tuple(row for b, r in sorted(reports.items()) for row in bundle_rows(b, r)),
+        bundle_averages=tuple(
+            bundle_average_row(b, d) for b, d in sorted(snapshot.bundles.items())
+        ),
+        broker_averages=tuple(
+            broker_average_row(b, d.time_average_data, len(d.local_data.last_stats))
+            for b, d in sorted(snapshot.brokers.items())
+        ),
+    )
+    return history, tuple(warnings)
+
+
+def _with_stats(report: LocalBrokerData) -> LocalBrokerData:
+    """A report whose ``lastStats`` covers every bundle it lists: a bundle a hand-made
+    snapshot names only in ``bundles`` is written with zero load (a history row needs stats;
+    the balancing code reads the same set of served bundles either way)."""
+    missing = report.bundles - report.last_stats.keys()
+    if not missing:
+        return report
+    stats = {bundle: NamespaceBundleStats() for bundle in missing}
+    return msgspec.structs.replace(report, last_stats={**stats, **report.last_stats})
+
+
+def import_decide_snapshot(path: Path, options: ImportOptions) -> HistorySnapshot:
+    """:func:`read_decide_snapshot` without its warnings."""
+    return read_decide_snapshot(path, options)[0]
+
+
+def detect_format(path: Path) -> str:
+    """The importer for ``path`` by its content: a directory is a ``pulsar-dump``; a file
+    holding a JSON object with ``brokers`` is a ``decide-snapshot``."""
+    if path.is_dir():
+        return "pulsar-dump"
+    if not path.is_file():
+        raise HistoryError(f"{path} does not exist")
+    try:
+        obj = msgspec.json.decode(_read(path))
+    except msgspec.DecodeError:
+        raise HistoryError(f"{path} is neither a dump directory nor a JSON snapshot") from None
+    if isinstance(obj, dict) and "brokers" in obj:
+        return "decide-snapshot"
+    raise HistoryError(f"{path} is JSON but not a ballast decide snapshot (no brokers)")
+
+
 Importer = Callable[[Path, ImportOptions], HistorySnapshot]
 
-IMPORTERS: dict[str, Importer] = {"pulsar-dump": import_pulsar_dump}
+IMPORTERS: dict[str, Importer] = {
+    "pulsar-dump": import_pulsar_dump,
+    "decide-snapshot": import_decide_snapshot,
+}
 
 
 def importer(name: str) -> Importer:

@@ -276,4 +276,24 @@ SPLIT_PLAN = Table(
     partitioned=False,
 )
 
-TABLES_BY_NAME: dict[str, Table] = {t.name: t for t in (*HISTORY_TABLES, SPLIT_PLAN)}
+SHED_DECISIONS = Table(
+    "shed_decisions",
+    "a move the shedding strategy decides on a cluster's latest snapshot, in decision order",
+    (
+        Column("snapshot_ms", LONG, "ms", "snapshot the decision was made on"),
+        CLUSTER,
+        Column("strategy", STRING, "", "shedding strategy (overload, threshold, ...)"),
+        Column("seq", LONG, "", "position in the strategy's order of decisions (from 0)"),
+        Column("action", STRING, "", "unload or transfer"),
+        _BUNDLE,
+        Column("broker", STRING, "", "the bundle's current broker (the source)"),
+        Column("destination", STRING, "", "broker to transfer to (null: unload)", nullable=True),
+        Column("reason", STRING, "", "why, as ballast decide says it"),
+        Column("reason_kind", STRING, "", "the reason's kind (Overloaded, Underloaded, ...)"),
+    ),
+    partitioned=False,
+)
+
+TABLES_BY_NAME: dict[str, Table] = {
+    t.name: t for t in (*HISTORY_TABLES, SPLIT_PLAN, SHED_DECISIONS)
+}

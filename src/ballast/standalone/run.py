@@ -28,6 +28,7 @@ from ballast.broker.identity import BrokerIdentity
 from ballast.broker.lookup import AnswerKind
 from ballast.broker.traffic import WorkloadTraffic
 from ballast.clock import SystemClock
+from ballast.controller.history import HistorySink
 from ballast.controller.requests import CreateNamespace, CreateTenant
 from ballast.model.config import Settings, resource_weights
 from ballast.standalone.workload import DemoWorkload
@@ -46,6 +47,7 @@ class StandaloneOptions:
     store_url: str = "memory:"
     workload: DemoWorkload | None = field(default_factory=DemoWorkload)
     duration_s: float | None = None
+    history: HistorySink | None = None
 
 
 @dataclass(slots=True)
@@ -76,6 +78,7 @@ class Standalone:
             traffic=self.traffic,
             host_usage=modelled_usage(),
             serve_http=True,
+            history=options.history,
         )
         self.summary = Summary()
         self._seen: set[tuple[Any, ...]] = set()

@@ -571,6 +571,14 @@ SETTINGS: tuple[Setting, ...] = (
         "How often the leader writes bundle data and broker time averages.",
         minimum=1,
     ),
+    Setting(
+        "loadBalancerHistoryPath",
+        STR,
+        "",
+        "",
+        "Directory of a load history (docs/pipeline.md) the leader appends one snapshot to "
+        "every shedding cycle: broker and bundle rows and its averages (empty: off).",
+    ),
     # -- namespaces, lookup and brokers --------------------------------------------------------
     Setting(
         "defaultNumberOfNamespaceBundles",

@@ -5,8 +5,8 @@ History jobs read a history and write results; each lives in its own module with
 module paths, so listing jobs (``ballast --help``) does not import Spark; :func:`load`
 imports a job when it runs. ``generate`` (which writes a history) lives in :mod:`.generate`.
 
-The ``shed`` job (a shedding strategy's decisions on the latest snapshot, equal to
-``ballast decide shed``) will register here once the shedding strategies exist.
+A job whose command takes options of its own (``shed``: the strategy, the scope, ``--apply``)
+says so with ``own_command``; the command line then defines its command by hand.
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ from ballast.pipeline.jobs.base import JobError, JobPaths, JobRunner, SettingsCh
 
 @dataclass(frozen=True, slots=True)
 class JobEntry:
-    """A registered history job: its command name, one-line summary and module."""
+    """A registered history job: its command name, one-line summary and module, and whether
+    its command is written by hand (``own_command``) instead of generated."""
 
     name: str
     summary: str
     module: str
+    own_command: bool = False
 
 
 HISTORY_JOBS: dict[str, JobEntry] = {
@@ -45,6 +47,13 @@ HISTORY_JOBS: dict[str, JobEntry] = {
             "Per-broker and per-namespace load percentiles and imbalance over time, as an "
             "HTML page with PNG charts.",
             "ballast.pipeline.jobs.report",
+        ),
+        JobEntry(
+            "shed",
+            "A shedding strategy's decisions on each cluster's latest snapshot, equal to "
+            "ballast decide shed; --apply sends them to a live cluster.",
+            "ballast.pipeline.jobs.shed",
+            own_command=True,
         ),
     )
 }
