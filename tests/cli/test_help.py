@@ -37,3 +37,6 @@ def test_help_renders(path: list[str]) -> None:
     assert "Usage:" in result.output
     if path == ["metadata"]:
         assert "[/chroot]" in result.output
+    # Repeatable key=value options name their form, not a Python type.
+    assert "--set <list[str]>" not in result.output
+    assert "--conf <list[str]>" not in result.output

@@ -146,7 +146,9 @@ def split_command(
     ] = None,
     overrides: Annotated[
         list[str] | None,
-        typer.Option("--set", help="Override a setting: key=value (repeatable)."),
+        typer.Option(
+            "--set", help="Override a setting: key=value (repeatable).", metavar="KEY=VALUE"
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:

@@ -30,7 +30,9 @@ def show_command(
     ] = None,
     overrides: Annotated[
         list[str] | None,
-        typer.Option("--set", help="Override a setting: key=value (repeatable)."),
+        typer.Option(
+            "--set", help="Override a setting: key=value (repeatable).", metavar="KEY=VALUE"
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     changed: Annotated[

@@ -62,7 +62,8 @@ ConfigOpt = Annotated[
     Path | None, typer.Option("--config", help="broker.conf-style settings file.")
 ]
 SetOpt = Annotated[
-    list[str] | None, typer.Option("--set", help="Override a setting: key=value (repeatable).")
+    list[str] | None,
+    typer.Option("--set", help="Override a setting: key=value (repeatable).", metavar="KEY=VALUE"),
 ]
 NowOpt = Annotated[
     int | None,

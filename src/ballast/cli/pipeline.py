@@ -44,13 +44,14 @@ MasterOption = Annotated[
 ]
 ConfOption = Annotated[
     list[str] | None,
-    typer.Option("--conf", help="A Spark setting key=value (repeatable)."),
+    typer.Option("--conf", help="A Spark setting key=value (repeatable).", metavar="KEY=VALUE"),
 ]
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", help="A broker.conf-style settings file.")
 ]
 SetOption = Annotated[
-    list[str] | None, typer.Option("--set", help="A setting key=value (repeatable).")
+    list[str] | None,
+    typer.Option("--set", help="A setting key=value (repeatable).", metavar="KEY=VALUE"),
 ]
 
 

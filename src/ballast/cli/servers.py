@@ -32,7 +32,10 @@ def broker_command(
         Path | None, typer.Option("--config", help="broker.conf-style settings.")
     ] = None,
     overrides: Annotated[
-        list[str] | None, typer.Option("--set", help="Override a setting: key=value (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--set", help="Override a setting: key=value (repeatable).", metavar="KEY=VALUE"
+        ),
     ] = None,
     store: Annotated[
         str | None,

@@ -106,7 +106,9 @@ def simulate_command(
     seed: Annotated[int | None, typer.Option("--seed", help="Replace the scenario's seed.")] = None,
     overrides: Annotated[
         list[str] | None,
-        typer.Option("--set", help="Override a setting: key=value (repeatable)."),
+        typer.Option(
+            "--set", help="Override a setting: key=value (repeatable).", metavar="KEY=VALUE"
+        ),
     ] = None,
     out: Annotated[
         Path | None,

@@ -44,7 +44,10 @@ def standalone_command(
         Path | None, typer.Option("--config", help="broker.conf-style settings.")
     ] = None,
     overrides: Annotated[
-        list[str] | None, typer.Option("--set", help="Override a setting: key=value (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--set", help="Override a setting: key=value (repeatable).", metavar="KEY=VALUE"
+        ),
     ] = None,
 ) -> None:
     """Run a whole cluster in this process: brokers on consecutive loopback ports over the
