@@ -12,6 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
+import typer
+
+from ballast.cli.simulate import CHECKOUT_LIBRARY, find_scenario
 
 TINY = """
 name = "tiny"
@@ -135,3 +139,17 @@ def test_bad_input_exits_2(ballast: Run, tmp_path: Path) -> None:
     assert bad.returncode == 2 and "cluster.brokers: must be at least 1" in bad.stderr
     setting = ballast("simulate", str(scenario), "--set", "loadBalancerSheddingIntervalMinutes=x")
     assert setting.returncode == 2 and "loadBalancerSheddingIntervalMinutes" in setting.stderr
+
+
+def test_library_names_resolve_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert find_scenario("hot-broker") == CHECKOUT_LIBRARY / "hot-broker.toml"
+    (tmp_path / "scenarios").mkdir()
+    local = tmp_path / "scenarios" / "hot-broker.toml"
+    local.write_text('duration = "1m"\n', encoding="utf-8")
+    assert find_scenario("hot-broker").resolve() == local  # the current directory comes first
+    with pytest.raises(typer.Exit):
+        find_scenario("no-such-scenario")
+    assert "scale-up-5-to-10" in capsys.readouterr().err

@@ -23,17 +23,33 @@ from ballast.sim.schema import ScenarioError
 from ballast.sim.strategies import PROFILES, UnknownProfile, strategy_profile
 from ballast.sim.summary import failed_expectations, summarize
 
+# The scenario library of a source checkout (src/ballast/cli/simulate.py → the repository).
+CHECKOUT_LIBRARY = Path(__file__).resolve().parents[3] / "scenarios"
+
+
+def library_dirs() -> list[Path]:
+    """Where scenario names are looked up: ``scenarios/`` under the current directory, then
+    the library of the checkout Ballast runs from."""
+    found: list[Path] = []
+    for directory in (Path("scenarios"), CHECKOUT_LIBRARY):
+        if directory.is_dir() and all(directory.resolve() != d.resolve() for d in found):
+            found.append(directory)
+    return found
+
 
 def find_scenario(text: str) -> Path:
-    """A scenario file: the path given, or ``scenarios/<name>.toml`` under the current
-    directory."""
+    """A scenario file: the path given, or ``<name>.toml`` in one of :func:`library_dirs`."""
     path = Path(text)
     if path.exists():
         return path
-    library = Path("scenarios") / f"{text}.toml"
-    if library.exists():
-        return library
-    fail(f"scenario {text} not found (a file, or a name of scenarios/*.toml)")
+    directories = library_dirs()
+    for directory in directories:
+        library = directory / f"{text}.toml"
+        if library.exists():
+            return library
+    names = sorted({p.stem for d in directories for p in d.glob("*.toml")})
+    known = f"; the library has: {', '.join(names)}" if names else ""
+    fail(f"scenario {text} not found (a file, or the name of a library scenario{known})")
 
 
 def _strategies(strategy: str | None, compare: str | None) -> list[str | None]:
