@@ -648,13 +648,6 @@ SETTINGS: tuple[Setting, ...] = (
         "Graceful shutdown waits this long for bundles to move elsewhere.",
         minimum=0,
     ),
-    Setting(
-        "loadBalancerHistoryPath",
-        STR,
-        "",
-        "",
-        "Where the leader appends load history (Parquet); empty = off.",
-    ),
 )
 
 SETTINGS_BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
