@@ -67,3 +67,28 @@ def test_history_written_by_a_running_cluster_feeds_the_jobs(tmp_path: Path) -> 
     summary = json.loads(averages.stdout)
     assert summary["brokers"] == BROKERS_RUN
     assert summary["bundles"] == len(set(bundles.column("bundle").to_pylist()))
+
+    # The other jobs that read a history run on the same one.
+    plan = run_ballast(
+        "pipeline", "split-plan", "--history", str(history), "--out", str(out),
+        "--master", "local[1]",
+    )  # fmt: skip
+    assert plan.returncode == 0, plan.stderr
+    assert Path(json.loads(plan.stdout)["outputs"][0]).exists()
+
+    shed = run_ballast(
+        "pipeline", "shed", "--history", str(history), "--out", str(out),
+        "--master", "local[1]", "--strategy", "threshold",
+    )  # fmt: skip
+    assert shed.returncode == 0, shed.stderr
+    latest = max(read_table(history, BROKERS).column("snapshot_ms").to_pylist())
+    assert json.loads(shed.stdout)["clusters"]["e2e"]["snapshotMs"] == latest
+
+    report = run_ballast(
+        "pipeline", "report", "--history", str(history), "--out", str(out),
+        "--master", "local[1]",
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    pages = json.loads(report.stdout)
+    assert pages["brokers"] == BROKERS_RUN
+    assert all(Path(output).exists() for output in pages["outputs"])
