@@ -153,3 +153,15 @@ def test_library_names_resolve_from_any_directory(
     with pytest.raises(typer.Exit):
         find_scenario("no-such-scenario")
     assert "scale-up-5-to-10" in capsys.readouterr().err
+
+
+def test_the_table_is_whole_when_piped(ballast: Run, tmp_path: Path) -> None:
+    done = ballast(
+        "simulate", str(write(tmp_path)), "--compare", "threshold,transfer", "--no-plots",
+        "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    header = next(line for line in done.stdout.splitlines() if "strategy" in line)
+    for column in ("final std", "max/bound", "converged", "unowned topic-s", "lookups"):
+        assert column in header
+    assert "threshold" in done.stdout and "transfer" in done.stdout

@@ -23,6 +23,8 @@ from ballast.sim.schema import ScenarioError
 from ballast.sim.strategies import PROFILES, UnknownProfile, strategy_profile
 from ballast.sim.summary import failed_expectations, summarize
 
+PIPED_WIDTH = 160
+
 # The scenario library of a source checkout (src/ballast/cli/simulate.py → the repository).
 CHECKOUT_LIBRARY = Path(__file__).resolve().parents[3] / "scenarios"
 
@@ -101,10 +103,18 @@ def _print_table(scenario: Scenario, summaries: list[dict[str, Any]]) -> None:
         "unowned topic-s",
         "lookups",
     ):
-        table.add_column(column, justify="left" if column == "strategy" else "right")
+        table.add_column(
+            column,
+            justify="left" if column == "strategy" else "right",
+            no_wrap=column == "strategy",
+        )
     for summary in summaries:
         table.add_row(*_row(summary))
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:
+        # Piped or redirected output is read whole: do not squeeze it into 80 columns.
+        console = Console(width=PIPED_WIDTH)
+    console.print(table)
 
 
 def simulate_command(
