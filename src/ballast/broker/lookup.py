@@ -30,7 +30,7 @@ import msgspec
 
 from ballast.broker.caches import NamespaceBundlesCache, NamespaceNotFoundError, OwnershipCache
 from ballast.broker.identity import BrokerIdentity
-from ballast.controller.controller import NoBrokerError
+from ballast.controller.event_types import NoBrokerError
 from ballast.coordination.ownership import Owner, OwnershipState
 from ballast.coordination.registry import BrokerRegistry
 from ballast.metadata import paths

@@ -21,7 +21,6 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -35,7 +34,18 @@ from ballast.balance.split import run_split_cycle
 from ballast.clock import Clock
 from ballast.controller.admin import AdminHandlers
 from ballast.controller.channel import ControllerChannel
-from ballast.controller.events import ControllerEvent, EventManager
+from ballast.controller.event_types import (
+    AdoptOrphans,
+    MembershipEvent,
+    NoBrokerError,
+    OwnershipChanged,
+    PlaceBundle,
+    RequestEvent,
+    SheddingTick,
+    UpdateAll,
+    WriteLoadData,
+)
+from ballast.controller.events import EventManager
 from ballast.controller.history import HistoryRecorder, HistorySink
 from ballast.controller.image import ClusterImage
 from ballast.controller.loading import (
@@ -78,57 +88,6 @@ log = logging.getLogger(__name__)
 UPDATE_DEBOUNCE_S = 0.1
 
 DecisionListener = Callable[[Mapping[str, Any]], None]
-
-
-class NoBrokerError(Exception):
-    """Placement found no broker for the bundle."""
-
-
-@dataclass(frozen=True)
-class UpdateAll(ControllerEvent):
-    name = "update-all"
-
-
-@dataclass(frozen=True)
-class AdoptOrphans(ControllerEvent):
-    """A new leader places the bundles that brokers gone before it took over held (learned
-    from their last load reports, which every broker saw)."""
-
-    name = "adopt-orphans"
-
-
-@dataclass(frozen=True)
-class MembershipEvent(ControllerEvent):
-    name = "membership"
-    change: MembershipChange
-
-
-@dataclass(frozen=True)
-class OwnershipChanged(ControllerEvent):
-    name = "ownership-changed"
-    namespace: NamespaceName
-
-
-@dataclass(frozen=True)
-class SheddingTick(ControllerEvent):
-    name = "shedding"
-
-
-@dataclass(frozen=True)
-class WriteLoadData(ControllerEvent):
-    name = "write-load-data"
-
-
-@dataclass(frozen=True)
-class PlaceBundle(ControllerEvent):
-    name = "place"
-    bundle: BundleName
-
-
-@dataclass(frozen=True)
-class RequestEvent(ControllerEvent):
-    name = "request"
-    request: AnyRequest
 
 
 class Controller:
@@ -587,22 +546,9 @@ class Controller:
             self.settings.get_int("loadBalancerResourceQuotaUpdateIntervalMinutes") * 60,
             WriteLoadData,
         )
-        ops = []
-        for broker, view in sorted(self.image.brokers.items()):
-            ops.append(SetValue(paths.broker_time_average(broker), view.time_average.to_json()))
         top = self.settings.get_int("loadBalancerMaxNumberOfBundlesInBundleLoadReport")
-        data = sorted(
-            self.image.bundle_data.items(),
-            key=lambda item: -item[1].short_term_data.total_msg_throughput,
-        )
-        if top > 0:
-            data = data[: top * max(len(self.image.brokers), 1)]
         excluded = self.shedding_config.excluded_namespaces
-        for bundle, bundle_data in data:
-            if bundle.rpartition("/")[0] in excluded:
-                continue
-            ops.append(SetValue(paths.bundle_data(BundleName.parse(bundle)), bundle_data.to_json()))
-        await self._fenced_put_all(ops)
+        await self._fenced_put_all(self.image.load_data_records(top, excluded))
 
     async def _fenced_put_all(self, ops: list[SetValue]) -> None:
         """Write records under the epoch fence (missing ones are first created empty: a

@@ -11,11 +11,13 @@ per change), so placing thousands of bundles in a row stays cheap.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ballast.balance.snapshot import LoadSnapshot, Policies
+from ballast.metadata import paths
+from ballast.metadata.store import SetValue
 from ballast.model.bundles import BundleName, NamespaceBundles
 from ballast.model.loaddata import (
     BrokerData,
@@ -155,6 +157,27 @@ class ClusterImage:
 
     def bundles_owned_by(self, broker: str) -> list[str]:
         return sorted(b for b, owner in self.owners.items() if owner == broker)
+
+    def load_data_records(self, top: int, excluded: Collection[str]) -> list[SetValue]:
+        """The records of Pulsar's ``writeBundleDataOnZooKeeper``: every broker's time
+        averages, and the data of the ``top`` × brokers busiest bundles (``top`` <= 0: all)
+        outside the ``excluded`` namespaces."""
+        ops = [
+            SetValue(paths.broker_time_average(broker), view.time_average.to_json())
+            for broker, view in sorted(self.brokers.items())
+        ]
+        data = sorted(
+            self._bundle_data.items(),
+            key=lambda item: -item[1].short_term_data.total_msg_throughput,
+        )
+        if top > 0:
+            data = data[: top * max(len(self.brokers), 1)]
+        ops.extend(
+            SetValue(paths.bundle_data(BundleName.parse(bundle)), bundle_data.to_json())
+            for bundle, bundle_data in data
+            if bundle.rpartition("/")[0] not in excluded
+        )
+        return ops
 
     # -- the snapshot -----------------------------------------------------------------------
 
