@@ -23,7 +23,8 @@ from ballast.model.config.loader import (
     load_settings,
     nearest_key,
 )
-from ballast.model.config.settings import SETTINGS, SETTINGS_BY_KEY, Kind, Setting
+from ballast.model.config.setting import Kind, Setting
+from ballast.model.config.settings import SETTINGS, SETTINGS_BY_KEY
 
 __all__ = [
     "ENV_PREFIX",

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ballast.model.config.settings import SETTINGS, SETTINGS_BY_KEY, Kind, Setting
+from ballast.model.config.setting import Kind, Setting
+from ballast.model.config.settings import SETTINGS, SETTINGS_BY_KEY
 
 ENV_PREFIX = "BALLAST_"
 

@@ -1,0 +1,43 @@
+"""The shape of one configuration key (:class:`Setting`) and the kinds of value a key takes;
+the table of keys is :mod:`ballast.model.config.settings`."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+class Kind(enum.Enum):
+    BOOL = "boolean"
+    INT = "integer"
+    FLOAT = "number"
+    STR = "string"
+    LIST = "comma-separated list"
+    OPTIONAL_FLOAT = "number or empty"
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One configuration key. ``choices`` restrict a string; ``aliases`` map other accepted
+    spellings (such as Pulsar's class names) to a choice."""
+
+    key: str
+    kind: Kind
+    default: object
+    unit: str
+    doc: str
+    minimum: float | None = None
+    choices: tuple[str, ...] = ()
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    deprecated: str = ""
+
+
+BOOL, INT, FLOAT, STR, LIST, OPT_FLOAT = (
+    Kind.BOOL,
+    Kind.INT,
+    Kind.FLOAT,
+    Kind.STR,
+    Kind.LIST,
+    Kind.OPTIONAL_FLOAT,
+)
