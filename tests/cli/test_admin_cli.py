@@ -12,8 +12,8 @@ from subprocess import CompletedProcess
 import pytest
 
 from ballast.metadata.zkserver import free_port
-from tests.cli.test_standalone_cli import _free, _poll_json
 from tests.conftest import REPO
+from tests.support.live import free_ports, get_json
 
 Run = Callable[..., CompletedProcess[str]]
 pytestmark = pytest.mark.integration
@@ -21,9 +21,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    while any(not _free(port + i) for i in range(3)):
-        port = free_port()
+    port = free_ports(3)
     log = tmp_path_factory.mktemp("standalone") / "stderr.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
@@ -34,8 +32,8 @@ def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         try:
             # Generous: on a loaded two-core machine the three brokers take a while to start.
-            _poll_json(f"http://127.0.0.1:{port}/admin/v2/brokers/leaderBroker", 90)
-            _poll_json(f"http://127.0.0.1:{port}/admin/v2/namespaces/public", 30)
+            get_json(f"http://127.0.0.1:{port}/admin/v2/brokers/leaderBroker", 90)
+            get_json(f"http://127.0.0.1:{port}/admin/v2/namespaces/public", 30)
         except OSError:
             pytest.fail(f"standalone did not come up (exit {process.poll()}): {log.read_text()}")
         yield f"http://127.0.0.1:{port + 1}"
@@ -62,7 +60,7 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     assert leader["brokerId"] in brokers
     owned_range = "0x00000000_0x40000000"
     for i in range(40):  # own every bundle (over HTTP: forty CLI start-ups would dominate the test)
-        _poll_json(f"{cluster_url}/lookup/v2/topic/persistent/acme/orders/t{i}", 10)
+        get_json(f"{cluster_url}/lookup/v2/topic/persistent/acme/orders/t{i}", 10)
     split = admin(
         "namespaces", "split", "acme/orders", owned_range, "--algorithm", "range_equally_divide"
     )

@@ -3,11 +3,8 @@ summary — and the admin API answers while it runs."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -16,15 +13,14 @@ import pytest
 
 from ballast.metadata.zkserver import free_port
 from tests.conftest import REPO
+from tests.support.live import free_ports, get_json
 
 Run = Callable[..., CompletedProcess[str]]
 
 
 @pytest.mark.integration
 def test_standalone_runs_serves_and_summarises(tmp_path: Path) -> None:
-    port = free_port()
-    while any(not _free(port + i) for i in range(3)):
-        port = free_port()
+    port = free_ports(3)
     workload = tmp_path / "w.toml"
     workload.write_text(
         'namespace = "public/demo"\nbundles = 8\ntopics = 60\nhotspot_after_s = 5.0\n'
@@ -36,11 +32,11 @@ def test_standalone_runs_serves_and_summarises(tmp_path: Path) -> None:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
     )  # fmt: skip
     try:
-        leader = _poll_json(f"http://127.0.0.1:{port}/admin/v2/brokers/leaderBroker", 30)
+        leader = get_json(f"http://127.0.0.1:{port}/admin/v2/brokers/leaderBroker", 30)
         assert leader["brokerId"].startswith("127.0.0.1:")
-        namespaces = _poll_json(f"http://127.0.0.1:{port + 1}/admin/v2/namespaces/public", 10)
+        namespaces = get_json(f"http://127.0.0.1:{port + 1}/admin/v2/namespaces/public", 10)
         assert "public/demo" in namespaces
-        lookup = _poll_json(
+        lookup = get_json(
             f"http://127.0.0.1:{port + 2}/lookup/v2/topic/persistent/public/demo/perf-topic-1", 10
         )
         assert lookup["brokerUrl"].startswith("pulsar://127.0.0.1:")
@@ -56,30 +52,6 @@ def test_standalone_runs_serves_and_summarises(tmp_path: Path) -> None:
     assert "Traceback" not in output
     # The durable store kept the namespace for the next run.
     assert (tmp_path / "cluster.db").exists()
-
-
-def _free(port: int) -> bool:
-    import socket
-
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _poll_json(url: str, timeout_s: float) -> dict[str, object] | list[object]:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                result: dict[str, object] | list[object] = json.loads(response.read())
-                return result
-        except (OSError, ValueError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
 
 
 def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:

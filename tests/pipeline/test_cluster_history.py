@@ -4,38 +4,20 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from ballast.metadata.zkserver import free_port
 from ballast.pipeline.history import read_table
 from ballast.pipeline.schema import BROKERS, BUNDLES
 from tests.conftest import REPO, run_ballast
+from tests.support.live import free_ports
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 BROKERS_RUN = 3
-
-
-def free_ports(count: int) -> int:
-    """The first of ``count`` consecutive free loopback ports."""
-    while True:
-        first = free_port()
-        if all(_free(first + i) for i in range(count)):
-            return first
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def test_history_written_by_a_running_cluster_feeds_the_jobs(tmp_path: Path) -> None:

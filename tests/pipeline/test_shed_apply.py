@@ -7,33 +7,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ballast.metadata.zkserver import free_port
 from ballast.pipeline.history import BrokerRow, BundleRow, HistorySnapshot, write_snapshot
 from tests.conftest import REPO, run_ballast
-from tests.pipeline.test_cluster_history import free_ports
+from tests.support.live import free_ports, get_json, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 NAMESPACE = "public/demo"
-
-
-def get_json(url: str, timeout_s: float = 30) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                return json.loads(response.read())
-        except (OSError, ValueError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
 
 
 def owned_bundles(url: str) -> list[str]:
@@ -74,10 +59,12 @@ def test_shed_apply_moves_bundles_on_a_live_cluster(tmp_path: Path) -> None:
     try:
         first, second = f"127.0.0.1:{port}", f"127.0.0.1:{port + 1}"
         url = f"http://{first}"
-        deadline = time.monotonic() + 60
-        while not owned_bundles(url):  # the demo's lookups place the bundles
-            assert time.monotonic() < deadline, "no bundle was placed on the first broker"
-            time.sleep(0.5)
+        # The demo's lookups place the bundles.
+        wait_until(
+            lambda: bool(owned_bundles(url)),
+            timeout_s=60,
+            what="a bundle placed on the first broker",
+        )
         hot = owned_bundles(url)
         # A history whose latest snapshot says the first broker is overloaded by its bundles.
         write_snapshot(
@@ -102,10 +89,11 @@ def test_shed_apply_moves_bundles_on_a_live_cluster(tmp_path: Path) -> None:
         assert [a["bundle"] for a in applied] == [d["bundle"] for d in decisions]
         assert all(a["ok"] for a in applied), applied
         moved = {d["bundle"] for d in decisions}
-        deadline = time.monotonic() + 30
-        while not moved <= set(owned_bundles(f"http://{second}")):
-            assert time.monotonic() < deadline, "the transferred bundles never reached the target"
-            time.sleep(0.5)
+        wait_until(
+            lambda: moved <= set(owned_bundles(f"http://{second}")),
+            timeout_s=30,
+            what="the transferred bundles reaching the target",
+        )
     finally:
         process.terminate()
         process.wait(timeout=60)

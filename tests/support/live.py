@@ -1,0 +1,56 @@
+"""Helpers for tests that run real Ballast processes: free port ranges, and waiting on a
+condition of a live server. Those servers run on real time, so the waits poll the monotonic
+clock here, in one place, rather than sleeping in the tests."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+from ballast.metadata.zkserver import free_port
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports(count: int) -> int:
+    """The first of ``count`` consecutive free loopback ports (a standalone cluster's brokers
+    take consecutive ports)."""
+    while True:
+        first = free_port()
+        if all(port_is_free(first + i) for i in range(count)):
+            return first
+
+
+def wait_until(
+    condition: Callable[[], bool], *, timeout_s: float, what: str, interval_s: float = 0.2
+) -> None:
+    """Return once ``condition()`` holds; AssertionError naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout_s} s"
+        time.sleep(interval_s)
+
+
+def get_json(url: str, timeout_s: float = 30) -> Any:
+    """The JSON body of ``url`` once it answers; the last error after ``timeout_s`` (a server
+    still starting refuses connections)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return json.loads(response.read())
+        except (OSError, ValueError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
