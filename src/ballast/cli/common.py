@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
+from rich.console import Console
 
 from ballast.model.config import ConfigError, Settings, load_settings
 
@@ -20,6 +21,17 @@ def fail(reason: str, *, code: int = EXIT_INVALID) -> NoReturn:
     """Print ``error: reason`` to stderr and exit (2: invalid input)."""
     typer.echo(f"error: {reason}", err=True)
     raise typer.Exit(code)
+
+
+PIPED_WIDTH = 160
+"""Line width of output that goes to a file or a pipe (Rich would assume 80 columns)."""
+
+
+def output_console(*, stderr: bool = False) -> Console:
+    """A Rich console for a command's output. Redirected or piped output is read whole, so
+    it is not squeezed into 80 columns; a terminal keeps its own width."""
+    console = Console(stderr=stderr)
+    return console if console.is_terminal else Console(stderr=stderr, width=PIPED_WIDTH)
 
 
 def warn(message: str) -> None:

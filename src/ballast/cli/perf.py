@@ -9,10 +9,9 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.live import Live
 
-from ballast.cli.common import fail, print_json
+from ballast.cli.common import fail, output_console, print_json
 from ballast.clock import Clock, SystemClock
 from ballast.perf.display import LiveView, interval_line, summary_text
 from ballast.perf.run import (
@@ -55,7 +54,7 @@ Runner = Callable[[Clock, asyncio.Event, IntervalListener], Awaitable[Summary]]
 
 
 def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
-    console = Console(stderr=as_json)
+    console = output_console(stderr=as_json)
     view = LiveView(f"ballast perf {verb}", latency_name)
 
     async def main() -> Summary:

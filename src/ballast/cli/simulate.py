@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ballast.cli.common import fail
+from ballast.cli.common import fail, output_console
 from ballast.model.config import ConfigError
 from ballast.sim.invariants import InvariantViolation
 from ballast.sim.output import FORMATS, write_json, write_run
@@ -22,8 +22,6 @@ from ballast.sim.scenario import Scenario, load_scenario
 from ballast.sim.schema import ScenarioError
 from ballast.sim.strategies import PROFILES, UnknownProfile, strategy_profile
 from ballast.sim.summary import failed_expectations, summarize
-
-PIPED_WIDTH = 160
 
 # The scenario library of a source checkout (src/ballast/cli/simulate.py → the repository).
 CHECKOUT_LIBRARY = Path(__file__).resolve().parents[3] / "scenarios"
@@ -110,11 +108,7 @@ def _print_table(scenario: Scenario, summaries: list[dict[str, Any]]) -> None:
         )
     for summary in summaries:
         table.add_row(*_row(summary))
-    console = Console()
-    if not console.is_terminal:
-        # Piped or redirected output is read whole: do not squeeze it into 80 columns.
-        console = Console(width=PIPED_WIDTH)
-    console.print(table)
+    output_console().print(table)
 
 
 def simulate_command(

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from ballast.cli.common import fail, settings_from
+from ballast.cli.common import fail, output_console, settings_from
 from ballast.cli.history import history_sink
 from ballast.metadata.factory import InvalidStoreUrlError, parse_store_url
 from ballast.metadata.store import MetadataError
@@ -86,7 +85,7 @@ def standalone_command(
         duration_s=duration,
         history=history_sink(settings),
     )
-    console = Console()
+    console = output_console()
     try:
         summary = asyncio.run(run_standalone(options, console))
     except OSError as exc:
