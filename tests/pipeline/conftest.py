@@ -13,7 +13,10 @@ TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.driver.memory": "1g",
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    # C1 only (faster start for short tests); with tiering off the JVM's code cache
+    # defaults to 48 MB, which the whole suite's queries fill — compilation then stops
+    # and Spark shuts its context down — so give it room.
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m",
 }
 
 
