@@ -65,3 +65,54 @@ async def test_open_topic_serves_only_on_the_owner(clock: Clock) -> None:
     assert stats[str(bundle)].msg_rate_in == 10
     assert (bundle, frozenset({topic, late})) in traffic.asked
     await cluster.close()
+
+
+class UnversionedTraffic(RecordingTraffic):
+    @property
+    def revision(self) -> None:
+        return None
+
+
+async def _served_bundle(
+    clock: Clock, traffic: WorkloadTraffic
+) -> tuple[LocalCluster, BrokerNode, BundleName, TopicName]:
+    cluster = LocalCluster(clock, traffic=traffic)
+    await cluster.add_broker(BrokerIdentity("10.0.0.1", 8080, 6650))
+    await eventually(lambda: cluster.leader() is not None, clock)
+    assert (await cluster.request(CreateTenant(tenant="t"))).ok
+    assert (await cluster.request(CreateNamespace(namespace="t/ns", bundles=1))).ok
+    topic = TopicName.parse("persistent://t/ns/a")
+    owner = cluster.running()[0]
+    await owner.topic_index.create(topic)
+    await cluster.lookup(topic)
+    assert await owner.open_topic(topic)
+    bundle = owner.served.bundle_of(topic)
+    assert bundle is not None
+    return cluster, owner, bundle, topic
+
+
+async def test_bundle_stats_are_reused_until_traffic_or_ownership_change(clock: Clock) -> None:
+    traffic = RecordingTraffic()
+    cluster, owner, bundle, topic = await _served_bundle(clock, traffic)
+    traffic.set(topic, TopicStats.of(10, 100))
+    assert owner.bundle_stats()[str(bundle)].msg_rate_in == 10
+    asked = len(traffic.asked)
+    assert owner.bundle_stats()[str(bundle)].msg_rate_in == 10
+    assert len(traffic.asked) == asked  # nothing changed: the stats are reused
+    owner.bundle_stats()[str(bundle)] = NamespaceBundleStats()  # the caller's own copy
+    assert owner.bundle_stats()[str(bundle)].msg_rate_in == 10
+    traffic.set(topic, TopicStats.of(20, 100))
+    assert owner.bundle_stats()[str(bundle)].msg_rate_in == 20
+    await owner.ownership.forget(bundle)
+    assert str(bundle) not in owner.bundle_stats()  # still served, but no longer claimed
+    await cluster.close()
+
+
+async def test_bundle_stats_are_not_reused_without_a_traffic_revision(clock: Clock) -> None:
+    traffic = UnversionedTraffic()
+    cluster, owner, bundle, _ = await _served_bundle(clock, traffic)
+    owner.bundle_stats()
+    asked = [b for b, _ in traffic.asked].count(bundle)
+    owner.bundle_stats()
+    assert [b for b, _ in traffic.asked].count(bundle) == asked + 1
+    await cluster.close()

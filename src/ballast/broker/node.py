@@ -112,6 +112,11 @@ class BrokerNode:
         self.owners = OwnershipCache(store)
         self.topic_index = NamespaceTopicIndex(store)
         self.served = ServedTopics()
+        self._serving_order: tuple[int, list[tuple[str, BundleName, set[TopicName]]]] = (-1, [])
+        self._last_stats: tuple[tuple[int, int, int] | None, dict[str, NamespaceBundleStats]] = (
+            None,
+            {},
+        )
         self.reporter = LoadReporter(
             identity,
             self.registration,
@@ -315,14 +320,26 @@ class BrokerNode:
     def bundle_stats(self) -> dict[str, NamespaceBundleStats]:
         """Stats of every bundle this broker serves (the ``lastStats`` of its report), in
         bundle-name order."""
-        owned = self.ownership.owned()
-        serving = sorted(
-            (str(bundle), bundle, topics)
-            for bundle, topics in self.served.bundle_topics()
-            if owned.get(bundle) is OwnershipState.OWNED
-        )
+        # Reports are rebuilt every minute while traffic and ownership mostly stay put: the
+        # result is reused until the served map, the claims or the traffic change.
+        revision = self.traffic.revision
+        key = None if revision is None else (self.served.changes, self.ownership.changes, revision)
+        cached_key, cached = self._last_stats
+        if key is not None and key == cached_key:
+            return dict(cached)
+        changes, serving = self._serving_order
+        if changes != self.served.changes:
+            serving = sorted((str(b), b, topics) for b, topics in self.served.bundle_topics())
+            self._serving_order = (self.served.changes, serving)
+        state_of = self.ownership.state_of
         traffic = self.traffic
-        return {name: traffic.bundle_stats(bundle, topics) for name, bundle, topics in serving}
+        stats = {
+            name: traffic.bundle_stats(bundle, topics)
+            for name, bundle, topics in serving
+            if state_of(bundle) is OwnershipState.OWNED
+        }
+        self._last_stats = (key, stats)
+        return dict(stats)
 
     async def open_topic(self, topic: TopicName) -> bool:
         """A client opens ``topic`` here (a producer or consumer connecting: Pulsar's

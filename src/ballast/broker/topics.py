@@ -116,11 +116,14 @@ class ServedTopics:
         self._by_bundle: dict[BundleName, set[TopicName]] = {}
         self._bundle_of: dict[TopicName, BundleName] = {}
         self._listeners: list[ServedListener] = []
+        # Counts the changes, so that readers may cache what they derive from the map.
+        self.changes = 0
 
     def add_listener(self, listener: ServedListener) -> None:
         self._listeners.append(listener)
 
     def _tell(self, change: ServedChange) -> None:
+        self.changes += 1
         for listener in self._listeners:
             listener(change)
 

@@ -64,6 +64,13 @@ class TrafficSource(Protocol):
         same bundle only with the same topics, unless its served topics changed."""
         ...
 
+    @property
+    def revision(self) -> int | None:
+        """Changes whenever any topic's traffic may have changed; None if the source cannot
+        tell (measured traffic moves all the time). Callers may reuse what they derived
+        from the stats while it stays the same number."""
+        ...
+
 
 def sum_stats(stats: Iterable[TopicStats]) -> NamespaceBundleStats:
     rate_in = rate_out = tput_in = tput_out = 0.0
@@ -116,12 +123,19 @@ class WorkloadTraffic:
 
     def __init__(self, rates: Mapping[TopicName, TopicStats] | None = None) -> None:
         self._rates: dict[TopicName, TopicStats] = dict(rates or {})
+        self._revision = 0
+
+    @property
+    def revision(self) -> int:
+        return self._revision
 
     def set(self, topic: TopicName, stats: TopicStats) -> None:
         self._rates[topic] = stats
+        self._revision += 1
 
     def set_many(self, rates: Mapping[TopicName, TopicStats]) -> None:
         self._rates.update(rates)
+        self._revision += 1
 
     def topics(self) -> list[TopicName]:
         return list(self._rates)
@@ -213,6 +227,10 @@ class MeasuredTraffic:
 
     def measured(self) -> list[TopicName]:
         return list(self._meters)
+
+    @property
+    def revision(self) -> None:
+        return None  # the meters' windows move with the clock
 
     def topic_stats(self, topic: TopicName) -> TopicStats:
         found = self._meters.get(topic)

@@ -166,6 +166,9 @@ class BundleOwnership:
         self.broker_id = broker_id
         self._template = msgspec.structs.replace(template, broker_id=broker_id)
         self._claims: dict[BundleName, _Claim] = {}
+        # Counts changes of the claims and of the connection (which hides them), so that
+        # readers may cache what they derive from them.
+        self.changes = 0
         self._lost_listeners: list[LostListener] = []
         self._repair: asyncio.Task[None] | None = None
         self._connected = asyncio.Event()
@@ -207,8 +210,10 @@ class BundleOwnership:
                 if current.session == self._store.session_id:
                     # Our own record (a retried acquire): adopt it.
                     self._claims[bundle] = _Claim(current.state, current.version)
+                    self.changes += 1
                 return current
             self._claims[bundle] = _Claim(state, stat.version)
+            self.changes += 1
             return Owner(bundle, data, stat.version, stat.ephemeral_owner)
 
     async def transition(
@@ -226,13 +231,16 @@ class BundleOwnership:
             if state is OwnershipState.FREE:
                 await self._store.delete(path, claim.version)
                 del self._claims[bundle]
+                self.changes += 1
                 return None
             data = self._template.in_state(state, transfer_to)
             stat = await self._store.put(path, data.to_json(), claim.version)
         except (BadVersionError, NoNodeError):
             self._claims.pop(bundle, None)
+            self.changes += 1
             raise OwnershipError(bundle, f"{self.broker_id} no longer owns it") from None
         claim.state, claim.version = state, stat.version
+        self.changes += 1
         return Owner(bundle, data, stat.version, stat.ephemeral_owner)
 
     async def release(self, bundle: BundleName) -> None:
@@ -257,11 +265,13 @@ class BundleOwnership:
             raise OwnershipError(bundle, f"transfer hand-off failed ({exc.cause})") from None
         assert stat is not None
         self._claims[bundle] = _Claim(OwnershipState.OWNED, stat.version)
+        self.changes += 1
         return Owner(bundle, data, stat.version, stat.ephemeral_owner)
 
     async def forget(self, bundle: BundleName) -> None:
         """Drop a claim without touching the store (the record is someone else's now)."""
         self._claims.pop(bundle, None)
+        self.changes += 1
 
     async def close(self) -> None:
         await cancel_and_wait(self._repair)
@@ -269,6 +279,7 @@ class BundleOwnership:
     # -- sessions ---------------------------------------------------------------------------
 
     def _on_state(self, state: ConnectionState) -> None:
+        self.changes += 1
         if state is ConnectionState.CONNECTED:
             self._connected.set()
         else:
@@ -289,6 +300,7 @@ class BundleOwnership:
                 owner = await self.acquire(bundle, state)
             except (ConnectionLossError, SessionExpiredError):
                 self._claims.pop(bundle, None)
+                self.changes += 1
                 owner = None
             if owner is None or owner.session != self._store.session_id:
                 log.warning("%s lost bundle %s with its session", self.broker_id, bundle)

@@ -16,8 +16,10 @@ Concurrency contract: one virtual-time event loop (:func:`ballast.clock.run_virt
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import random
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -476,6 +478,9 @@ class Simulation:
         scenario = self.scenario
         step = scenario.step_s
         await self.setup()
+        # The cluster built so far lives for the whole run; the cyclic collector need not
+        # walk it again (see batch_collection).
+        gc.freeze()
         events = list(scenario.events)
         steps = round(scenario.duration_s / step)
         try:
@@ -524,10 +529,31 @@ def _reseeded(scenario: Scenario, seed: int) -> Scenario:
     return scenario if seed == scenario.seed else replace(scenario, seed=seed)
 
 
+# Young-generation threshold of the cyclic collector during a run (CPython's default: 700).
+BATCH_GC_THRESHOLD = 50_000
+
+
+@contextlib.contextmanager
+def batch_collection() -> Iterator[None]:
+    """The cyclic garbage collector tuned for a simulation, then restored. A large cluster
+    keeps millions of long-lived objects and replaces tens of thousands each cycle (reports,
+    time averages), so CPython's defaults collect often and walk the whole heap each time;
+    a run then spends a fifth of its time collecting. Reference counting frees all but
+    cycles either way."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(BATCH_GC_THRESHOLD, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+
+
 def simulate(scenario: Scenario, options: RunOptions = RunOptions()) -> RunResult:
     """Run ``scenario`` to its end on a fresh virtual-time loop."""
 
     async def main(clock: Clock) -> RunResult:
         return await Simulation(scenario, options, clock).run()
 
-    return run_virtual(main)
+    with batch_collection():
+        return run_virtual(main)

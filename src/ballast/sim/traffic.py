@@ -69,6 +69,7 @@ class SimTraffic:
         self._bundle_ids: dict[BundleName, int] = {}
         self.bundle_names: list[BundleName] = []
         self._dirty = True
+        self._revision = 0
         self._sums: TrafficSums | None = None
         self._stats: dict[int, NamespaceBundleStats] = {}
         self.recomputes = 0
@@ -89,11 +90,19 @@ class SimTraffic:
                 [self.connected_to, np.full(extra, -1, dtype=np.int64)]
             )
             self.served_in = np.concatenate([self.served_in, np.full(extra, -1, dtype=np.int64)])
-            self._dirty = True
+            self._changed()
+
+    def _changed(self) -> None:
+        self._dirty = True
+        self._revision += 1
+
+    @property
+    def revision(self) -> int:
+        return self._revision
 
     def set_rates(self, rates: Floats) -> None:
         self.rates = rates
-        self._dirty = True
+        self._changed()
 
     def bundle_id(self, bundle: BundleName) -> int:
         found = self._bundle_ids.get(bundle)
@@ -124,7 +133,7 @@ class SimTraffic:
         target[topics] = value
         after = int(np.count_nonzero(self._flowing_of(topics)))
         self._not_flowing -= after - before
-        self._dirty = True
+        self._changed()
 
     def _flowing_of(self, topics: Ints) -> Bools:
         return (self.connected_to[topics] >= 0) & (self.served_in[topics] >= 0)
@@ -177,7 +186,7 @@ class SimTraffic:
         if cached is not None:
             return cached
         if self._sums is not None and found >= self._sums.rate_in.size:
-            self._dirty = True
+            self._changed()
             self._refresh()
         stats = self._stats.get(found)
         if stats is None:
