@@ -343,3 +343,71 @@ def test_stats_compare_is_antisymmetric(stats: NamespaceBundleStats) -> None:
     other = msgspec.structs.replace(stats, msg_throughput_in=stats.msg_throughput_in + 2e5)
     assert stats.compare(other) == -1 and other.compare(stats) == 1
     assert stats.compare(stats) == 0
+
+
+@given(st.lists(bundle_names, max_size=8), st.dictionaries(bundle_names, bundle_datas, max_size=8))
+def test_broker_sums_add_in_bundle_order(bundles: list[str], data: dict[str, BundleData]) -> None:
+    """Bit for bit Pulsar's loop: each sum starts at 0.0 and adds the bundles in the given
+    order (a reordered or compensated sum differs in the last bits, and the pipeline's parity
+    with the leader depends on it)."""
+    sums = TimeAverageBrokerData.from_bundles(bundles, data)
+    fallback = BundleData.new_default()
+    terms = [
+        (d.short_term_data, d.long_term_data) for d in (data.get(b, fallback) for b in bundles)
+    ]
+    for prefix, index in (("short_term", 0), ("long_term", 1)):
+        for key in ("msg_throughput_in", "msg_throughput_out", "msg_rate_in", "msg_rate_out"):
+            expected = 0.0
+            for term in terms:
+                expected += getattr(term[index], key)
+            assert getattr(sums, f"{prefix}_{key}") == expected
+
+
+@given(
+    bundle_datas,
+    st.lists(
+        st.builds(
+            NamespaceBundleStats,
+            msg_rate_in=rates,
+            msg_rate_out=rates,
+            msg_throughput_in=rates,
+            msg_throughput_out=rates,
+            topics=counts,
+        ),
+        max_size=30,
+    ),
+)
+def test_bundle_data_updates_follow_pulsars_recurrence(
+    start: BundleData, samples: list[NamespaceBundleStats]
+) -> None:
+    data = start
+    for sample in samples:
+        data = data.updated(sample)
+    for term in ("short_term_data", "long_term_data"):
+        average = getattr(start, term)
+        n, values = (
+            average.num_samples,
+            [
+                average.msg_throughput_in,
+                average.msg_throughput_out,
+                average.msg_rate_in,
+                average.msg_rate_out,
+            ],
+        )
+        for sample in samples:
+            n = min(n + 1, average.max_samples)
+            news = [
+                sample.msg_throughput_in,
+                sample.msg_throughput_out,
+                sample.msg_rate_in,
+                sample.msg_rate_out,
+            ]
+            values = [((n - 1) * v + new) / n for v, new in zip(values, news, strict=True)]
+        got = getattr(data, term)
+        assert got.num_samples == n
+        assert [
+            got.msg_throughput_in,
+            got.msg_throughput_out,
+            got.msg_rate_in,
+            got.msg_rate_out,
+        ] == values

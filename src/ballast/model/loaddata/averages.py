@@ -53,7 +53,8 @@ class TimeAverageMessageData(msgspec.Struct, frozen=True, kw_only=True, rename="
         self, throughput_in: float, throughput_out: float, rate_in: float, rate_out: float
     ) -> TimeAverageMessageData:
         """Add one sample: ``n = min(n + 1, max)``; ``f = ((n - 1) * f + new) / n``."""
-        n = min(self.num_samples + 1, self.max_samples)
+        # min() without its call: the leader runs this for every bundle on every update.
+        n = self.num_samples + 1 if self.num_samples < self.max_samples else self.max_samples
         return TimeAverageMessageData(
             max_samples=self.max_samples,
             num_samples=n,
@@ -104,9 +105,11 @@ class BundleData(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
     def updated(self, stats: NamespaceBundleStats) -> BundleData:
         """Add one report of the bundle to both averages; ``topics`` follows the report."""
+        t_in, t_out = stats.msg_throughput_in, stats.msg_throughput_out
+        r_in, r_out = stats.msg_rate_in, stats.msg_rate_out
         return BundleData(
-            short_term_data=self.short_term_data.updated_with(stats),
-            long_term_data=self.long_term_data.updated_with(stats),
+            short_term_data=self.short_term_data.updated(t_in, t_out, r_in, r_out),
+            long_term_data=self.long_term_data.updated(t_in, t_out, r_in, r_out),
             topics=stats.topics,
         )
 
@@ -139,39 +142,33 @@ class TimeAverageBrokerData(msgspec.Struct, frozen=True, kw_only=True, rename="c
     ) -> TimeAverageBrokerData:
         """Pulsar's ``reset``: sum each bundle's averages; a bundle without data counts as
         ``defaults`` in both the short and long term."""
-        sums = [0.0] * 8
+        # Eight running sums, added in the bundles' order exactly as Pulsar's loop does
+        # (unrolled: the leader sums every broker's bundles on each update).
+        unknown = BundleData.new_default(defaults=defaults)  # both terms at the defaults
+        s_t_in = s_t_out = s_r_in = s_r_out = 0.0
+        l_t_in = l_t_out = l_r_in = l_r_out = 0.0
         for bundle in bundles:
             data = bundle_data.get(bundle)
             if data is None:
-                values: tuple[float, ...] = (
-                    defaults.msg_throughput_in,
-                    defaults.msg_throughput_out,
-                    defaults.msg_rate_in,
-                    defaults.msg_rate_out,
-                ) * 2
-            else:
-                short, long = data.short_term_data, data.long_term_data
-                values = (
-                    short.msg_throughput_in,
-                    short.msg_throughput_out,
-                    short.msg_rate_in,
-                    short.msg_rate_out,
-                    long.msg_throughput_in,
-                    long.msg_throughput_out,
-                    long.msg_rate_in,
-                    long.msg_rate_out,
-                )
-            for index, value in enumerate(values):
-                sums[index] += value
+                data = unknown
+            short, long = data.short_term_data, data.long_term_data
+            s_t_in += short.msg_throughput_in
+            s_t_out += short.msg_throughput_out
+            s_r_in += short.msg_rate_in
+            s_r_out += short.msg_rate_out
+            l_t_in += long.msg_throughput_in
+            l_t_out += long.msg_throughput_out
+            l_r_in += long.msg_rate_in
+            l_r_out += long.msg_rate_out
         return cls(
-            short_term_msg_throughput_in=sums[0],
-            short_term_msg_throughput_out=sums[1],
-            short_term_msg_rate_in=sums[2],
-            short_term_msg_rate_out=sums[3],
-            long_term_msg_throughput_in=sums[4],
-            long_term_msg_throughput_out=sums[5],
-            long_term_msg_rate_in=sums[6],
-            long_term_msg_rate_out=sums[7],
+            short_term_msg_throughput_in=s_t_in,
+            short_term_msg_throughput_out=s_t_out,
+            short_term_msg_rate_in=s_r_in,
+            short_term_msg_rate_out=s_r_out,
+            long_term_msg_throughput_in=l_t_in,
+            long_term_msg_throughput_out=l_t_out,
+            long_term_msg_rate_in=l_r_in,
+            long_term_msg_rate_out=l_r_out,
         )
 
     @property
