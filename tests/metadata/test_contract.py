@@ -417,6 +417,7 @@ async def test_multi_applies_all_or_nothing(harness: Harness) -> None:
     assert results[0] is None
     assert results[1] is not None and results[1].version == 1
     assert results[2] is not None and results[2].version == 0
+    assert await store.children("/m") == ["data", "epoch", "log"]
     with pytest.raises(MultiOpError) as caught:
         await store.multi(
             [SetValue("/m/data", b"stale"), Create("/m/other", b""), Check("/m/epoch", 7)]
@@ -429,6 +430,9 @@ async def test_multi_applies_all_or_nothing(harness: Harness) -> None:
         await store.multi([Delete("/m/log"), Create("/m/data", b"")])
     assert exists.value.index == 1 and isinstance(exists.value.cause, NodeExistsError)
     assert await store.exists("/m/log") is not None
+    assert await store.children("/m") == ["data", "epoch", "log"]  # no child of either attempt
+    await store.multi([Delete("/m/log"), Create("/m/next", b"")])
+    assert await store.children("/m") == ["data", "epoch", "next"]
     assert await store.multi([]) == []
 
 

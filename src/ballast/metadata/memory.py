@@ -65,6 +65,15 @@ class StoredNode:
     czxid: int = 0
     mzxid: int = 0
     pzxid: int = 0
+    # The children in name order as of ``pzxid``: listing a namespace's topics (every broker
+    # does, for every namespace) would otherwise sort thousands of names each time.
+    listed: tuple[int, list[str]] | None = None
+
+    def sorted_children(self) -> list[str]:
+        listed = self.listed
+        if listed is None or listed[0] != self.pzxid:
+            listed = self.listed = (self.pzxid, sorted(self.children))
+        return list(listed[1])
 
     def stat(self) -> Stat:
         return Stat(self.version, self.created_ms, self.modified_ms, self.ephemeral_owner)
@@ -221,7 +230,7 @@ class MemoryServer:
 
     def children(self, path: str) -> list[str]:
         node = self.nodes.get(path)
-        return [] if node is None else sorted(node.children)
+        return [] if node is None else node.sorted_children()
 
     # -- writes -----------------------------------------------------------------------------
 
