@@ -10,6 +10,7 @@ from ballast.clock import Clock
 from ballast.metadata.chunking import ChunkingStore, chunk_directory
 from ballast.metadata.memory import MemoryMetadataStore, MemoryServer
 from ballast.metadata.store import MultiOpError, NodeExistsError, SetValue, ValueTooLargeError
+from ballast.metadata.values import COMPRESS_ABOVE_BYTES, UnpackCache, pack
 
 
 async def test_small_chunks_and_the_size_limit(clock: Clock) -> None:
@@ -38,3 +39,30 @@ async def test_failed_multi_leaves_no_chunks(clock: Clock) -> None:
     with pytest.raises(NodeExistsError):
         await store.put("/taken", os.urandom(5000), -1)
     assert await store.inner.children(chunk_directory("/taken")) == []
+
+
+def test_unpack_cache_returns_what_unpack_does_and_stays_bounded() -> None:
+    small = b"x" * 100
+    assert UnpackCache().unpack(small) is small  # stored as it is: nothing to remember
+    values = [bytes([i]) * (COMPRESS_ABOVE_BYTES + 1) for i in range(4)]
+    packed = [pack(v) for v in values]
+    cache = UnpackCache(max_bytes=2 * (len(values[0]) + len(packed[0])))
+    first = cache.unpack(packed[0])
+    assert first == values[0]
+    assert cache.unpack(bytes(packed[0])) is first  # an equal copy (another reader) hits
+    for stored, value in zip(packed, values, strict=True):
+        assert cache.unpack(stored) == value
+    assert cache.held_bytes <= 2 * (len(values[0]) + len(packed[0]))
+    assert cache.unpack(packed[0]) == values[0]  # evicted, unpacked again
+
+
+async def test_clients_sharing_an_unpack_cache_read_every_version(clock: Clock) -> None:
+    server = MemoryServer(clock)
+    cache = UnpackCache()
+    writer = ChunkingStore(MemoryMetadataStore(server), unpacked=cache)
+    reader = ChunkingStore(MemoryMetadataStore(server), unpacked=cache)
+    for version in range(3):
+        value = bytes([version]) * (COMPRESS_ABOVE_BYTES + 10)
+        await writer.put("/report", value)
+        assert (await reader.get("/report")).value == value  # type: ignore[union-attr]
+        assert (await writer.get("/report")).value == value  # type: ignore[union-attr]

@@ -37,7 +37,7 @@ from ballast.metadata.store import (
     join,
     validate_path,
 )
-from ballast.metadata.values import MAX_STORED_BYTES, Manifest, pack, unpack
+from ballast.metadata.values import MAX_STORED_BYTES, Manifest, UnpackCache, pack, unpack
 
 CHUNK_ROOT = "/ballast-chunks"
 MAX_VALUE_BYTES = 64 * 1024 * 1024  # after compression
@@ -62,10 +62,13 @@ class ChunkingStore(MetadataStore):
         *,
         chunk_bytes: int = MAX_STORED_BYTES,
         max_value_bytes: int = MAX_VALUE_BYTES,
+        unpacked: UnpackCache | None = None,
     ) -> None:
+        """``unpacked``: a cache shared with the other clients of the process, if any."""
         self.inner = inner
         self._chunk_bytes = chunk_bytes
         self._max_value_bytes = max_value_bytes
+        self._unpack = unpack if unpacked is None else unpacked.unpack
 
     # -- encoding ---------------------------------------------------------------------------
 
@@ -95,7 +98,7 @@ class ChunkingStore(MetadataStore):
     async def _decode(self, stored: bytes) -> bytes:
         manifest = Manifest.decode(stored)
         if manifest is None:
-            return unpack(stored)
+            return self._unpack(stored)
         parts: list[bytes] = []
         for index in range(manifest.count):
             record = await self.inner.get(join(manifest.directory, f"{index:06d}"))
@@ -105,7 +108,7 @@ class ChunkingStore(MetadataStore):
         packed = b"".join(parts)
         if len(packed) != manifest.size:
             raise _StaleManifest
-        return unpack(packed)
+        return self._unpack(packed)
 
     async def _collect(self, path: str, keep: str | None) -> None:
         """Delete the chunk sets of ``path`` other than ``keep``."""

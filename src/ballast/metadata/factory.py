@@ -16,6 +16,7 @@ from ballast.metadata.chunking import ChunkingStore
 from ballast.metadata.memory import MemoryMetadataStore, MemoryServer
 from ballast.metadata.sqlite import SqliteServer
 from ballast.metadata.store import MetadataError, MetadataStore
+from ballast.metadata.values import UnpackCache
 
 
 class InvalidStoreUrlError(MetadataError):
@@ -64,6 +65,7 @@ class MetadataStores:
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self._servers: dict[StoreUrl, MemoryServer] = {}
+        self._unpacked = UnpackCache()
 
     def server(self, url: str) -> MemoryServer:
         """The in-process server of a ``memory:`` or ``sqlite:`` URL (created on first use)."""
@@ -92,7 +94,7 @@ class MetadataStores:
             )
         else:
             backend = MemoryMetadataStore(self.server(url), session_timeout_s)
-        return ChunkingStore(backend)
+        return ChunkingStore(backend, unpacked=self._unpacked)
 
     def close(self) -> None:
         """Release the servers (closes SQLite files). Close the stores first."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
 
 COMPRESSED = b"\x00ballast-zlib\x00"
@@ -30,6 +31,38 @@ def unpack(stored: bytes) -> bytes:
     if stored.startswith(COMPRESSED):
         return zlib.decompress(stored[len(COMPRESSED) :])
     return stored
+
+
+class UnpackCache:
+    """Recently unpacked values by their stored bytes, for the clients of one process. Every
+    broker reads every load report another one writes; decompressing a large report once per
+    reader costs far more than the rest of the read (a bytes object keeps its hash, so a
+    repeated lookup of the same stored value is cheap). Bounded by the bytes it holds."""
+
+    def __init__(self, max_bytes: int = 128 * 1024 * 1024) -> None:
+        self._max_bytes = max_bytes
+        self._entries: OrderedDict[bytes, bytes] = OrderedDict()
+        self._held = 0
+
+    def unpack(self, stored: bytes) -> bytes:
+        """:func:`unpack`, remembered."""
+        if not stored.startswith(COMPRESSED):
+            return stored
+        found = self._entries.get(stored)
+        if found is not None:
+            self._entries.move_to_end(stored)
+            return found
+        value = unpack(stored)
+        self._entries[stored] = value
+        self._held += len(stored) + len(value)
+        while self._held > self._max_bytes and self._entries:
+            key, old = self._entries.popitem(last=False)
+            self._held -= len(key) + len(old)
+        return value
+
+    @property
+    def held_bytes(self) -> int:
+        return self._held
 
 
 @dataclass(frozen=True, slots=True)
