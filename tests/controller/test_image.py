@@ -10,6 +10,7 @@ from ballast.model.loaddata import (
     NamespaceBundleStats,
     SystemResourceUsage,
 )
+from ballast.model.naming import NamespaceName
 
 A = "t/ns/0x00000000_0x80000000"
 B = "t/ns/0x80000000_0xffffffff"
@@ -50,3 +51,22 @@ def test_snapshots_stay_frozen_and_share_unchanged_brokers() -> None:
     assert B in third.bundles
     image.brokers["b2"].draining = True
     assert set(image.snapshot().brokers) == {"b1"}
+
+
+def test_owner_indexes_follow_every_change() -> None:
+    image = ClusterImage()
+    other = "t/ns-2/0x00000000_0xffffffff"  # a namespace whose name extends "t/ns"
+    ns, ns2 = NamespaceName.parse("t/ns"), NamespaceName.parse("t/ns-2")
+    assert image.set_owners(ns, {A: "b1", B: "b1"}) == {}
+    assert image.set_owners(ns2, {other: "b2"}) == {}
+    assert image.bundles_owned_by("b1") == [A, B]
+    image.set_owner(B, "b2")  # a finished transfer
+    assert image.bundles_owned_by("b1") == [A]
+    assert image.bundles_owned_by("b2") == [other, B]  # in name order
+    assert list(image.owners) == [A, B, other]  # a new owner keeps the bundle's place
+    # A rescan of t/ns without A: A lost its owner, t/ns-2 is untouched.
+    assert image.set_owners(ns, {B: "b2"}) == {A: "b1"}
+    assert image.owners == {B: "b2", other: "b2"}
+    assert image.drop_owner(B) == "b2" and image.drop_owner(B) is None
+    image.forget_bundle(other)
+    assert image.owners == {} and image.bundles_owned_by("b2") == []

@@ -369,7 +369,7 @@ class Controller:
         for broker in (*change.left, *change.bounced):
             orphans = [b for b in self.image.bundles_owned_by(broker) if b not in self.image.moving]
             for bundle in orphans:
-                self.image.owners.pop(bundle, None)
+                self.image.drop_owner(bundle)
             for bundle in orphans:
                 self._assign(BundleName.parse(bundle), f"its broker {broker} left")
             if broker in change.left:
@@ -409,14 +409,13 @@ class Controller:
         namespace = event.namespace
         if namespace not in self.image.namespaces:
             return
-        previous = {b: o for b, o in self.image.owners.items()}
         lost = self.image.set_owners(namespace, await scan_owners(self.store, namespace))
         registered = self.registry.brokers()
-        for bundle in lost:
-            if previous.get(bundle) not in registered and bundle not in self.image.moving:
+        for bundle, previous in lost.items():
+            if previous not in registered and bundle not in self.image.moving:
                 parsed = BundleName.parse(bundle)
                 if self.image.bundle_exists(parsed):
-                    self._assign(parsed, f"its owner {previous.get(bundle)} is gone")
+                    self._assign(parsed, f"its owner {previous} is gone")
 
     async def _place(self, event: PlaceBundle) -> str:
         bundle = event.bundle
@@ -524,9 +523,9 @@ class Controller:
             self.image.forget_bundle(event.bundle)
             await self.track_namespace(parsed.namespace)
         elif event.owner is None:
-            self.image.owners.pop(event.bundle, None)
+            self.image.drop_owner(event.bundle)
         else:
-            self.image.owners[event.bundle] = event.owner
+            self.image.set_owner(event.bundle, event.owner)
         waiter = self._waiters.pop(event.move_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(

@@ -81,7 +81,11 @@ class ClusterImage:
     anti_affinity: dict[str, str] = field(default_factory=dict)
     isolation: IsolationPolicies = field(default_factory=IsolationPolicies)
     failure_domains: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    owners: dict[str, str] = field(default_factory=dict)  # bundle → broker id (records)
+    # bundle → broker id, as the ownership records say; read-only to callers: it changes
+    # through set_owner, drop_owner and set_owners, which keep the indexes below in step.
+    owners: dict[str, str] = field(default_factory=dict)
+    _owned_in: dict[str, set[str]] = field(default_factory=dict)  # namespace → bundles
+    _owned_by: dict[str, set[str]] = field(default_factory=dict)  # broker → bundles
     moving: set[str] = field(default_factory=set)  # bundles with a move in flight
     _frozen_bundle_data: Mapping[str, BundleData] | None = None  # a copy; None once changed
     _last_snapshot: LoadSnapshot | None = None
@@ -136,27 +140,46 @@ class ClusterImage:
         """A bundle that no longer exists (split): drop its data everywhere."""
         if self._bundle_data.pop(bundle, None) is not None:
             self._frozen_bundle_data = None
-        self.owners.pop(bundle, None)
+        self.drop_owner(bundle)
         for view in self.brokers.values():
             view.drop_preallocated([bundle])
 
     # -- ownership --------------------------------------------------------------------------
 
-    def set_owners(self, namespace: NamespaceName, owners: Mapping[str, str]) -> list[str]:
-        """Replace the owners of ``namespace``'s bundles; returns bundles that lost theirs."""
-        prefix = f"{namespace}/"
-        lost = [
-            b
-            for b in self.owners
-            if b.startswith(prefix) and b[len(prefix) :].count("/") == 0 and b not in owners
-        ]
-        for bundle in lost:
-            del self.owners[bundle]
-        self.owners.update(owners)
+    def set_owner(self, bundle: str, owner: str) -> None:
+        previous = self.owners.get(bundle)
+        if previous is not None:
+            self._owned_by[previous].discard(bundle)
+        else:
+            self._owned_in.setdefault(bundle.rpartition("/")[0], set()).add(bundle)
+        self.owners[bundle] = owner
+        self._owned_by.setdefault(owner, set()).add(bundle)
+
+    def drop_owner(self, bundle: str) -> str | None:
+        """Forget ``bundle``'s owner; returns who it was."""
+        owner = self.owners.pop(bundle, None)
+        if owner is not None:
+            self._owned_in[bundle.rpartition("/")[0]].discard(bundle)
+            self._owned_by[owner].discard(bundle)
+        return owner
+
+    def set_owners(self, namespace: NamespaceName, owners: Mapping[str, str]) -> dict[str, str]:
+        """Replace the owners of ``namespace``'s bundles; returns the bundles that lost theirs,
+        with the broker each had. Indexed by namespace: a cluster of tens of thousands of
+        bundles rescans one namespace's records at a time, often."""
+        held = self._owned_in.get(str(namespace), set())
+        lost: dict[str, str] = {}
+        for bundle in sorted(held - owners.keys()):
+            previous = self.drop_owner(bundle)
+            if previous is not None:
+                lost[bundle] = previous
+        for bundle, owner in owners.items():
+            if self.owners.get(bundle) != owner:
+                self.set_owner(bundle, owner)
         return lost
 
     def bundles_owned_by(self, broker: str) -> list[str]:
-        return sorted(b for b, owner in self.owners.items() if owner == broker)
+        return sorted(self._owned_by.get(broker, ()))
 
     def load_data_records(self, top: int, excluded: Collection[str]) -> list[SetValue]:
         """The records of Pulsar's ``writeBundleDataOnZooKeeper``: every broker's time
