@@ -47,34 +47,53 @@ def _default_values(defaults: NamespaceBundleStats) -> dict[str, float]:
 
 
 def _initial_state(defaults: NamespaceBundleStats, terms: tuple[str, ...]) -> Column:
-    """A bundle never seen: the averages of ``terms`` at the defaults with no samples."""
+    """A bundle never seen: the averages of ``terms`` at the defaults."""
     values = _default_values(defaults)
-    fields: list[Column] = []
-    for term in terms:
-        fields.append(F.lit(0).alias(f"{term}_n"))
-        fields.extend(F.lit(values[k]).cast("double").alias(f"{term}_{k}") for k in _KEYS)
-    return F.struct(*fields)
+    return F.struct(
+        *(F.lit(values[k]).cast("double").alias(f"{t}_{k}") for t in terms for k in _KEYS)
+    )
 
 
-def _updated(state: Column, sample: Column, maxima: Mapping[str, int]) -> Column:
-    """One ``BundleData.updated`` of the terms in ``maxima`` (term -> window)."""
-    fields: list[Column] = []
-    for term, window in maxima.items():
-        n = F.least(state[f"{term}_n"] + F.lit(1), F.lit(window))
-        fields.append(n.alias(f"{term}_n"))
-        for key in _KEYS:
-            value = ((n - F.lit(1)) * state[f"{term}_{key}"] + sample[key]) / n
-            fields.append(value.alias(f"{term}_{key}"))
-    return F.struct(*fields)
+def _weighted(samples: Column, maxima: Mapping[str, int]) -> Column:
+    """Each sample with the sample counts the update of each term uses: the ``i``-th sample
+    (from 1) is folded in with ``n = min(i, window)``; ``<term>_n`` is ``n`` and
+    ``<term>_kept`` is ``n - 1``, both as doubles, exactly the values the recurrence's
+    integer ``n`` takes when it meets a double. Computed once per sample here, not in every
+    one of the fold's eight updates (an interpreted lambda evaluates a repeated
+    subexpression each time)."""
+
+    def weigh(sample: Column, index: Column) -> Column:
+        fields = [sample[k].alias(k) for k in _KEYS]
+        for term, window in maxima.items():
+            n = F.least(index + F.lit(1), F.lit(window))
+            fields.append(n.cast("double").alias(f"{term}_n"))
+            fields.append((n - F.lit(1)).cast("double").alias(f"{term}_kept"))
+        return F.struct(*fields)
+
+    return F.transform(samples, weigh)
+
+
+def _updated(state: Column, sample: Column, terms: tuple[str, ...]) -> Column:
+    """One ``BundleData.updated`` of ``terms``: ``f = ((n - 1) * f + sample) / n``."""
+    return F.struct(
+        *(
+            ((sample[f"{t}_kept"] * state[f"{t}_{k}"] + sample[k]) / sample[f"{t}_n"]).alias(
+                f"{t}_{k}"
+            )
+            for t in terms
+            for k in _KEYS
+        )
+    )
 
 
 def _folded(
     bundles: DataFrame, maxima: Mapping[str, int], defaults: NamespaceBundleStats
 ) -> DataFrame:
     """Per (cluster, bundle): ``namespace``, ``last`` (the last sample: ``snapshot_ms``,
-    ``topics``) and ``state`` (``<term>_n`` and ``<term>_<key>`` for each term of
+    ``topics``), ``count`` (its samples) and ``state`` (``<term>_<key>`` for each term of
     ``maxima``) after folding all samples in order. The last sample is the sorted array's
-    last element, so the fold carries only the averages."""
+    last element and a term's sample count is ``min(count, window)``, so the fold carries
+    only the averages."""
     samples = bundles.groupBy("cluster", "bundle").agg(
         F.first("namespace").alias("namespace"),
         F.sort_array(
@@ -94,8 +113,11 @@ def _folded(
         "bundle",
         "namespace",
         F.element_at("samples", -1).alias("last"),
+        F.size("samples").cast("long").alias("count"),
         F.aggregate(
-            "samples", _initial_state(defaults, terms), lambda s, x: _updated(s, x, maxima)
+            _weighted(F.col("samples"), maxima),
+            _initial_state(defaults, terms),
+            lambda state, sample: _updated(state, sample, terms),
         ).alias("state"),
     )
 
@@ -118,7 +140,9 @@ def bundle_time_averages(
         F.col("namespace"),
     ]
     for term in _TERMS:
-        columns.append(F.col(f"state.{term}_n").cast("long").alias(f"{term}_num_samples"))
+        columns.append(
+            F.least(F.col("count"), F.lit(maxima[term]).cast("long")).alias(f"{term}_num_samples")
+        )
         columns.append(F.lit(maxima[term]).cast("long").alias(f"{term}_max_samples"))
         columns.extend(F.col(f"state.{term}_{k}").alias(f"{term}_{k}") for k in _KEYS)
     columns.append(F.col("last.topics").alias("topics"))
@@ -138,7 +162,7 @@ def long_term_averages(
     return folded.select(
         "cluster",
         "bundle",
-        F.col("state.long_n").cast("long").alias("long_num_samples"),
+        F.least(F.col("count"), F.lit(long_samples).cast("long")).alias("long_num_samples"),
         *(F.col(f"state.long_{k}").alias(f"long_{k}") for k in _KEYS),
     )
 
@@ -190,7 +214,7 @@ def broker_time_averages(
         for k in _KEYS
     ]
     per_broker = averaged.groupBy("cluster", "snapshot_ms", "broker").agg(
-        F.array_sort(F.collect_list(F.struct(F.col("bundle"), *terms))).alias("parts")
+        F.sort_array(F.collect_list(F.struct(F.col("bundle"), *terms))).alias("parts")
     )
     names = [f"{t}_{k}" for t in _TERMS for k in _KEYS]
     zero = F.struct(*(F.lit(0.0).alias(n) for n in names))
