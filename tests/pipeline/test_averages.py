@@ -14,6 +14,7 @@ from ballast.pipeline.transforms.averages import (
     broker_time_averages,
     bundle_time_averages,
     latest_rows,
+    long_term_averages,
     rows_at,
 )
 
@@ -131,6 +132,45 @@ def test_bundle_averages_equal_model_updates_bit_for_bit(spark: SparkSession) ->
     )
     assert result == expected  # exact float equality, every column
     assert all(r["long_num_samples"] == 1000 for r in result)
+
+
+def test_long_term_averages_equal_model_updates_bit_for_bit(spark: SparkSession) -> None:
+    rng = random.Random(12)
+    rows: list[dict[str, Any]] = []
+    model: dict[str, BundleData] = {}
+    bundles = ["t/a/0x00000000_0x80000000", "t/a/0x80000000_0xffffffff"]
+    for snapshot in range(1100):  # past the 1000-sample window
+        for bundle in bundles:
+            if rng.random() < 0.2:
+                continue
+            brokers = ["b:1", "b:2"] if snapshot % 89 == 0 else ["b:1"]
+            for broker in brokers:
+                sample = random_sample(rng)
+                rows.append(
+                    {
+                        "snapshot_ms": snapshot,
+                        "cluster": "c",
+                        "broker": broker,
+                        "bundle": bundle,
+                        "namespace": "t/a",
+                        **sample,
+                    }
+                )
+                model[bundle] = model.get(bundle, BundleData.new_default()).updated(
+                    NamespaceBundleStats(**sample)
+                )
+    rng.shuffle(rows)
+    result = records(long_term_averages(frame(spark, BUNDLES, rows)), "bundle")
+    expected = [
+        {
+            "cluster": "c",
+            "bundle": bundle,
+            "long_num_samples": model[bundle].long_term_data.num_samples,
+            **{f"long_{k}": getattr(model[bundle].long_term_data, k) for k in KEYS},
+        }
+        for bundle in sorted(model)
+    ]
+    assert result == expected  # exact float equality
 
 
 def test_broker_averages_sum_latest_bundles_like_the_model(spark: SparkSession) -> None:

@@ -37,8 +37,11 @@ def cpu_capacity_msg_rate(spec: GenerateSpec) -> float:
 
 
 def _partitions(spark: SparkSession, rows: int) -> int:
-    parallelism = spark.sparkContext.defaultParallelism
-    return max(parallelism, math.ceil(rows / ROWS_PER_PARTITION))
+    """At most ``ROWS_PER_PARTITION`` rows each, and a whole multiple of the cores, so that
+    no core idles through a last round of tasks (three tasks on two cores take as long as
+    four)."""
+    parallelism = max(1, spark.sparkContext.defaultParallelism)
+    return parallelism * max(1, math.ceil(rows / ROWS_PER_PARTITION / parallelism))
 
 
 def generate(spark: SparkSession, spec: GenerateSpec, out: str) -> Summary:

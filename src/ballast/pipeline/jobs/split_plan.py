@@ -21,7 +21,7 @@ from ballast.pipeline.sparkio import (
     table_path,
     write_output,
 )
-from ballast.pipeline.transforms.averages import bundle_time_averages, rows_at
+from ballast.pipeline.transforms.averages import long_term_averages, rows_at
 from ballast.pipeline.transforms.split import PLAN_ALGORITHMS, split_candidates, split_points
 
 
@@ -41,8 +41,9 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     bundles = read_history(spark, paths.history, BUNDLES)
     topics = read_history(spark, paths.history, TOPICS)
     # The averages need every sample (one shuffle of the history); the plan reads them and
-    # the candidates several times, so both are computed once and kept.
-    averages = bundle_time_averages(bundles).persist(StorageLevel.MEMORY_AND_DISK)
+    # the candidates several times, so both are computed once and kept. The split rules
+    # read only the long-term averages, so only those are folded.
+    averages = long_term_averages(bundles).persist(StorageLevel.MEMORY_AND_DISK)
     latest = rows_at(bundles, latest_snapshots(brokers))
     candidates = split_candidates(brokers, latest, averages, config).persist(
         StorageLevel.MEMORY_AND_DISK

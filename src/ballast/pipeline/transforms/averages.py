@@ -6,9 +6,12 @@ a broker's bundles into its ``TimeAverageBrokerData``. Floating-point rounding m
 result depend on the exact order of operations, so instead of a closed form this transform
 runs the same recurrence, in the same order, inside Spark: each bundle's samples are
 collected, sorted by ``(snapshot_ms, broker)`` and folded with the SQL ``aggregate``
-higher-order function. Java and Python both use IEEE-754 doubles with round-to-nearest, so
-the results equal :meth:`ballast.model.loaddata.BundleData.updated` and
+higher-order function. Java and Python both use IEEE-754 doubles with round-to-nearest,
+so the results equal :meth:`ballast.model.loaddata.BundleData.updated` and
 :meth:`~ballast.model.loaddata.TimeAverageBrokerData.from_bundles` exactly.
+
+The samples are sorted with ``sort_array`` rather than ``array_sort``: the same order, but
+compiled, where ``array_sort``'s default comparator is an interpreted lambda.
 
 Order of samples: by snapshot time; a bundle reported by two brokers in one snapshot (during
 a transfer) gets both samples, in broker-id order. Broker sums run over the broker's bundles
@@ -43,30 +46,80 @@ def _default_values(defaults: NamespaceBundleStats) -> dict[str, float]:
     }
 
 
-def _initial_state(defaults: NamespaceBundleStats) -> Column:
-    """A bundle never seen: both averages at the defaults with no samples."""
+def _initial_state(defaults: NamespaceBundleStats, terms: tuple[str, ...]) -> Column:
+    """A bundle never seen: the averages of ``terms`` at the defaults."""
     values = _default_values(defaults)
-    fields: list[Column] = []
-    for term in _TERMS:
-        fields.append(F.lit(0).alias(f"{term}_n"))
-        fields.extend(F.lit(values[k]).cast("double").alias(f"{term}_{k}") for k in _KEYS)
-    fields.append(F.lit(0).cast("long").alias("topics"))
-    fields.append(F.lit(0).cast("long").alias("last_ms"))
-    return F.struct(*fields)
+    return F.struct(
+        *(F.lit(values[k]).cast("double").alias(f"{t}_{k}") for t in terms for k in _KEYS)
+    )
 
 
-def _updated(state: Column, sample: Column, maxima: dict[str, int]) -> Column:
-    """One ``BundleData.updated``: both terms take the sample, topics follow it."""
-    fields: list[Column] = []
-    for term in _TERMS:
-        n = F.least(state[f"{term}_n"] + F.lit(1), F.lit(maxima[term]))
-        fields.append(n.alias(f"{term}_n"))
-        for key in _KEYS:
-            value = ((n - F.lit(1)) * state[f"{term}_{key}"] + sample[key]) / n
-            fields.append(value.alias(f"{term}_{key}"))
-    fields.append(sample["topics"].alias("topics"))
-    fields.append(sample["snapshot_ms"].alias("last_ms"))
-    return F.struct(*fields)
+def _weighted(samples: Column, maxima: Mapping[str, int]) -> Column:
+    """Each sample with the sample counts the update of each term uses: the ``i``-th sample
+    (from 1) is folded in with ``n = min(i, window)``; ``<term>_n`` is ``n`` and
+    ``<term>_kept`` is ``n - 1``, both as doubles, exactly the values the recurrence's
+    integer ``n`` takes when it meets a double. Computed once per sample here, not in every
+    one of the fold's eight updates (an interpreted lambda evaluates a repeated
+    subexpression each time)."""
+
+    def weigh(sample: Column, index: Column) -> Column:
+        fields = [sample[k].alias(k) for k in _KEYS]
+        for term, window in maxima.items():
+            n = F.least(index + F.lit(1), F.lit(window))
+            fields.append(n.cast("double").alias(f"{term}_n"))
+            fields.append((n - F.lit(1)).cast("double").alias(f"{term}_kept"))
+        return F.struct(*fields)
+
+    return F.transform(samples, weigh)
+
+
+def _updated(state: Column, sample: Column, terms: tuple[str, ...]) -> Column:
+    """One ``BundleData.updated`` of ``terms``: ``f = ((n - 1) * f + sample) / n``."""
+    return F.struct(
+        *(
+            ((sample[f"{t}_kept"] * state[f"{t}_{k}"] + sample[k]) / sample[f"{t}_n"]).alias(
+                f"{t}_{k}"
+            )
+            for t in terms
+            for k in _KEYS
+        )
+    )
+
+
+def _folded(
+    bundles: DataFrame, maxima: Mapping[str, int], defaults: NamespaceBundleStats
+) -> DataFrame:
+    """Per (cluster, bundle): ``namespace``, ``last`` (the last sample: ``snapshot_ms``,
+    ``topics``), ``count`` (its samples) and ``state`` (``<term>_<key>`` for each term of
+    ``maxima``) after folding all samples in order. The last sample is the sorted array's
+    last element and a term's sample count is ``min(count, window)``, so the fold carries
+    only the averages."""
+    samples = bundles.groupBy("cluster", "bundle").agg(
+        F.first("namespace").alias("namespace"),
+        F.sort_array(
+            F.collect_list(
+                F.struct(
+                    "snapshot_ms",
+                    "broker",
+                    *_KEYS,
+                    F.col("topics").cast("long").alias("topics"),
+                )
+            )
+        ).alias("samples"),
+    )
+    terms = tuple(maxima)
+    return samples.select(
+        "cluster",
+        "bundle",
+        "namespace",
+        F.element_at("samples", -1).alias("last"),
+        F.size("samples").cast("long").alias("count"),
+        F.aggregate(
+            _weighted(F.col("samples"), maxima),
+            _initial_state(defaults, terms),
+            lambda state, sample: _updated(state, sample, terms),
+        ).alias("state"),
+    )
 
 
 def bundle_time_averages(
@@ -78,40 +131,40 @@ def bundle_time_averages(
 ) -> DataFrame:
     """``bundles`` history rows -> one ``bundle_averages`` row per (cluster, bundle): its
     averages after all of its samples, ``snapshot_ms`` being the last sample's time."""
-    samples = bundles.groupBy("cluster", "bundle").agg(
-        F.first("namespace").alias("namespace"),
-        F.array_sort(
-            F.collect_list(
-                F.struct(
-                    "snapshot_ms",
-                    "broker",
-                    *_KEYS,
-                    F.col("topics").cast("long").alias("topics"),
-                )
-            )
-        ).alias("samples"),
-    )
     maxima = {"short": short_samples, "long": long_samples}
-    folded = samples.select(
-        "cluster",
-        "bundle",
-        "namespace",
-        F.aggregate("samples", _initial_state(defaults), lambda s, x: _updated(s, x, maxima)).alias(
-            "state"
-        ),
-    )
+    folded = _folded(bundles, maxima, defaults)
     columns: list[Column] = [
-        F.col("state.last_ms").alias("snapshot_ms"),
+        F.col("last.snapshot_ms").alias("snapshot_ms"),
         F.col("cluster"),
         F.col("bundle"),
         F.col("namespace"),
     ]
     for term in _TERMS:
-        columns.append(F.col(f"state.{term}_n").cast("long").alias(f"{term}_num_samples"))
+        columns.append(
+            F.least(F.col("count"), F.lit(maxima[term]).cast("long")).alias(f"{term}_num_samples")
+        )
         columns.append(F.lit(maxima[term]).cast("long").alias(f"{term}_max_samples"))
         columns.extend(F.col(f"state.{term}_{k}").alias(f"{term}_{k}") for k in _KEYS)
-    columns.append(F.col("state.topics").alias("topics"))
+    columns.append(F.col("last.topics").alias("topics"))
     return folded.select(*columns).select(*BUNDLE_AVERAGES.column_names)
+
+
+def long_term_averages(
+    bundles: DataFrame,
+    *,
+    long_samples: int = NUM_LONG_SAMPLES,
+    defaults: NamespaceBundleStats = DEFAULT_BUNDLE_STATS,
+) -> DataFrame:
+    """Only the long-term columns of :func:`bundle_time_averages` (``cluster, bundle,
+    long_num_samples, long_msg_rate_in, ...``), bit for bit the same, for callers that need
+    no more (the split rules): the fold carries half the state."""
+    folded = _folded(bundles, {"long": long_samples}, defaults)
+    return folded.select(
+        "cluster",
+        "bundle",
+        F.least(F.col("count"), F.lit(long_samples).cast("long")).alias("long_num_samples"),
+        *(F.col(f"state.long_{k}").alias(f"long_{k}") for k in _KEYS),
+    )
 
 
 def latest_rows(frame: DataFrame) -> DataFrame:
@@ -161,7 +214,7 @@ def broker_time_averages(
         for k in _KEYS
     ]
     per_broker = averaged.groupBy("cluster", "snapshot_ms", "broker").agg(
-        F.array_sort(F.collect_list(F.struct(F.col("bundle"), *terms))).alias("parts")
+        F.sort_array(F.collect_list(F.struct(F.col("bundle"), *terms))).alias("parts")
     )
     names = [f"{t}_{k}" for t in _TERMS for k in _KEYS]
     zero = F.struct(*(F.lit(0.0).alias(n) for n in names))

@@ -81,7 +81,9 @@ def split_candidates(
     """Bundles the split rules select on each cluster's latest snapshot (see the module
     docstring): ``snapshot_ms, cluster, broker, bundle, namespace, topics, sessions,
     long_msg_rate, long_msg_throughput, reason``. Only the latest snapshot of ``bundles``
-    is read (a caller may pass just those rows)."""
+    is read (a caller may pass just those rows); of ``bundle_averages`` only ``cluster``,
+    ``bundle`` and the long-term rates and throughputs (as
+    :func:`~ballast.pipeline.transforms.averages.long_term_averages` gives them)."""
     live = latest_rows(brokers).select("cluster", "snapshot_ms", "broker")
     multi_broker = live.groupBy("cluster").count().filter(F.col("count") > 1).select("cluster")
     current = bundles.join(live, on=["cluster", "snapshot_ms", "broker"], how="left_semi")
