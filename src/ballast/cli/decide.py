@@ -5,7 +5,6 @@ are printed, never carried out."""
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -35,7 +34,7 @@ from ballast.balance.snapshot_json import (
 from ballast.balance.split import find_bundles_to_split, run_split_cycle
 from ballast.cli.common import fail, print_json, read_text_arg, settings_from, warn
 from ballast.model.bundles import InvalidBundle, canonical_bundle
-from ballast.model.codec import ModelError
+from ballast.model.codec import ModelError, json_safe
 from ballast.model.config import PlacementConfig, SheddingConfig, SplitConfig
 from ballast.model.config.settings import PLACEMENT_ALIASES
 
@@ -108,22 +107,11 @@ def load_snapshot(argument: str) -> ParsedSnapshot:
     return parsed
 
 
-def _json_safe(value: Any) -> Any:
-    """JSON has no infinities or NaN: print them as strings."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def _emit(
     decisions: Sequence[Decision], state: Mapping[str, Any], stats: Mapping[str, Any]
 ) -> None:
     print_json(
-        _json_safe(
+        json_safe(
             {
                 "decisions": [decision_to_json(d) for d in decisions],
                 "state": dict(state),

@@ -85,15 +85,18 @@ class MetadataStores:
         """A new client (with its own session) of the store at ``url``, with large values
         chunked (:class:`~ballast.metadata.chunking.ChunkingStore`)."""
         parsed = parse_store_url(url)
-        backend: MetadataStore
         if parsed.scheme == "zk":
             from ballast.metadata.zookeeper import ZooKeeperMetadataStore
 
-            backend = await ZooKeeperMetadataStore.connect(
-                parsed.target, session_timeout_s=session_timeout_s
+            # One client per process (a broker): each value version is read once, so a
+            # cache would only hold memory.
+            return ChunkingStore(
+                await ZooKeeperMetadataStore.connect(
+                    parsed.target, session_timeout_s=session_timeout_s
+                )
             )
-        else:
-            backend = MemoryMetadataStore(self.server(url), session_timeout_s)
+        # The clients of an in-process server read each other's large values: share one cache.
+        backend = MemoryMetadataStore(self.server(url), session_timeout_s)
         return ChunkingStore(backend, unpacked=self._unpacked)
 
     def close(self) -> None:

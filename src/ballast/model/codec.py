@@ -9,7 +9,9 @@ the entry by trial so the message names the key.
 from __future__ import annotations
 
 import copy
+import math
 import re
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import msgspec
@@ -62,6 +64,18 @@ def encode(value: Any) -> bytes:
 def to_builtins(value: Any) -> Any:
     """The JSON-ready form of a model value (dicts with camelCase keys, lists, numbers)."""
     return msgspec.to_builtins(value, order="deterministic")
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with its infinite and NaN floats as strings, at any depth: JSON has no such
+    numbers, and strategy stats use infinity (as ``ballast decide`` prints them)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def key_path(key: Any) -> str:

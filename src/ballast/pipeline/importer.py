@@ -33,7 +33,7 @@ from pathlib import Path
 
 import msgspec
 
-from ballast.balance.snapshot_json import parse_snapshot
+from ballast.balance.snapshot_json import KNOWN_KEYS, parse_snapshot
 from ballast.model.bundles import InvalidBundle, canonical_bundle
 from ballast.model.codec import ModelError
 from ballast.model.loaddata import (
@@ -131,15 +131,9 @@ def import_pulsar_dump(path: Path, options: ImportOptions) -> HistorySnapshot:
     )
 
 
-# Parts of a decide snapshot that no history table holds.
-NOT_KEPT = (
-    "recentlyUnloadedBundles",
-    "recentlyUnloadedBrokers",
-    "namespaces",
-    "policies",
-    "brokerLoadData",
-    "state",
-)
+# Parts of a decide snapshot the history tables hold; a warning names each of the others.
+KEPT = ("brokers", "timeAverages", "bundles")
+NOT_KEPT = tuple(key for key in KNOWN_KEYS if key not in KEPT)
 
 
 def read_decide_snapshot(

@@ -13,8 +13,6 @@ them.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from typing import Any
 
 from pyspark import StorageLevel
@@ -22,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ballast.balance.decisions import decision_to_json
+from ballast.model.codec import json_safe
 from ballast.model.config import Settings
 from ballast.pipeline.jobs.base import JobError, JobPaths, Summary
 from ballast.pipeline.schema import (
@@ -74,17 +73,6 @@ def _rows_by_cluster(frame: DataFrame) -> dict[str, list[dict[str, Any]]]:
     for row in frame.collect():
         grouped.setdefault(str(row["cluster"]), []).append(row.asDict())
     return grouped
-
-
-def _json_safe(value: Any) -> Any:
-    """JSON has no infinities or NaN: they become strings (as ``ballast decide`` prints)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value
 
 
 def shed_history(
@@ -147,7 +135,7 @@ def shed_history(
             outcome.cluster: {
                 "snapshotMs": outcome.snapshot_ms,
                 "decisions": [decision_to_json(d) for d in outcome.decisions],
-                "stats": _json_safe(dict(outcome.stats)),
+                "stats": json_safe(dict(outcome.stats)),
             }
             for outcome in outcomes
         },
