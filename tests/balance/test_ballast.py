@@ -128,6 +128,27 @@ def test_hysteresis_a_mild_spread_waits_one_run_an_idle_broker_does_not() -> Non
     assert moves == [] and state.hit_count == 0
 
 
+def test_a_lightly_loaded_cluster_is_balanced_by_its_ratios_too() -> None:
+    # A cluster at 2% load: the std-dev is tiny, yet one broker carries twice the mean and
+    # another nothing (a restarted broker). Predicted loads come from traffic, so a relative
+    # imbalance is as real at 2% as at 50%: the idle broker gets load at once and the
+    # heaviest is brought within the target multiple of the mean.
+    light = cluster(a=(0.001,) * 40, b=(0.001,) * 20, c=(0.001,) * 20, d=())
+    moves, _, _ = run(light)
+    assert moves and moves[0].reason.kind is ReasonKind.UNDERLOADED
+    after = loads_after(light, moves)
+    mean = sum(after.values()) / len(after)
+    assert max(after.values()) <= mean * CONFIG.target_max_over_mean
+    assert after["d"] > 0
+
+
+def test_an_empty_cluster_is_left_alone() -> None:
+    # Below a thousandth of a broker on average there is nothing to balance.
+    idle = cluster(a=(0.0001,) * 3, b=())
+    moves, _, stats = run(idle, BallastState(hit_count=5))
+    assert moves == [] and stats["reason"] == "HitCount"
+
+
 def test_small_differences_are_left_alone() -> None:
     # One bundle of difference: moving it would only swap the roles.
     snap = cluster(a=(0.1,) * 5, b=(0.1,) * 4)

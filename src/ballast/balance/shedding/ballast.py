@@ -12,13 +12,16 @@ and forth, and new or emptied brokers loaded at once. Rules:
   still listing a bundle it gave away, or not yet listing one it received, is corrected —
   so stale reports never trigger a second round of the same moves (Pulsar's over-unloading).
 - **Hysteresis.** A run acts when the standard deviation is above
-  ``loadBalancerBallastTriggerStd`` (0.04) for more than
+  ``loadBalancerBallastTriggerStd`` (0.045) for more than
   ``loadBalancerBallastHitCountThreshold`` (1) runs in a row — one noisy run is not enough — or
-  at once when a broker is idle (below ``loadBalancerBallastIdleLoadFraction`` of the mean, by
-  more than the trigger: a new or restarted broker) or overloaded (above the overload
+  at once when a broker is idle (below ``loadBalancerBallastIdleLoadFraction`` of the mean: a
+  new or restarted broker) or overloaded (above the overload
   threshold and the mean by more than the trigger). Once acting, it moves load until the
   predicted deviation is at most the target, going on at the next runs (without waiting for
-  the trigger again) when the limits per run stopped it short.
+  the trigger again) when the limits per run stopped it short. The rules on the mean are
+  ratios: predicted loads carry the traffic's relative noise, so a broker at twice the mean
+  is as real an imbalance at 2% load as at 50%; below a mean of ``MIN_MEAN_LOAD`` there is
+  nothing to balance.
 - **Several brokers per run, best fit.** Repeatedly, the heaviest broker that can still give
   sends one bundle to one of the four lightest brokers that may receive it: the bundle whose
   load is closest to half their gap, examined around that point in the broker's bundles
@@ -95,6 +98,8 @@ COST_MEMORY = 0.5
 # the best-fit position.
 DESTINATIONS = 4
 NEIGHBOURS = 3
+# Mean broker load below which there is nothing to balance (a thousandth of a broker).
+MIN_MEAN_LOAD = 0.001
 # Slack for comparing sums of loads against the limits (floating-point rounding).
 EPSILON = 1e-9
 
@@ -266,7 +271,7 @@ def find_bundles_to_unload(
     idle = sorted(
         b
         for b, value in load.items()
-        if value < config.idle_load_fraction * mean and mean - value > config.trigger_std
+        if mean > MIN_MEAN_LOAD and value < config.idle_load_fraction * mean
     )
     overloaded = sorted(
         b
@@ -353,7 +358,7 @@ def _beyond(
     ratio = config.trigger_max_over_mean if trigger else config.target_max_over_mean
     if spread > limit_std:
         return True
-    return heaviest > mean * ratio and heaviest - mean > config.target_std
+    return mean > MIN_MEAN_LOAD and heaviest > mean * ratio
 
 
 def _balance(plan: _Plan, reason: Reason, idle: Sequence[BrokerId]) -> list[Move]:
@@ -408,7 +413,7 @@ def _next_step(plan: _Plan, mean: float) -> _Step | None:
             return None
         if source in plan.exhausted:
             continue
-        step = _best_from(plan, source)
+        step = _best_from(plan, source, mean)
         if step is not None:
             return step
         plan.exhausted.add(source)
@@ -424,8 +429,11 @@ def _destinations(plan: _Plan, source: BrokerId) -> list[BrokerId]:
     return lightest[:DESTINATIONS]
 
 
-def _best_from(plan: _Plan, source: BrokerId) -> _Step | None:
+def _best_from(plan: _Plan, source: BrokerId, mean: float) -> _Step | None:
     config = plan.config
+    # A gap narrower than the minimum improvement, or than the band the target allows around
+    # the mean (the smaller: a lightly loaded cluster is balanced by its ratios), is left.
+    least_gap = min(config.min_improvement, (config.target_max_over_mean - 1) * mean)
     cap = config.max_load_moved_per_broker
     budget = cap - plan.sent.get(source, 0.0) + EPSILON
     if budget <= EPSILON:
@@ -438,7 +446,7 @@ def _best_from(plan: _Plan, source: BrokerId) -> _Step | None:
     source_load = plan.load[source]
     for destination in _destinations(plan, source):
         gap = source_load - plan.load[destination]
-        if gap <= config.min_improvement:
+        if gap <= least_gap:  # destinations lightest first: no wider gap is left
             break
         room = cap - plan.received.get(destination, 0.0) + EPSILON
         position = bisect.bisect_left(sizes, gap / 2)

@@ -110,7 +110,7 @@ STRATEGY_SETTINGS: tuple[Setting, ...] = (
         1.08,
         "",
         "ballast: also start balancing when the heaviest broker is above this multiple of the "
-        "mean load (and above it by more than the target std-dev).",
+        "mean load.",
         minimum=1,
     ),
     Setting(
