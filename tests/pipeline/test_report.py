@@ -13,8 +13,10 @@ from ballast.pipeline.schema import BROKERS, BUNDLES
 from ballast.pipeline.transforms.report import (
     broker_load_over_time,
     broker_load_percentiles,
+    namespace_load_from_partials,
     namespace_load_over_time,
     namespace_load_percentiles,
+    namespace_partials,
     top_namespaces,
 )
 
@@ -72,9 +74,8 @@ def test_broker_percentiles_over_time(spark: SparkSession) -> None:
     assert a["msg_rate_mean"] == 300.0
 
 
-@pytest.mark.spark
-def test_namespace_load(spark: SparkSession) -> None:
-    bundle_rows = [
+def namespace_bundle_rows() -> list[dict[str, object]]:
+    return [
         {
             "snapshot_ms": s,
             "cluster": "c",
@@ -88,7 +89,11 @@ def test_namespace_load(spark: SparkSession) -> None:
         for ns, rates in (("t/busy", [100.0, 300.0 * (s + 1)]), ("t/calm", [1.0]))
         for i, rate in enumerate(rates)
     ]
-    series = namespace_load_over_time(frame(spark, BUNDLES, bundle_rows))
+
+
+@pytest.mark.spark
+def test_namespace_load(spark: SparkSession) -> None:
+    series = namespace_load_over_time(frame(spark, BUNDLES, namespace_bundle_rows()))
     over_time = records(series, "namespace", "snapshot_ms")
     busy0 = over_time[0]
     assert (busy0["msg_rate"], busy0["bundles"]) == (800.0, 2)
@@ -99,6 +104,18 @@ def test_namespace_load(spark: SparkSession) -> None:
     assert rows[0]["msg_rate_max"] == 1400.0
     assert rows[1]["bundle_peak_to_mean_p95"] == 1.0
     assert [r["namespace"] for r in records(top_namespaces(stats, 1), "rank")] == ["t/busy"]
+
+
+@pytest.mark.spark
+def test_namespace_load_from_partial_aggregates(spark: SparkSession) -> None:
+    rows = namespace_bundle_rows()
+    rows += [{**r, "cluster": "d", "msg_rate_in": 2 * r["msg_rate_in"]} for r in rows]  # type: ignore[operator]
+    bundles = frame(spark, BUNDLES, rows)
+    expected = records(namespace_load_over_time(bundles), "cluster", "namespace", "snapshot_ms")
+    for parts in (1, 3):  # rows of one namespace and snapshot spread over partial results
+        partials = namespace_partials(bundles.repartition(parts))
+        got = namespace_load_from_partials(partials)
+        assert records(got, "cluster", "namespace", "snapshot_ms") == expected
 
 
 def test_render_report_writes_charts_and_escaped_tables() -> None:

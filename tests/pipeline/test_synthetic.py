@@ -6,26 +6,23 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from ballast.model.bundles import BundleName, hash_key
 from ballast.pipeline.jobs.generate import generate
 from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS
 from ballast.pipeline.sparkio import read_history
+from ballast.pipeline.synthetic_arrays import static_plan, xxhash64
 from ballast.pipeline.synthetic_spec import (
     GenerateSpec,
     SpecError,
     broker_plan,
     namespace_plan,
 )
-from ballast.pipeline.transforms.synthetic import (
-    NAMESPACE_PLAN_SCHEMA,
-    bundle_samples,
-    namespace_rows,
-    synthetic_bundles,
-    synthetic_topics,
-)
+from ballast.pipeline.transforms.synthetic import RANGES_SCHEMA, synthetic_rows
 
 from .helpers import records
 
@@ -166,21 +163,38 @@ def test_same_spec_same_history_on_any_partitioning(
         first = records(read_history(spark, generated, table), *keys)
         again = records(read_history(spark, str(tmp_path), table), *keys)
         assert first == again, table.name
-    # Rows depend only on their coordinates, not on how the id range is split.
-    namespaces = spark.createDataFrame(namespace_rows(namespace_plan(SPEC)), NAMESPACE_PLAN_SCHEMA)
-    static = synthetic_bundles(namespaces, synthetic_topics(namespaces, SPEC), SPEC)
-    count = SPEC.snapshots * SPEC.bundles
-    split = [
-        records(
-            bundle_samples(
-                spark.range(0, count, numPartitions=parts), static, SPEC, broker_plan(SPEC)
-            ),
-            "snapshot_ms",
-            "bundle",
-        )
-        for parts in (1, 7)
-    ]
-    assert split[0] == split[1]
-    assert [{k: v for k, v in r.items() if k != "broker_index"} for r in split[0]] == records(
-        read_history(spark, generated, BUNDLES), "snapshot_ms", "bundle"
+    # Rows depend only on their coordinates, not on how the snapshots are split into
+    # ranges and partitions; Spark's writer (used off local file systems) gets the same rows.
+    plan = spark.sparkContext.broadcast(static_plan(SPEC))
+    try:
+        for table, keys in (
+            (BUNDLES, ("snapshot_ms", "bundle")),
+            (BROKERS, ("snapshot_ms", "broker")),
+        ):
+            split = [
+                records(
+                    synthetic_rows(
+                        spark.createDataFrame(ranges, RANGES_SCHEMA).repartition(len(ranges)),
+                        SPEC,
+                        plan,
+                        table,
+                    ),
+                    *keys,
+                )
+                for ranges in ([(0, 45)], [(0, 7), (7, 20), (20, 45)])
+            ]
+            assert split[0] == split[1] == records(read_history(spark, generated, table), *keys)
+    finally:
+        plan.destroy()
+
+
+@pytest.mark.spark
+def test_hashes_are_sparks_xxhash64(spark: SparkSession) -> None:
+    ids = spark.range(0, 500).select(
+        F.col("id"),
+        (F.col("id") * 7919 - 10**12).alias("other"),
+        F.xxhash64(F.lit(5).cast("long"), F.lit(3).cast("long"), "id", "other").alias("hash"),
     )
+    rows = ids.toPandas()
+    ours = xxhash64(5, 3, rows["id"].to_numpy(), rows["other"].to_numpy())
+    assert np.array_equal(ours, rows["hash"].to_numpy())

@@ -5,8 +5,10 @@ Spark master given explicitly (``spark://host:7077``, ``yarn``, ``k8s://...``), 
 ``spark-submit``, which has already chosen the master and configuration (then nothing here
 overrides them unless asked).
 
-The jobs use only Spark SQL expressions (no Python UDFs), so executors of a cluster need no
-Ballast or Python packages; only the driver imports Ballast.
+Most jobs use only Spark SQL expressions, so executors need no Ballast. ``generate`` runs
+numpy code in its tasks, and ``report`` does for histories on a local file system: their
+executors need Python with Ballast, numpy, pandas and pyarrow (in local mode the workers run
+the driver's interpreter, which has them).
 
 This is the one pipeline module that reads the environment and the machine's size.
 """

@@ -1,7 +1,7 @@
 """What a synthetic history looks like: its parameters (:class:`GenerateSpec`) and the small
 per-namespace and per-broker plan derived from them on the driver (pure Python, seeded).
 
-The model (the per-row arithmetic lives in :mod:`ballast.pipeline.transforms.synthetic`):
+The model (the per-row arithmetic lives in :mod:`ballast.pipeline.synthetic_arrays`):
 
 - ``namespaces`` namespaces over ``tenants`` tenants. Namespace ``n`` weighs
   ``(n + 1) ** -skew`` (Zipf): its share of the topics and of the traffic. Bundles are spread

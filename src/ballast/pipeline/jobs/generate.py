@@ -1,90 +1,83 @@
 """``generate``: a synthetic history of any size (see :mod:`ballast.pipeline.synthetic_spec`),
-computed and written by Spark, so the largest sizes need no single-process memory.
+computed by Spark tasks, each a range of snapshots, so the largest sizes need no
+single-process memory.
 
-Replaces the ``brokers``, ``bundles`` and ``topics`` tables under the output path.
+Replaces the ``brokers``, ``bundles`` and ``topics`` tables under the output path. On a
+local file system the tasks write their Parquet files themselves with pyarrow
+(:mod:`ballast.pipeline.taskio`); elsewhere (HDFS, S3) their rows go to Spark's writer.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Iterator
 
-from pyspark import StorageLevel
+import pyarrow as pa
+from pyspark import Broadcast
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from ballast.pipeline.jobs.base import Summary
-from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS
+from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS, Table
 from ballast.pipeline.sparkio import table_path, write_history
-from ballast.pipeline.synthetic_spec import GenerateSpec, broker_plan, namespace_plan
-from ballast.pipeline.transforms.synthetic import (
-    NAMESPACE_PLAN_SCHEMA,
-    broker_samples,
-    bundle_samples,
-    namespace_rows,
-    synthetic_bundles,
-    synthetic_topics,
-    topic_samples,
-)
+from ballast.pipeline.synthetic_arrays import StaticPlan, history_rows, static_plan
+from ballast.pipeline.synthetic_spec import GenerateSpec
+from ballast.pipeline.taskio import local_root, write_in_tasks
+from ballast.pipeline.transforms.synthetic import synthetic_rows
 
-ROWS_PER_PARTITION = 2_000_000
+ROWS_PER_TASK = 2_000_000
 
 
-def cpu_capacity_msg_rate(spec: GenerateSpec) -> float:
-    """Messages per second (in + out) a broker handles at full CPU: twice the mean broker
-    load, so an evenly loaded cluster sits near half its CPU."""
-    plans = namespace_plan(spec)
-    total = sum(p.msg_rate * (1 + p.fanout) for p in plans)
-    return 2.0 * total / spec.brokers
-
-
-def _partitions(spark: SparkSession, rows: int) -> int:
-    """At most ``ROWS_PER_PARTITION`` rows each, and a whole multiple of the cores, so that
-    no core idles through a last round of tasks (three tasks on two cores take as long as
-    four)."""
+def _task_count(spark: SparkSession, spec: GenerateSpec) -> int:
+    """At most ``ROWS_PER_TASK`` bundle rows each, and a whole multiple of the cores, so
+    that no core idles through a last round of tasks (three tasks on two cores take as long
+    as four); never more than there are snapshots."""
     parallelism = max(1, spark.sparkContext.defaultParallelism)
-    return parallelism * max(1, math.ceil(rows / ROWS_PER_PARTITION / parallelism))
+    rows = spec.snapshots * spec.bundles
+    count = parallelism * max(1, math.ceil(rows / ROWS_PER_TASK / parallelism))
+    return min(count, spec.snapshots)
+
+
+def snapshot_ranges(spark: SparkSession, spec: GenerateSpec) -> DataFrame:
+    """Consecutive ranges of snapshot indexes (``first``, ``end``), one per partition."""
+    count = _task_count(spark, spec)
+    step = math.ceil(spec.snapshots / count)
+    ids = spark.range(0, math.ceil(spec.snapshots / step), numPartitions=count)
+    return ids.select(
+        (F.col("id") * step).alias("first"),
+        F.least((F.col("id") + 1) * step, F.lit(spec.snapshots)).cast("long").alias("end"),
+    )
+
+
+def _rows(
+    spec: GenerateSpec, plan: Broadcast[StaticPlan], snapshots: range
+) -> Iterator[tuple[Table, pa.RecordBatch]]:
+    return history_rows(spec, plan.value, snapshots)
 
 
 def generate(spark: SparkSession, spec: GenerateSpec, out: str) -> Summary:
-    namespaces = spark.createDataFrame(namespace_rows(namespace_plan(spec)), NAMESPACE_PLAN_SCHEMA)
-    # Both are small next to the samples and read several times: computed once.
-    topics = synthetic_topics(namespaces, spec).persist(StorageLevel.MEMORY_AND_DISK)
-    bundles = synthetic_bundles(namespaces, topics, spec).persist(StorageLevel.MEMORY_AND_DISK)
+    tables = (BROKERS, BUNDLES, *((TOPICS,) if spec.topic_snapshots else ()))
+    # The plan (every bundle's and topic's traits) is small next to the rows: computed once
+    # here and shipped to the tasks.
+    plan = spark.sparkContext.broadcast(static_plan(spec))
     try:
-        return _write(spark, spec, out, topics, bundles)
+        ranges = snapshot_ranges(spark, spec)
+        root = local_root(spark, out)
+        if root is not None:
+            write_in_tasks(ranges, functools.partial(_rows, spec, plan), root, tables)
+        else:
+            for table in tables:
+                write_history(
+                    synthetic_rows(ranges, spec, plan, table), out, table, mode="overwrite"
+                )
     finally:
-        bundles.unpersist()
-        topics.unpersist()
-
-
-def _write(
-    spark: SparkSession, spec: GenerateSpec, out: str, topics: DataFrame, bundles: DataFrame
-) -> Summary:
-    brokers = broker_plan(spec)
-    bundle_count = spec.snapshots * spec.bundles
-    ids = spark.range(0, bundle_count, numPartitions=_partitions(spark, bundle_count))
-    bundle_rows = bundle_samples(ids, bundles, spec, brokers)
-    write_history(bundle_rows, out, BUNDLES, mode="overwrite")
-    grid_size = spec.snapshots * spec.brokers
-    grid = spark.range(0, grid_size, numPartitions=_partitions(spark, grid_size))
-    write_history(
-        broker_samples(grid, bundle_rows, spec, brokers, cpu_capacity_msg_rate(spec)),
-        out,
-        BROKERS,
-        mode="overwrite",
-    )
-    snapshots = spec.topic_snapshots
-    if snapshots:
-        indexes = spark.createDataFrame([(s,) for s in snapshots], "snapshot long")
-        write_history(
-            topic_samples(indexes, topics, bundles, spec, brokers), out, TOPICS, mode="overwrite"
-        )
+        plan.destroy()
     return {
         "cluster": spec.cluster,
         "snapshots": spec.snapshots,
-        "bundleRows": bundle_count,
-        "topicRows": len(snapshots) * spec.topics,
+        "bundleRows": spec.snapshots * spec.bundles,
+        "topicRows": len(spec.topic_snapshots) * spec.topics,
         "brokers": spec.brokers,
-        "outputs": [
-            table_path(out, t) for t in (BROKERS, BUNDLES, *((TOPICS,) if snapshots else ()))
-        ],
+        "outputs": [table_path(out, t) for t in tables],
     }

@@ -6,7 +6,9 @@ HTML page with PNG charts and CSV tables, written to a local directory ``out``:
 - ``broker_load_over_time.csv``, ``broker_percentiles.csv``, ``namespace_percentiles.csv``.
 
 Spark does the aggregation; only the aggregates (one row per snapshot, broker or namespace,
-and the busiest namespaces' series) reach the driver.
+and the busiest namespaces' series) reach the driver. The bundle rows (most of the history)
+are summed per namespace and snapshot in the tasks with pyarrow when the history is on a local
+file system (:func:`ballast.pipeline.taskio.read_in_tasks`), and by Spark SQL elsewhere.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pandas as pd
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from ballast.model.config import Settings
 from ballast.model.config.components import resource_weights
@@ -23,11 +25,16 @@ from ballast.pipeline.jobs.base import JobError, JobPaths, Summary
 from ballast.pipeline.report_render import ClusterReport, render_report
 from ballast.pipeline.schema import BROKERS, BUNDLES
 from ballast.pipeline.sparkio import read_history
+from ballast.pipeline.taskio import local_files, local_root, read_in_tasks
 from ballast.pipeline.transforms.report import (
+    NAMESPACE_INPUT_COLUMNS,
+    NAMESPACE_PARTIAL_SCHEMA,
     broker_load_over_time,
     broker_load_percentiles,
+    namespace_load_from_partials,
     namespace_load_over_time,
     namespace_load_percentiles,
+    namespace_partials_of,
     top_namespaces,
 )
 
@@ -46,21 +53,36 @@ def _of(frame: pd.DataFrame, cluster: str) -> pd.DataFrame:
     return frame[frame["cluster"] == cluster].reset_index(drop=True)
 
 
+def namespace_series(spark: SparkSession, history: str) -> DataFrame:
+    """Per namespace and snapshot load (:func:`namespace_load_over_time`) of a history."""
+    bundles = read_history(spark, history, BUNDLES)
+    if local_root(spark, history) is None:
+        return namespace_load_over_time(bundles)
+    partials = read_in_tasks(
+        spark,
+        local_files(bundles),
+        BUNDLES,
+        NAMESPACE_INPUT_COLUMNS,
+        namespace_partials_of,
+        NAMESPACE_PARTIAL_SCHEMA,
+    )
+    return namespace_load_from_partials(partials)
+
+
 def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     directory = local_directory(paths.out)
     weights = resource_weights(settings)
     brokers = read_history(spark, paths.history, BROKERS)
-    bundles = read_history(spark, paths.history, BUNDLES)
     over_time = broker_load_over_time(brokers, weights).toPandas()
     broker_table = broker_load_percentiles(brokers, weights).toPandas()
-    namespace_series = namespace_load_over_time(bundles).cache()
+    series = namespace_series(spark, paths.history).cache()
     try:
-        namespace_stats = namespace_load_percentiles(namespace_series)
+        namespace_stats = namespace_load_percentiles(series)
         namespace_table = namespace_stats.toPandas()
         top = top_namespaces(namespace_stats, TOP_NAMESPACES)
-        top_series = namespace_series.join(top, on=["cluster", "namespace"]).toPandas()
+        top_series = series.join(top, on=["cluster", "namespace"]).toPandas()
     finally:
-        namespace_series.unpersist()
+        series.unpersist()
     clusters = sorted(set(over_time["cluster"]) | set(namespace_table["cluster"]))
     reports = [
         ClusterReport(

@@ -18,6 +18,12 @@ the namespace's mean bundle msg rate: how unevenly a namespace's bundles share i
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -76,31 +82,99 @@ def broker_load_percentiles(brokers: DataFrame, weights: ResourceWeights) -> Dat
 
 
 def namespace_load_over_time(bundles: DataFrame) -> DataFrame:
-    """Per (cluster, snapshot_ms, namespace): ``msg_rate`` and ``msg_throughput`` (in + out,
-    summed over its bundles), ``bundles`` and ``bundle_peak_to_mean``."""
+    """Per (cluster, snapshot_ms, namespace): ``msg_rate`` (in + out, summed over its
+    bundles), ``bundles`` and ``bundle_peak_to_mean``."""
     rates = bundles.select(
-        "cluster",
-        "snapshot_ms",
-        "namespace",
-        (F.col("msg_rate_in") + F.col("msg_rate_out")).alias("rate"),
-        (F.col("msg_throughput_in") + F.col("msg_throughput_out")).alias("throughput"),
+        *NAMESPACE_KEYS, (F.col("msg_rate_in") + F.col("msg_rate_out")).alias("rate")
     )
-    summary = rates.groupBy("cluster", "snapshot_ms", "namespace").agg(
+    summary = rates.groupBy(*NAMESPACE_KEYS).agg(
         F.sum("rate").alias("msg_rate"),
-        F.sum("throughput").alias("msg_throughput"),
         F.count("*").alias("bundles"),
         F.max("rate").alias("bundle_rate_max"),
     )
+    return _with_peak_to_mean(summary)
+
+
+def _with_peak_to_mean(summary: DataFrame) -> DataFrame:
     mean_bundle = F.col("msg_rate") / F.col("bundles")
     return summary.select(
-        "cluster",
-        "snapshot_ms",
-        "namespace",
+        *NAMESPACE_KEYS,
         "msg_rate",
-        "msg_throughput",
         "bundles",
         _ratio(F.col("bundle_rate_max"), mean_bundle).alias("bundle_peak_to_mean"),
     )
+
+
+# Sums, counts and maxima are decomposable: each task aggregates its own rows (vectorised,
+# with numpy) and Spark combines the partial results, a few rows per namespace and snapshot
+# instead of one per bundle.
+NAMESPACE_KEYS = ("cluster", "snapshot_ms", "namespace")
+NAMESPACE_INPUT_COLUMNS = (*NAMESPACE_KEYS, "msg_rate_in", "msg_rate_out")
+NAMESPACE_PARTIAL_SCHEMA = (
+    "cluster string, snapshot_ms long, namespace string, msg_rate double, bundles long, "
+    "bundle_rate_max double"
+)
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[npt.NDArray[np.int64], pa.Array]:
+    """Each row's index into the column's distinct strings, and those strings."""
+    if not pa.types.is_dictionary(column.type):
+        column = column.dictionary_encode()
+    column = column.unify_dictionaries()
+    if column.num_chunks == 0:
+        return np.empty(0, dtype=np.int64), pa.array([], pa.string())
+    indices = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in column.chunks]
+    return np.concatenate(indices).astype(np.int64), column.chunk(0).dictionary
+
+
+def namespace_partials_of(rows: pa.Table) -> pa.Table:
+    """Partial per-namespace aggregates (``NAMESPACE_PARTIAL_SCHEMA``) of some ``bundles``
+    rows with ``NAMESPACE_INPUT_COLUMNS`` (strings plain or dictionary-encoded, no nulls):
+    rows are grouped by integer codes of their keys, then summed with ``bincount``."""
+    clusters, cluster_names = _codes(rows.column("cluster"))
+    namespaces, namespace_names = _codes(rows.column("namespace"))
+    snapshots, snapshot_values = pd.factorize(rows.column("snapshot_ms").to_numpy())
+    spaces, cluster_count = len(namespace_names), len(cluster_names)
+    cell = (snapshots.astype(np.int64) * cluster_count + clusters) * spaces + namespaces
+    group, cells = pd.factorize(cell)
+    rate = rows.column("msg_rate_in").to_numpy() + rows.column("msg_rate_out").to_numpy()
+    peak = np.full(len(cells), -np.inf)
+    np.maximum.at(peak, group, rate)
+    return pa.table(
+        {
+            "cluster": cluster_names.take(pa.array((cells // spaces) % max(1, cluster_count))),
+            "snapshot_ms": pa.array(
+                np.asarray(snapshot_values, dtype=np.int64)[cells // (spaces * cluster_count)]
+                if len(cells)
+                else np.empty(0, dtype=np.int64)
+            ),
+            "namespace": namespace_names.take(pa.array(cells % max(1, spaces))),
+            "msg_rate": pa.array(np.bincount(group, weights=rate, minlength=len(cells))),
+            "bundles": pa.array(np.bincount(group, minlength=len(cells)).astype(np.int64)),
+            "bundle_rate_max": pa.array(peak),
+        }
+    )
+
+
+def namespace_partials(bundles: DataFrame) -> DataFrame:
+    """:func:`namespace_partials_of` of each batch of ``bundles`` rows (``mapInArrow``)."""
+
+    def partials(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield from namespace_partials_of(pa.Table.from_batches([batch])).to_batches()
+
+    return bundles.select(*NAMESPACE_INPUT_COLUMNS).mapInArrow(partials, NAMESPACE_PARTIAL_SCHEMA)
+
+
+def namespace_load_from_partials(partials: DataFrame) -> DataFrame:
+    """:func:`namespace_load_over_time` from partial aggregates (``NAMESPACE_PARTIAL_SCHEMA``,
+    from :func:`namespace_partials` or tasks that read the history themselves)."""
+    summary = partials.groupBy(*NAMESPACE_KEYS).agg(
+        F.sum("msg_rate").alias("msg_rate"),
+        F.sum("bundles").alias("bundles"),
+        F.max("bundle_rate_max").alias("bundle_rate_max"),
+    )
+    return _with_peak_to_mean(summary)
 
 
 def namespace_load_percentiles(namespace_over_time: DataFrame) -> DataFrame:
