@@ -29,6 +29,8 @@ from ballast.tasks import cancel_and_wait, spawn
 
 log = logging.getLogger(__name__)
 
+# The stats of the bundles a broker serves. A source may return the same mapping object again
+# only while its contents stay the same (the reporter then skips the rebuild).
 BundleStatsSource = Callable[[], Mapping[str, NamespaceBundleStats]]
 
 
@@ -54,6 +56,7 @@ class LoadReporter:
         self._last_written = self._local
         self._usage = SystemResourceUsage()
         self._usage_sampled_at: float | None = None
+        self._built_from: Mapping[str, NamespaceBundleStats] | None = None
         self._task: asyncio.Task[None] | None = None
         self.writes = 0
 
@@ -68,16 +71,28 @@ class LoadReporter:
 
     def rebuild(self) -> LocalBrokerData:
         """Refresh the report from the bundle stats and (when due) the host usage."""
-        stats = dict(self._bundle_stats())
+        stats = self._bundle_stats()
+        same_stats = stats is self._built_from
         now = self._clock.monotonic()
-        if (
-            self._host_usage.continuous
-            or self._usage_sampled_at is None
-            or now - self._usage_sampled_at >= self._config.host_usage_check_interval_ms / 1000
-        ):
+        if self._host_usage.continuous:
+            # A continuous provider's usage is a function of the traffic: the same stats
+            # give the same usage.
+            sample_due = not same_stats
+        else:
+            sample_due = (
+                self._usage_sampled_at is None
+                or now - self._usage_sampled_at
+                >= self._config.host_usage_check_interval_ms / 1000
+            )
+        if sample_due:
             self._usage = self._host_usage.sample(sum_stats_of(stats.values()))
             self._usage_sampled_at = now
+        elif same_stats:
+            # Nothing changed since the last rebuild: updating would give the same report
+            # (its bundles are the stats' keys already, so no gains or losses either).
+            return self._local
         self._local = self._local.updated(self._usage, stats)
+        self._built_from = stats
         return self._local
 
     async def register(self) -> None:
