@@ -200,13 +200,17 @@ def canonicalize_bundles(data: LocalBrokerData, *, root: str = "$") -> LocalBrok
     """Normalise every bundle name in a report (keys of ``lastStats``, members of
     ``bundles`` and the deltas) to lowercase canonical form."""
 
-    def names(field: str, values: frozenset[str]) -> frozenset[str]:
-        return frozenset(canonical_bundle_key(v, f"{root}.{field}{key_path(v)}") for v in values)
+    def canonical(name: str, field: str) -> str:
+        # the path is only spelled out for an error: a report holds thousands of names
+        try:
+            return _canonical(name)
+        except InvalidBundle:
+            return canonical_bundle_key(name, f"{root}.{field}{key_path(name)}")
 
-    stats = {
-        canonical_bundle_key(key, f"{root}.lastStats{key_path(key)}"): value
-        for key, value in data.last_stats.items()
-    }
+    def names(field: str, values: frozenset[str]) -> frozenset[str]:
+        return frozenset(canonical(v, field) for v in values)
+
+    stats = {canonical(key, "lastStats"): value for key, value in data.last_stats.items()}
     bundles = names("bundles", data.bundles)
     gains = names("lastBundleGains", data.last_bundle_gains)
     losses = names("lastBundleLosses", data.last_bundle_losses)
