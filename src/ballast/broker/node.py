@@ -114,9 +114,10 @@ class BrokerNode:
         self.topic_index = NamespaceTopicIndex(store)
         self.served = ServedTopics()
         self._serving_order: tuple[int, list[tuple[str, BundleName, set[TopicName]]]] = (-1, [])
-        self._last_stats: tuple[
-            tuple[int, int, int] | None, Mapping[str, NamespaceBundleStats]
-        ] = (None, MappingProxyType({}))
+        self._last_stats: tuple[tuple[int, int, int] | None, Mapping[str, NamespaceBundleStats]] = (
+            None,
+            MappingProxyType({}),
+        )
         self.reporter = LoadReporter(
             identity,
             self.registration,

@@ -81,8 +81,7 @@ class LoadReporter:
         else:
             sample_due = (
                 self._usage_sampled_at is None
-                or now - self._usage_sampled_at
-                >= self._config.host_usage_check_interval_ms / 1000
+                or now - self._usage_sampled_at >= self._config.host_usage_check_interval_ms / 1000
             )
         if sample_due:
             self._usage = self._host_usage.sample(sum_stats_of(stats.values()))
