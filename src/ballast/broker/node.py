@@ -113,7 +113,9 @@ class BrokerNode:
         self.owners = OwnershipCache(store)
         self.topic_index = NamespaceTopicIndex(store)
         self.served = ServedTopics()
-        self._serving_order: tuple[int, list[tuple[str, BundleName, set[TopicName]]]] = (-1, [])
+        self._claimed_order: tuple[
+            tuple[int, int], list[tuple[str, BundleName, set[TopicName]]]
+        ] = ((-1, -1), [])
         self._last_stats: tuple[tuple[int, int, int] | None, Mapping[str, NamespaceBundleStats]] = (
             None,
             MappingProxyType({}),
@@ -329,18 +331,24 @@ class BrokerNode:
         cached_key, cached = self._last_stats
         if key is not None and key == cached_key:
             return cached
-        changes, serving = self._serving_order
-        if changes != self.served.changes:
-            serving = sorted((str(b), b, topics) for b, topics in self.served.bundle_topics())
-            self._serving_order = (self.served.changes, serving)
-        state_of = self.ownership.state_of
+        changes = (self.served.changes, self.ownership.changes)
+        claimed_changes, claimed = self._claimed_order
+        if changes != claimed_changes:
+            # the served bundles we hold, in name order: kept while the served map and the
+            # claims stay the same (the traffic alone changes far more often)
+            state_of = self.ownership.state_of
+            owned = OwnershipState.OWNED
+            claimed = [
+                (name, bundle, topics)
+                for name, bundle, topics in sorted(
+                    (str(b), b, topics) for b, topics in self.served.bundle_topics()
+                )
+                if state_of(bundle) is owned
+            ]
+            self._claimed_order = (changes, claimed)
         traffic = self.traffic
         stats = MappingProxyType(
-            {
-                name: traffic.bundle_stats(bundle, topics)
-                for name, bundle, topics in serving
-                if state_of(bundle) is OwnershipState.OWNED
-            }
+            {name: traffic.bundle_stats(bundle, topics) for name, bundle, topics in claimed}
         )
         self._last_stats = (key, stats)
         return stats
