@@ -11,6 +11,7 @@ per change), so placing thousands of bundles in a row stays cheap.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -129,6 +130,9 @@ class ClusterImage:
         return gone
 
     def preallocate(self, bundle: str, broker: str, data: BundleData, new: bool) -> None:
+        # interned as the names of decoded reports are: a key of the bundle data that is the
+        # reports' very string matches their lookups without comparing characters
+        bundle = sys.intern(bundle)
         view = self.brokers.get(broker)
         if view is not None:
             view.preallocate(bundle, data)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -185,7 +186,9 @@ class LocalBrokerData(msgspec.Struct, frozen=True, kw_only=True, rename="camel")
 
 @functools.lru_cache(maxsize=65536)
 def _canonical(name: str) -> str:
-    return canonical_bundle(name)
+    # interned: every report's keys, and the leader's bundle data keyed by them, share one
+    # string object per bundle (see canonicalize_bundles)
+    return sys.intern(canonical_bundle(name))
 
 
 def canonical_bundle_key(name: str, path: str) -> str:
@@ -214,19 +217,18 @@ def canonicalize_bundles(data: LocalBrokerData, *, root: str = "$") -> LocalBrok
     bundles = names("bundles", data.bundles)
     gains = names("lastBundleGains", data.last_bundle_gains)
     losses = names("lastBundleLosses", data.last_bundle_losses)
-    if (
-        stats.keys() == data.last_stats.keys()
-        and bundles == data.bundles
-        and gains == data.last_bundle_gains
-        and losses == data.last_bundle_losses
-    ):
-        return data
+    # The stats are keyed by the interned canonical strings even when the names were canonical
+    # already: the leader looks every reported bundle up in its bundle data on each update,
+    # and a key that is the very object stored there matches without comparing characters.
+    # The sets are kept as decoded when their names were canonical (the same iteration).
     return msgspec.structs.replace(
         data,
         last_stats=stats,
-        bundles=bundles,
-        last_bundle_gains=gains,
-        last_bundle_losses=losses,
+        bundles=data.bundles if bundles == data.bundles else bundles,
+        last_bundle_gains=data.last_bundle_gains if gains == data.last_bundle_gains else gains,
+        last_bundle_losses=(
+            data.last_bundle_losses if losses == data.last_bundle_losses else losses
+        ),
     )
 
 
