@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from ballast.model.codec import ModelError, decode, encode
 from ballast.model.loaddata import (
     DEFAULT_BUNDLE_STATS,
+    AdvertisedListener,
     BrokerData,
     BundleData,
     LoadData,
@@ -306,6 +307,36 @@ broker_averages = st.builds(
 @given(reports)
 def test_local_broker_data_round_trips(report: LocalBrokerData) -> None:
     assert LocalBrokerData.from_json(report.to_json()) == report
+
+
+@given(
+    reports,
+    st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=3),
+    st.dictionaries(
+        st.text(max_size=5),
+        st.builds(AdvertisedListener, broker_service_url=st.none() | st.text(max_size=8)),
+        max_size=2,
+    ),
+    st.frozensets(bundle_names, max_size=3),
+    st.none() | st.text(max_size=8),
+)
+def test_report_json_is_the_json_dict_encoded(
+    report: LocalBrokerData,
+    protocols: dict[str, str],
+    listeners: dict[str, AdvertisedListener],
+    gains: frozenset[str],
+    version: str | None,
+) -> None:
+    """to_json encodes straight from the struct: the same bytes as the dict Pulsar's
+    Jackson shape is built as (keys sorted at every level)."""
+    report = msgspec.structs.replace(
+        report,
+        protocols=protocols,
+        advertised_listeners=listeners,
+        last_bundle_gains=gains,
+        broker_version_string=version,
+    )
+    assert report.to_json() == encode(report.to_json_dict())
 
 
 @given(bundle_datas)
