@@ -230,10 +230,13 @@ class LoadSnapshot:
         found = memo.get(name)
         if found is not None:
             known, value = found
-            if len(known) == len(depends_on) and all(
-                a is b for a, b in zip(known, depends_on, strict=True)
-            ):
-                return value  # type: ignore[return-value]
+            if len(known) == len(depends_on):
+                # a loop, not all() over a generator: placement asks this for every broker
+                for a, b in zip(known, depends_on, strict=True):
+                    if a is not b:
+                        break
+                else:
+                    return value  # type: ignore[return-value]
         fresh = compute()
         memo[name] = (depends_on, fresh)
         return fresh
