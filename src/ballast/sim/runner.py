@@ -406,7 +406,7 @@ class Simulation:
             return 0.0
         sums = self.traffic.sums_by(self.traffic.served_in, size, only_flowing=False)
         biggest = max(self.capacities, key=lambda c: (c.cores, c.nic_bytes_per_s))
-        capacity = Capacities.of([biggest] * size)
+        capacity = Capacities.repeated(biggest, size)
         usage = metrics.usage_of(
             sums.rate_in, sums.rate_out, sums.tput_in, sums.tput_out, sums.topics, capacity
         )
