@@ -23,7 +23,9 @@ NUM_LONG_SAMPLES = 1000
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 
 
-class TimeAverageMessageData(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+# gc=False: only numbers (and structs of numbers) inside, so no reference cycles; the leader
+# and the simulator make millions of these, and untracked ones cost the collector nothing.
+class TimeAverageMessageData(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """Moving averages of one bundle's rates and throughputs over at most ``max_samples``
     samples: a plain mean until ``max_samples`` is reached, then each new sample weighs
     ``1 / max_samples``."""
@@ -81,7 +83,7 @@ class TimeAverageMessageData(msgspec.Struct, frozen=True, kw_only=True, rename="
         return self.msg_throughput_in + self.msg_throughput_out
 
 
-class BundleData(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+class BundleData(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """A bundle's short-term (10 samples) and long-term (1000 samples) averages and its topic
     count, as the leader keeps them."""
 
@@ -121,7 +123,7 @@ class BundleData(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         return decode(data, cls, root=root)
 
 
-class TimeAverageBrokerData(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+class TimeAverageBrokerData(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """The sums of a broker's bundles' short- and long-term averages."""
 
     short_term_msg_throughput_in: NonNegativeFloat = 0.0
