@@ -24,6 +24,7 @@ from ballast.model.loaddata import (
     SystemResourceUsage,
     TimeAverageBrokerData,
     TimeAverageMessageData,
+    largest_change,
     need_broker_data_update,
     percent_change,
 )
@@ -241,6 +242,21 @@ def test_need_broker_data_update_rules() -> None:
     assert decide(_report(1000, 50, 5, 0))  # 25% more bundles
     assert decide(_report(1000, 50, 4, 0), now_ms=15 * 60_000 + 1)  # max interval passed
     assert not decide(_report(1000, 50, 4, 0), now_ms=15 * 60_000)
+    assert largest_change(last, _report(1000, 61, 4, 0), weights) == pytest.approx(("usage", 11))
+    assert largest_change(last, _report(1000, 50, 5, 0), weights) == ("numBundles", 25.0)
+    # a change the caller computed already decides the same
+    for current in (_report(1050, 52, 4, 0), _report(1101, 50, 4, 0)):
+        for now_ms in (60_000, 15 * 60_000 + 1):
+            given_change = need_broker_data_update(
+                last,
+                current,
+                now_ms=now_ms,
+                max_interval_ms=15 * 60_000,
+                threshold_percentage=10,
+                weights=weights,
+                change=largest_change(last, current, weights),
+            )
+            assert given_change.write == decide(current, now_ms)
 
 
 def test_load_data_for_shedding_skips_system_namespaces() -> None:

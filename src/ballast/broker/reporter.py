@@ -23,6 +23,7 @@ from ballast.model.loaddata import (
     LocalBrokerData,
     NamespaceBundleStats,
     SystemResourceUsage,
+    largest_change,
     need_broker_data_update,
 )
 from ballast.tasks import cancel_and_wait, spawn
@@ -57,6 +58,8 @@ class LoadReporter:
         self._usage = SystemResourceUsage()
         self._usage_sampled_at: float | None = None
         self._built_from: Mapping[str, NamespaceBundleStats] | None = None
+        # the last reports compared (written, current) and their largest change
+        self._compared: tuple[LocalBrokerData, LocalBrokerData, tuple[str, float]] | None = None
         self._task: asyncio.Task[None] | None = None
         self.writes = 0
 
@@ -103,13 +106,21 @@ class LoadReporter:
     async def report(self, *, force: bool = False) -> bool:
         """Rebuild, and write if forced or worth it. Returns whether it wrote."""
         current = self.rebuild()
+        last_written = self._last_written
+        compared = self._compared
+        if compared is not None and compared[0] is last_written and compared[1] is current:
+            change = compared[2]  # neither report changed since the last check
+        else:
+            change = largest_change(last_written, current, self._config.weights)
+            self._compared = (last_written, current, change)
         decision = need_broker_data_update(
-            self._last_written,
+            last_written,
             current,
             now_ms=self._clock.wall_ms(),
             max_interval_ms=self._config.update_max_interval_ms,
             threshold_percentage=self._config.update_threshold_percentage,
             weights=self._config.weights,
+            change=change,
         )
         if not (force or decision.write):
             return False

@@ -263,22 +263,12 @@ class ReportDecision:
     reason: str
 
 
-def need_broker_data_update(
-    last_written: LocalBrokerData,
-    current: LocalBrokerData,
-    *,
-    now_ms: int,
-    max_interval_ms: int,
-    threshold_percentage: float,
-    weights: ResourceWeights,
-) -> ReportDecision:
-    """Pulsar's ``needBrokerDataUpdate``: write when more than ``max_interval_ms`` passed since
-    the last write, or when the largest change since the last written report — weighted max
-    usage (percentage points), total message rate, total throughput or bundle count (percent)
-    — is strictly above ``threshold_percentage``."""
-    elapsed_ms = now_ms - last_written.last_update
-    if elapsed_ms > max_interval_ms:
-        return ReportDecision(True, f"{elapsed_ms} ms since last write > {max_interval_ms} ms")
+def largest_change(
+    last_written: LocalBrokerData, current: LocalBrokerData, weights: ResourceWeights
+) -> tuple[str, float]:
+    """``needBrokerDataUpdate``'s largest change since the last written report, and what
+    changed: weighted max usage (percentage points), total message rate, total throughput or
+    bundle count (percent); the first of equal ones."""
     changes = {
         "usage": 100.0
         * abs(
@@ -289,7 +279,28 @@ def need_broker_data_update(
         "msgThroughput": percent_change(last_written.msg_throughput, current.msg_throughput),
         "numBundles": percent_change(last_written.num_bundles, current.num_bundles),
     }
-    what, change = max(changes.items(), key=lambda item: item[1])
-    if change > threshold_percentage:
-        return ReportDecision(True, f"{what} changed {change:.1f}% > {threshold_percentage}%")
-    return ReportDecision(False, f"largest change {what} {change:.1f}% <= {threshold_percentage}%")
+    return max(changes.items(), key=lambda item: item[1])
+
+
+def need_broker_data_update(
+    last_written: LocalBrokerData,
+    current: LocalBrokerData,
+    *,
+    now_ms: int,
+    max_interval_ms: int,
+    threshold_percentage: float,
+    weights: ResourceWeights,
+    change: tuple[str, float] | None = None,
+) -> ReportDecision:
+    """Pulsar's ``needBrokerDataUpdate``: write when more than ``max_interval_ms`` passed since
+    the last write, or when the largest change since the last written report — weighted max
+    usage (percentage points), total message rate, total throughput or bundle count (percent)
+    — is strictly above ``threshold_percentage``. ``change``: :func:`largest_change` of the
+    same reports, if the caller has it already."""
+    elapsed_ms = now_ms - last_written.last_update
+    if elapsed_ms > max_interval_ms:
+        return ReportDecision(True, f"{elapsed_ms} ms since last write > {max_interval_ms} ms")
+    what, amount = change if change is not None else largest_change(last_written, current, weights)
+    if amount > threshold_percentage:
+        return ReportDecision(True, f"{what} changed {amount:.1f}% > {threshold_percentage}%")
+    return ReportDecision(False, f"largest change {what} {amount:.1f}% <= {threshold_percentage}%")
