@@ -4,13 +4,17 @@ for any traffic."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ballast.balance.loadmodel import (
     Capacity,
     Costs,
     Traffic,
+    Usage,
     fit_costs,
     load_of,
+    load_with,
     usage_of,
 )
 from ballast.model.loaddata import LocalBrokerData, ResourceUsage, ResourceWeights
@@ -64,3 +68,33 @@ def test_load_is_the_weighted_max_over_the_predicted_resources() -> None:
     assert load_of(usage, capacity, nic_only) == pytest.approx(0.4)  # 400 Mbit/s of 1 Gbit/s
     idle = usage_of(costs, Traffic())
     assert load_of(idle, capacity, ResourceWeights()) == pytest.approx(0.1)  # memory etc.
+
+
+usages = st.builds(
+    Usage,
+    st.floats(0, 1e12, allow_nan=False),
+    st.floats(0, 1e12, allow_nan=False),
+    st.floats(0, 1e12, allow_nan=False),
+)
+weights = st.builds(
+    ResourceWeights,
+    cpu=st.sampled_from([0.0, 0.5, 1.0]),
+    bandwidth_in=st.sampled_from([0.0, 1.0]),
+    bandwidth_out=st.sampled_from([0.0, 1.0, 2.0]),
+)
+capacities = st.builds(
+    Capacity,
+    cpu=st.floats(-1, 1e4, allow_nan=False),
+    nic_in=st.floats(-1, 1e9, allow_nan=False),
+    nic_out=st.floats(-1, 1e9, allow_nan=False),
+    static_load=st.floats(0, 2, allow_nan=False),
+)
+
+
+@given(usages, usages, capacities, weights)
+def test_load_with_an_addition_is_the_load_of_the_sum(
+    usage: Usage, added: Usage, capacity: Capacity, weights: ResourceWeights
+) -> None:
+    assert load_with(usage, added, capacity, weights) == load_of(
+        usage.plus(added), capacity, weights
+    )

@@ -9,7 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ballast.balance.snapshot import LoadSnapshot
-from ballast.model.loaddata import BrokerData, BundleData, TimeAverageMessageData
+from ballast.model.loaddata import (
+    BrokerData,
+    BundleData,
+    TimeAverageBrokerData,
+    TimeAverageMessageData,
+)
 from tests.balance.build import report
 
 NAMESPACES = ("t/a", "t/b", "t/c")
@@ -83,3 +88,21 @@ def test_evolve_shares_the_lookups_of_unchanged_brokers() -> None:
     # Same brokers and bundles: the whole index is shared too.
     index = first.index
     assert first.with_recently_unloaded(bundles={"x": 1}).index is index
+
+
+def test_evolve_shares_the_lookups_of_a_broker_whose_report_stayed() -> None:
+    first = build([([("t/a", 1)], []), ([("t/b", 2)], [("t/c", 3)])])
+    plain, preallocating = first.broker_index("b0"), first.broker_index("b1")
+    remade = {  # new time averages: new BrokerData objects around the same reports
+        broker: BrokerData(
+            local_data=old.local_data,
+            time_average_data=TimeAverageBrokerData(long_term_msg_rate_in=1.0),
+            preallocated_bundle_data=dict(old.preallocated_bundle_data),
+        )
+        for broker, old in first.brokers.items()
+    }
+    second = first.evolve(brokers=MappingProxyType(remade))
+    assert second.broker_index("b0") is plain
+    # with preallocations the lookups are made again (their sums depend on their order)
+    assert second.broker_index("b1") is not preallocating
+    assert second.broker_index("b1") == preallocating

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+import pytest
+
 from ballast.broker.cluster import LocalCluster
 from ballast.broker.identity import BrokerIdentity
 from ballast.broker.lookup import AnswerKind
@@ -97,10 +99,12 @@ async def test_bundle_stats_are_reused_until_traffic_or_ownership_change(clock: 
     traffic.set(topic, TopicStats.of(10, 100))
     assert owner.bundle_stats()[str(bundle)].msg_rate_in == 10
     asked = len(traffic.asked)
-    assert owner.bundle_stats()[str(bundle)].msg_rate_in == 10
+    first = owner.bundle_stats()
+    assert owner.bundle_stats() is first  # nothing changed: the same mapping
+    assert first[str(bundle)].msg_rate_in == 10
     assert len(traffic.asked) == asked  # nothing changed: the stats are reused
-    owner.bundle_stats()[str(bundle)] = NamespaceBundleStats()  # the caller's own copy
-    assert owner.bundle_stats()[str(bundle)].msg_rate_in == 10
+    with pytest.raises(TypeError):
+        first[str(bundle)] = NamespaceBundleStats()  # type: ignore[index]  # read-only
     traffic.set(topic, TopicStats.of(20, 100))
     assert owner.bundle_stats()[str(bundle)].msg_rate_in == 20
     await owner.ownership.forget(bundle)

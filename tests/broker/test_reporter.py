@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from ballast.broker.host_usage import BrokerCapacity, ModelledHostUsage
 from ballast.broker.identity import BrokerIdentity
 from ballast.broker.reporter import LoadReporter
@@ -9,7 +12,7 @@ from ballast.clock import Clock
 from ballast.coordination.registry import BrokerRegistration
 from ballast.metadata.factory import MetadataStores
 from ballast.model.config import ReportConfig, load_settings
-from ballast.model.loaddata import LocalBrokerData, NamespaceBundleStats
+from ballast.model.loaddata import LocalBrokerData, NamespaceBundleStats, SystemResourceUsage
 
 BUNDLE = "t/ns/0x00000000_0xffffffff"
 
@@ -67,3 +70,45 @@ def test_modelled_usage_from_traffic() -> None:
     assert abs(sampled.cpu.percent_usage() - 10.075) < 1e-4
     assert abs(sampled.bandwidth_in.percent_usage() - 50.0) < 1e-4
     assert abs(sampled.bandwidth_out.percent_usage() - 25.0) < 1e-4
+
+
+class CountingUsage(ModelledHostUsage):
+    def __init__(self) -> None:
+        super().__init__(BrokerCapacity())
+        self.samples = 0
+
+    def sample(self, traffic: NamespaceBundleStats) -> SystemResourceUsage:
+        self.samples += 1
+        return super().sample(traffic)
+
+
+async def test_rebuild_reuses_the_report_while_the_stats_mapping_is_the_same(
+    clock: Clock,
+) -> None:
+    stores = MetadataStores(clock)
+    store = await stores.connect("memory:")
+    identity = BrokerIdentity("b1", 8080, 6650)
+    served: dict[str, Mapping[str, NamespaceBundleStats]] = {
+        "now": MappingProxyType({BUNDLE: NamespaceBundleStats(msg_rate_in=10.0, topics=1)})
+    }
+    usage = CountingUsage()
+    reporter = LoadReporter(
+        identity,
+        BrokerRegistration(store, identity.broker_id, clock),
+        usage,
+        lambda: served["now"],
+        ReportConfig.from_settings(load_settings().settings),
+        clock,
+    )
+    first = reporter.rebuild()
+    assert reporter.rebuild() is first and usage.samples == 1  # same mapping: nothing to do
+    served["now"] = MappingProxyType(dict(served["now"]))  # a new mapping, equal contents
+    second = reporter.rebuild()
+    assert second is not first and second == first and usage.samples == 2
+    await reporter.register()  # written: the deltas cleared, the report kept otherwise
+    written = reporter.current
+    assert reporter.rebuild() is written
+    served["now"] = MappingProxyType({})
+    assert reporter.rebuild().last_bundle_losses == frozenset({BUNDLE})
+    await store.close()
+    stores.close()

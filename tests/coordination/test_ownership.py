@@ -65,6 +65,7 @@ async def test_acquire_and_contend(harness: Harness, clock: Clock) -> None:
     theirs = await b.acquire(BUNDLE)
     assert theirs.broker_id == "a:8080"  # b learns the owner instead
     assert a.owned() == {BUNDLE: S.OWNED} and b.owned() == {}
+    assert a.count_owned() == 1 and a.count_owned(excluding=BUNDLE) == 0 and b.count_owned() == 0
     again = await a.acquire(BUNDLE)  # idempotent for the owner
     assert again.broker_id == "a:8080"
 
@@ -115,7 +116,7 @@ async def test_suspended_owner_claims_nothing(harness: Harness, clock: Clock) ->
     await a.acquire(BUNDLE)
     await harness.partition(store)
     await eventually(lambda: a.owned() == {}, clock, what="claims hidden", timeout_s=5)
-    assert a.state_of(BUNDLE) is S.FREE
+    assert a.state_of(BUNDLE) is S.FREE and a.count_owned() == 0
     await harness.heal(store)
     await eventually(lambda: a.owned() == {BUNDLE: S.OWNED}, clock, what="claims back")
 

@@ -39,12 +39,14 @@ async def test_join_update_leave(harness: Harness, clock: Clock) -> None:
     await eventually(lambda: "b1:8080" in registry.brokers(), clock, what="join seen")
     entry = registry.brokers()["b1:8080"]
     assert entry.session == broker_store.session_id
+    assert registry.entry("b1:8080") == entry and registry.entry("b9:8080") is None
     await me.update(b'{"webServiceUrl":"http://b1:8080","numBundles":3}')
     await eventually(
         lambda: b"numBundles" in registry.brokers()["b1:8080"].data, clock, what="update"
     )
     await me.unregister()
     await eventually(lambda: "b1:8080" not in registry.brokers(), clock, what="leave seen")
+    assert registry.entry("b1:8080") is None
     assert events_for(changes, "b1:8080") == ["joined", "updated", "left"]
     await registry.stop()
 

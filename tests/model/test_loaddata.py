@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from ballast.model.codec import ModelError, decode, encode
 from ballast.model.loaddata import (
     DEFAULT_BUNDLE_STATS,
+    AdvertisedListener,
     BrokerData,
     BundleData,
     LoadData,
@@ -23,6 +24,7 @@ from ballast.model.loaddata import (
     SystemResourceUsage,
     TimeAverageBrokerData,
     TimeAverageMessageData,
+    largest_change,
     need_broker_data_update,
     percent_change,
 )
@@ -240,6 +242,21 @@ def test_need_broker_data_update_rules() -> None:
     assert decide(_report(1000, 50, 5, 0))  # 25% more bundles
     assert decide(_report(1000, 50, 4, 0), now_ms=15 * 60_000 + 1)  # max interval passed
     assert not decide(_report(1000, 50, 4, 0), now_ms=15 * 60_000)
+    assert largest_change(last, _report(1000, 61, 4, 0), weights) == pytest.approx(("usage", 11))
+    assert largest_change(last, _report(1000, 50, 5, 0), weights) == ("numBundles", 25.0)
+    # a change the caller computed already decides the same
+    for current in (_report(1050, 52, 4, 0), _report(1101, 50, 4, 0)):
+        for now_ms in (60_000, 15 * 60_000 + 1):
+            given_change = need_broker_data_update(
+                last,
+                current,
+                now_ms=now_ms,
+                max_interval_ms=15 * 60_000,
+                threshold_percentage=10,
+                weights=weights,
+                change=largest_change(last, current, weights),
+            )
+            assert given_change.write == decide(current, now_ms)
 
 
 def test_load_data_for_shedding_skips_system_namespaces() -> None:
@@ -306,6 +323,36 @@ broker_averages = st.builds(
 @given(reports)
 def test_local_broker_data_round_trips(report: LocalBrokerData) -> None:
     assert LocalBrokerData.from_json(report.to_json()) == report
+
+
+@given(
+    reports,
+    st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=3),
+    st.dictionaries(
+        st.text(max_size=5),
+        st.builds(AdvertisedListener, broker_service_url=st.none() | st.text(max_size=8)),
+        max_size=2,
+    ),
+    st.frozensets(bundle_names, max_size=3),
+    st.none() | st.text(max_size=8),
+)
+def test_report_json_is_the_json_dict_encoded(
+    report: LocalBrokerData,
+    protocols: dict[str, str],
+    listeners: dict[str, AdvertisedListener],
+    gains: frozenset[str],
+    version: str | None,
+) -> None:
+    """to_json encodes straight from the struct: the same bytes as the dict Pulsar's
+    Jackson shape is built as (keys sorted at every level)."""
+    report = msgspec.structs.replace(
+        report,
+        protocols=protocols,
+        advertised_listeners=listeners,
+        last_bundle_gains=gains,
+        broker_version_string=version,
+    )
+    assert report.to_json() == encode(report.to_json_dict())
 
 
 @given(bundle_datas)

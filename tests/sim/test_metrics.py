@@ -89,3 +89,10 @@ def test_bounces_within_the_grace_period_only() -> None:
         move(20, "transfer", "b", "a"),
     ]
     assert count_bounces(split_between, grace) == 0
+
+
+def test_repeated_capacities_are_the_columns_of_copies() -> None:
+    repeated, listed = Capacities.repeated(CAP, 3), Capacities.of([CAP] * 3)
+    for name in Capacities.__slots__:
+        assert np.array_equal(getattr(repeated, name), getattr(listed, name))
+    assert Capacities.repeated(CAP, 0).cores.shape == (0,)

@@ -230,10 +230,13 @@ class LoadSnapshot:
         found = memo.get(name)
         if found is not None:
             known, value = found
-            if len(known) == len(depends_on) and all(
-                a is b for a, b in zip(known, depends_on, strict=True)
-            ):
-                return value  # type: ignore[return-value]
+            if len(known) == len(depends_on):
+                # a loop, not all() over a generator: placement asks this for every broker
+                for a, b in zip(known, depends_on, strict=True):
+                    if a is not b:
+                        break
+                else:
+                    return value  # type: ignore[return-value]
         fresh = compute()
         memo[name] = (depends_on, fresh)
         return fresh
@@ -280,8 +283,9 @@ class LoadSnapshot:
         broker_load: Mapping[BrokerId, BrokerLoad] | None = None,
     ) -> LoadSnapshot:
         """The same snapshot with some values replaced (the caller hands over immutable
-        values). Lookups of brokers whose data is the very same object are shared, and the
-        whole index too when brokers and bundles are both unchanged."""
+        values). Lookups of brokers whose report is the very same object (and that have no
+        preallocations, or the very same data) are shared, and the whole index too when
+        brokers and bundles are both unchanged."""
         evolved = LoadSnapshot(
             brokers=self.brokers if brokers is None else brokers,
             bundles=self.bundles if bundles is None else bundles,
@@ -302,7 +306,7 @@ class LoadSnapshot:
         memo = evolved._memo
         memo.derived.update(self._memo.derived)
         for broker, found in self._memo.brokers.items():
-            if evolved.brokers.get(broker) is self.brokers.get(broker):
+            if _same_index(self.brokers.get(broker), evolved.brokers.get(broker)):
                 memo.brokers[broker] = found
         if evolved.brokers is self.brokers and evolved.bundles is self.bundles:
             memo.index = self._memo.index
@@ -326,6 +330,21 @@ def reported_bundles(local: LocalBrokerData) -> frozenset[str]:
     if not local.last_stats:
         return local.bundles
     return local.bundles | local.last_stats.keys()
+
+
+def _same_index(old: BrokerData | None, new: BrokerData | None) -> bool:
+    """Whether :func:`_broker_index` of ``new`` is that of ``old``: the same object, or the
+    same report without preallocations (a broker's data is made again whenever its time
+    averages change, on every update of the leader, while its report mostly stays)."""
+    if old is new:
+        return True
+    return (
+        old is not None
+        and new is not None
+        and old.local_data is new.local_data
+        and not old.preallocated_bundle_data
+        and not new.preallocated_bundle_data
+    )
 
 
 def _broker_index(data: BrokerData) -> BrokerIndex:

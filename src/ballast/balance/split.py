@@ -73,9 +73,29 @@ def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitR
     chosen: dict[str, tuple[BrokerId, Reason]] = {}
     added: dict[str, int] = {}
     refused: list[JsonValue] = []
+    bundles = snapshot.bundles
+    max_topics, max_sessions = config.max_topics, config.max_sessions
+    max_rate, max_bandwidth = config.max_msg_rate, config.max_bandwidth_bytes
     for broker, data in snapshot.brokers.items():
         for bundle, bundle_stats in data.local_data.last_stats.items():
             if bundle_stats.topics < 2:
+                continue
+            # _exceeded's tests without their reasons first: the leader checks every bundle
+            # after every update, and almost none qualifies.
+            averages = bundles.get(bundle)
+            rate = throughput = 0.0
+            if averages is not None:
+                rate = averages.long_term_data.total_msg_rate
+                throughput = averages.long_term_data.total_msg_throughput
+            if (
+                bundle_stats.topics <= max_topics
+                and (
+                    max_sessions <= 0
+                    or bundle_stats.consumer_count + bundle_stats.producer_count <= max_sessions
+                )
+                and not rate > max_rate
+                and not throughput > max_bandwidth
+            ):
                 continue
             exceeded = _exceeded(snapshot, bundle, bundle_stats, config)
             if not exceeded:

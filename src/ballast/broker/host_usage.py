@@ -23,8 +23,9 @@ MIB = 1024 * 1024
 
 
 class HostUsageProvider(Protocol):
-    # True when sampling is cheap and exact (derived from the traffic being reported): the
-    # reporter then samples with every report instead of every host-usage check interval.
+    # True when sampling is cheap and exact (a function of the traffic being reported alone):
+    # the reporter then samples whenever the traffic changes instead of every host-usage
+    # check interval.
     continuous: bool
 
     def sample(self, traffic: NamespaceBundleStats) -> SystemResourceUsage:

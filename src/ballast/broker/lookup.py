@@ -306,7 +306,7 @@ class LookupService:
 
     def known_urls(self, broker_id: str) -> BrokerUrls | None:
         """:meth:`urls_of` without awaiting: the registry view is kept in memory."""
-        entry = self._registry.brokers().get(broker_id)
+        entry = self._registry.entry(broker_id)
         if entry is None:
             return None
         key = (broker_id, entry.version)

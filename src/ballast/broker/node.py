@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from ballast.broker.caches import NamespaceBundlesCache, OwnershipCache
 from ballast.broker.host_usage import HostUsageProvider
@@ -112,10 +113,12 @@ class BrokerNode:
         self.owners = OwnershipCache(store)
         self.topic_index = NamespaceTopicIndex(store)
         self.served = ServedTopics()
-        self._serving_order: tuple[int, list[tuple[str, BundleName, set[TopicName]]]] = (-1, [])
-        self._last_stats: tuple[tuple[int, int, int] | None, dict[str, NamespaceBundleStats]] = (
+        self._claimed_order: tuple[
+            tuple[int, int], list[tuple[str, BundleName, set[TopicName]]]
+        ] = ((-1, -1), [])
+        self._last_stats: tuple[tuple[int, int, int] | None, Mapping[str, NamespaceBundleStats]] = (
             None,
-            {},
+            MappingProxyType({}),
         )
         self.reporter = LoadReporter(
             identity,
@@ -317,29 +320,38 @@ class BrokerNode:
         self.served.remove_bundle(bundle)
         self.owners.invalidate(bundle)
 
-    def bundle_stats(self) -> dict[str, NamespaceBundleStats]:
+    def bundle_stats(self) -> Mapping[str, NamespaceBundleStats]:
         """Stats of every bundle this broker serves (the ``lastStats`` of its report), in
-        bundle-name order."""
+        bundle-name order. Read-only, and the same object until something in it may have
+        changed: callers may skip what they derived from the previous one."""
         # Reports are rebuilt every minute while traffic and ownership mostly stay put: the
         # result is reused until the served map, the claims or the traffic change.
         revision = self.traffic.revision
         key = None if revision is None else (self.served.changes, self.ownership.changes, revision)
         cached_key, cached = self._last_stats
         if key is not None and key == cached_key:
-            return dict(cached)
-        changes, serving = self._serving_order
-        if changes != self.served.changes:
-            serving = sorted((str(b), b, topics) for b, topics in self.served.bundle_topics())
-            self._serving_order = (self.served.changes, serving)
-        state_of = self.ownership.state_of
+            return cached
+        changes = (self.served.changes, self.ownership.changes)
+        claimed_changes, claimed = self._claimed_order
+        if changes != claimed_changes:
+            # the served bundles we hold, in name order: kept while the served map and the
+            # claims stay the same (the traffic alone changes far more often)
+            state_of = self.ownership.state_of
+            owned = OwnershipState.OWNED
+            claimed = [
+                (name, bundle, topics)
+                for name, bundle, topics in sorted(
+                    (str(b), b, topics) for b, topics in self.served.bundle_topics()
+                )
+                if state_of(bundle) is owned
+            ]
+            self._claimed_order = (changes, claimed)
         traffic = self.traffic
-        stats = {
-            name: traffic.bundle_stats(bundle, topics)
-            for name, bundle, topics in serving
-            if state_of(bundle) is OwnershipState.OWNED
-        }
+        stats = MappingProxyType(
+            {name: traffic.bundle_stats(bundle, topics) for name, bundle, topics in claimed}
+        )
         self._last_stats = (key, stats)
-        return dict(stats)
+        return stats
 
     async def open_topic(self, topic: TopicName) -> bool:
         """A client opens ``topic`` here (a producer or consumer connecting: Pulsar's

@@ -23,12 +23,15 @@ from ballast.model.loaddata import (
     LocalBrokerData,
     NamespaceBundleStats,
     SystemResourceUsage,
+    largest_change,
     need_broker_data_update,
 )
 from ballast.tasks import cancel_and_wait, spawn
 
 log = logging.getLogger(__name__)
 
+# The stats of the bundles a broker serves. A source may return the same mapping object again
+# only while its contents stay the same (the reporter then skips the rebuild).
 BundleStatsSource = Callable[[], Mapping[str, NamespaceBundleStats]]
 
 
@@ -54,6 +57,9 @@ class LoadReporter:
         self._last_written = self._local
         self._usage = SystemResourceUsage()
         self._usage_sampled_at: float | None = None
+        self._built_from: Mapping[str, NamespaceBundleStats] | None = None
+        # the last reports compared (written, current) and their largest change
+        self._compared: tuple[LocalBrokerData, LocalBrokerData, tuple[str, float]] | None = None
         self._task: asyncio.Task[None] | None = None
         self.writes = 0
 
@@ -68,16 +74,27 @@ class LoadReporter:
 
     def rebuild(self) -> LocalBrokerData:
         """Refresh the report from the bundle stats and (when due) the host usage."""
-        stats = dict(self._bundle_stats())
+        stats = self._bundle_stats()
+        same_stats = stats is self._built_from
         now = self._clock.monotonic()
-        if (
-            self._host_usage.continuous
-            or self._usage_sampled_at is None
-            or now - self._usage_sampled_at >= self._config.host_usage_check_interval_ms / 1000
-        ):
+        if self._host_usage.continuous:
+            # A continuous provider's usage is a function of the traffic: the same stats
+            # give the same usage.
+            sample_due = not same_stats
+        else:
+            sample_due = (
+                self._usage_sampled_at is None
+                or now - self._usage_sampled_at >= self._config.host_usage_check_interval_ms / 1000
+            )
+        if sample_due:
             self._usage = self._host_usage.sample(sum_stats_of(stats.values()))
             self._usage_sampled_at = now
+        elif same_stats:
+            # Nothing changed since the last rebuild: updating would give the same report
+            # (its bundles are the stats' keys already, so no gains or losses either).
+            return self._local
         self._local = self._local.updated(self._usage, stats)
+        self._built_from = stats
         return self._local
 
     async def register(self) -> None:
@@ -89,13 +106,21 @@ class LoadReporter:
     async def report(self, *, force: bool = False) -> bool:
         """Rebuild, and write if forced or worth it. Returns whether it wrote."""
         current = self.rebuild()
+        last_written = self._last_written
+        compared = self._compared
+        if compared is not None and compared[0] is last_written and compared[1] is current:
+            change = compared[2]  # neither report changed since the last check
+        else:
+            change = largest_change(last_written, current, self._config.weights)
+            self._compared = (last_written, current, change)
         decision = need_broker_data_update(
-            self._last_written,
+            last_written,
             current,
             now_ms=self._clock.wall_ms(),
             max_interval_ms=self._config.update_max_interval_ms,
             threshold_percentage=self._config.update_threshold_percentage,
             weights=self._config.weights,
+            change=change,
         )
         if not (force or decision.write):
             return False

@@ -11,6 +11,7 @@ per change), so placing thousands of bundles in a row stays cheap.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -26,6 +27,7 @@ from ballast.model.loaddata import (
     LocalBrokerData,
     TimeAverageBrokerData,
 )
+from ballast.model.loaddata.averages import add_report_samples
 from ballast.model.naming import NamespaceName
 from ballast.model.policies import IsolationPolicies
 
@@ -114,21 +116,19 @@ class ClusterImage:
                 self.brokers[broker] = BrokerView(report, session)
             else:
                 view.report, view.session = report, session
-        bundle_data = self._bundle_data
-        for view in self.brokers.values():
-            for bundle, stats in view.report.last_stats.items():
-                known = bundle_data.get(bundle)
-                bundle_data[bundle] = (known or BundleData.new_default()).updated(stats)
+        views = list(self.brokers.values())
+        sums = add_report_samples(self._bundle_data, [view.report.last_stats for view in views])
         self._frozen_bundle_data = None
-        for view in self.brokers.values():
+        for view, time_average in zip(views, sums, strict=True):
             reported = view.report.last_stats.keys() | view.report.bundles
             view.drop_preallocated([b for b in view.preallocated if b in reported])
-            view.time_average = TimeAverageBrokerData.from_bundles(
-                view.report.last_stats.keys(), bundle_data
-            )
+            view.time_average = time_average
         return gone
 
     def preallocate(self, bundle: str, broker: str, data: BundleData, new: bool) -> None:
+        # interned as the names of decoded reports are: a key of the bundle data that is the
+        # reports' very string matches their lookups without comparing characters
+        bundle = sys.intern(bundle)
         view = self.brokers.get(broker)
         if view is not None:
             view.preallocate(bundle, data)

@@ -186,6 +186,14 @@ class BundleOwnership:
             return {}
         return {bundle: claim.state for bundle, claim in self._claims.items()}
 
+    def count_owned(self, *, excluding: BundleName | None = None) -> int:
+        """How many bundles :meth:`owned` would list, ``excluding`` left out, without
+        building the mapping."""
+        if self._store.state is not ConnectionState.CONNECTED:
+            return 0
+        claims = self._claims
+        return len(claims) - (1 if excluding is not None and excluding in claims else 0)
+
     def state_of(self, bundle: BundleName) -> OwnershipState:
         claim = self._claims.get(bundle)
         if claim is None or self._store.state is not ConnectionState.CONNECTED:

@@ -178,6 +178,11 @@ class BrokerRegistry:
         """The registered brokers by id, as last read."""
         return {broker_id: tracked.entry for broker_id, tracked in self._brokers.items()}
 
+    def entry(self, broker_id: str) -> BrokerEntry | None:
+        """``brokers().get(broker_id)`` without copying the others."""
+        tracked = self._brokers.get(broker_id)
+        return None if tracked is None else tracked.entry
+
     async def start(self) -> None:
         """Read the current members (no listener call for them) and start watching."""
         self._watch = await self.store.watch(paths.BROKERS, self._on_children)

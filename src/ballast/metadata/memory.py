@@ -68,6 +68,10 @@ class StoredNode:
     # The children in name order as of ``pzxid``: listing a namespace's topics (every broker
     # does, for every namespace) would otherwise sort thousands of names each time.
     listed: tuple[int, list[str]] | None = None
+    # The last Stat and WatchSnapshot made, handed out again while the fields they copy stay
+    # the same (every read makes one, and a report is read by every broker).
+    made_stat: Stat | None = field(default=None, repr=False, compare=False)
+    made_snapshot: WatchSnapshot | None = field(default=None, repr=False, compare=False)
 
     def sorted_children(self) -> list[str]:
         listed = self.listed
@@ -76,10 +80,29 @@ class StoredNode:
         return list(listed[1])
 
     def stat(self) -> Stat:
-        return Stat(self.version, self.created_ms, self.modified_ms, self.ephemeral_owner)
+        made = self.made_stat
+        if (
+            made is None
+            or made.version != self.version
+            or made.modified_ms != self.modified_ms
+            or made.created_ms != self.created_ms
+            or made.ephemeral_owner != self.ephemeral_owner
+        ):
+            made = self.made_stat = Stat(
+                self.version, self.created_ms, self.modified_ms, self.ephemeral_owner
+            )
+        return made
 
     def snapshot(self) -> WatchSnapshot:
-        return WatchSnapshot(self.czxid, self.mzxid, self.pzxid)
+        made = self.made_snapshot
+        if (
+            made is None
+            or made.czxid != self.czxid
+            or made.mzxid != self.mzxid
+            or made.pzxid != self.pzxid
+        ):
+            made = self.made_snapshot = WatchSnapshot(self.czxid, self.mzxid, self.pzxid)
+        return made
 
 
 @dataclass(slots=True)

@@ -61,6 +61,12 @@ def encode(value: Any) -> bytes:
     return msgspec.json.encode(value, order="deterministic")
 
 
+def encode_sorted(value: Any) -> bytes:
+    """Encode with every key in sorted order, struct fields included: the bytes of
+    ``encode(to_builtins(value))`` without building the intermediate dicts."""
+    return msgspec.json.encode(value, order="sorted")
+
+
 def to_builtins(value: Any) -> Any:
     """The JSON-ready form of a model value (dicts with camelCase keys, lists, numbers)."""
     return msgspec.to_builtins(value, order="deterministic")

@@ -56,6 +56,23 @@ class Capacities:
             memory_per_topic_mb=column("memory_per_topic_mb"),
         )
 
+    @classmethod
+    def repeated(cls, capacity: BrokerCapacity, count: int) -> Capacities:
+        """``of([capacity] * count)`` without the list."""
+
+        def column(value: float) -> Floats:
+            return np.full(count, value, dtype=np.float64)
+
+        return cls(
+            cores=column(capacity.cores),
+            cpu_per_msg_s=column(capacity.cpu_per_msg_s),
+            cpu_per_byte_s=column(capacity.cpu_per_byte_s),
+            nic_bytes_per_s=column(capacity.nic_bytes_per_s),
+            memory_mb=column(capacity.memory_mb),
+            base_memory_mb=column(capacity.base_memory_mb),
+            memory_per_topic_mb=column(capacity.memory_per_topic_mb),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:

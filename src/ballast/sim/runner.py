@@ -406,7 +406,7 @@ class Simulation:
             return 0.0
         sums = self.traffic.sums_by(self.traffic.served_in, size, only_flowing=False)
         biggest = max(self.capacities, key=lambda c: (c.cores, c.nic_bytes_per_s))
-        capacity = Capacities.of([biggest] * size)
+        capacity = Capacities.repeated(biggest, size)
         usage = metrics.usage_of(
             sums.rate_in, sums.rate_out, sums.tput_in, sums.tput_out, sums.topics, capacity
         )
@@ -459,7 +459,7 @@ class Simulation:
                     broker=node.broker_id,
                     load=float(value),
                     reported_load=report.max_resource_usage_with_weight(self.weights),
-                    bundles=sum(1 for b in node.ownership.owned() if b != node.heartbeat_bundle),
+                    bundles=node.ownership.count_owned(excluding=node.heartbeat_bundle),
                     topics=int(sums.topics[index]),
                     msg_rate=float(sums.rate_in[index] + sums.rate_out[index]),
                     throughput=float(sums.tput_in[index] + sums.tput_out[index]),

@@ -38,6 +38,7 @@ from ballast.balance.loadmodel import (
     bundle_traffic,
     costs_from_snapshot,
     load_of,
+    load_with,
     usage_of,
 )
 from ballast.balance.placement.filters import Candidates
@@ -213,9 +214,12 @@ def least_predicted_load(
     lowest = (math.inf, 0)
     for broker in _not_leaving(snapshot, candidates, bundle):
         usage, capacity = broker_usage(snapshot, broker, costs, config.weights)
-        if added is not None:
-            usage = usage.plus(added)
-        key = (load_of(usage, capacity, config.weights), len(snapshot.bundles_of(broker)))
+        load = (
+            load_of(usage, capacity, config.weights)
+            if added is None
+            else load_with(usage, added, capacity, config.weights)
+        )
+        key = (load, len(snapshot.bundles_of(broker)))
         if key < lowest:
             best, lowest = [broker], key
         elif key == lowest:

@@ -13,6 +13,7 @@ from ballast.model.loaddata.local import (
     AdvertisedListener,
     LocalBrokerData,
     ReportDecision,
+    largest_change,
     need_broker_data_update,
     percent_change,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "TimeAverageBrokerData",
     "TimeAverageMessageData",
     "f32",
+    "largest_change",
     "need_broker_data_update",
     "percent_change",
 ]

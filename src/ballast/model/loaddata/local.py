@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import msgspec
 
 from ballast.model.bundles import InvalidBundle, canonical_bundle
-from ballast.model.codec import ModelError, decode, encode, key_path, to_builtins
+from ballast.model.codec import ModelError, decode, encode_sorted, key_path, to_builtins
 from ballast.model.loaddata.stats import NamespaceBundleStats, NonNegativeFloat, NonNegativeInt
 from ballast.model.loaddata.usage import (
     ResourceUsage,
@@ -174,7 +175,13 @@ class LocalBrokerData(msgspec.Struct, frozen=True, kw_only=True, rename="camel")
         return body
 
     def to_json(self) -> bytes:
-        return encode(self.to_json_dict())
+        """:meth:`to_json_dict` encoded (keys in sorted order), byte for byte, without
+        building the dicts of every bundle's stats first (brokers write reports often)."""
+        body: dict[str, Any] = {key: getattr(self, name) for name, key in _WIRE_NAMES}
+        body["bundleStats"] = self.last_stats
+        body["maxResourceUsage"] = self.max_resource_usage()
+        body["loadReportType"] = LOAD_REPORT_TYPE
+        return encode_sorted(body)
 
     @classmethod
     def from_json(cls, data: bytes | str, *, root: str = "$") -> LocalBrokerData:
@@ -183,9 +190,17 @@ class LocalBrokerData(msgspec.Struct, frozen=True, kw_only=True, rename="camel")
         return canonicalize_bundles(decode(data, cls, root=root), root=root)
 
 
+# (attribute, JSON key) of every field of a report
+_WIRE_NAMES = tuple(
+    (field.name, field.encode_name) for field in msgspec.structs.fields(LocalBrokerData)
+)
+
+
 @functools.lru_cache(maxsize=65536)
 def _canonical(name: str) -> str:
-    return canonical_bundle(name)
+    # interned: every report's keys, and the leader's bundle data keyed by them, share one
+    # string object per bundle (see canonicalize_bundles)
+    return sys.intern(canonical_bundle(name))
 
 
 def canonical_bundle_key(name: str, path: str) -> str:
@@ -200,29 +215,32 @@ def canonicalize_bundles(data: LocalBrokerData, *, root: str = "$") -> LocalBrok
     """Normalise every bundle name in a report (keys of ``lastStats``, members of
     ``bundles`` and the deltas) to lowercase canonical form."""
 
-    def names(field: str, values: frozenset[str]) -> frozenset[str]:
-        return frozenset(canonical_bundle_key(v, f"{root}.{field}{key_path(v)}") for v in values)
+    def canonical(name: str, field: str) -> str:
+        # the path is only spelled out for an error: a report holds thousands of names
+        try:
+            return _canonical(name)
+        except InvalidBundle:
+            return canonical_bundle_key(name, f"{root}.{field}{key_path(name)}")
 
-    stats = {
-        canonical_bundle_key(key, f"{root}.lastStats{key_path(key)}"): value
-        for key, value in data.last_stats.items()
-    }
+    def names(field: str, values: frozenset[str]) -> frozenset[str]:
+        return frozenset(canonical(v, field) for v in values)
+
+    stats = {canonical(key, "lastStats"): value for key, value in data.last_stats.items()}
     bundles = names("bundles", data.bundles)
     gains = names("lastBundleGains", data.last_bundle_gains)
     losses = names("lastBundleLosses", data.last_bundle_losses)
-    if (
-        stats.keys() == data.last_stats.keys()
-        and bundles == data.bundles
-        and gains == data.last_bundle_gains
-        and losses == data.last_bundle_losses
-    ):
-        return data
+    # The stats are keyed by the interned canonical strings even when the names were canonical
+    # already: the leader looks every reported bundle up in its bundle data on each update,
+    # and a key that is the very object stored there matches without comparing characters.
+    # The sets are kept as decoded when their names were canonical (the same iteration).
     return msgspec.structs.replace(
         data,
         last_stats=stats,
-        bundles=bundles,
-        last_bundle_gains=gains,
-        last_bundle_losses=losses,
+        bundles=data.bundles if bundles == data.bundles else bundles,
+        last_bundle_gains=data.last_bundle_gains if gains == data.last_bundle_gains else gains,
+        last_bundle_losses=(
+            data.last_bundle_losses if losses == data.last_bundle_losses else losses
+        ),
     )
 
 
@@ -245,22 +263,12 @@ class ReportDecision:
     reason: str
 
 
-def need_broker_data_update(
-    last_written: LocalBrokerData,
-    current: LocalBrokerData,
-    *,
-    now_ms: int,
-    max_interval_ms: int,
-    threshold_percentage: float,
-    weights: ResourceWeights,
-) -> ReportDecision:
-    """Pulsar's ``needBrokerDataUpdate``: write when more than ``max_interval_ms`` passed since
-    the last write, or when the largest change since the last written report — weighted max
-    usage (percentage points), total message rate, total throughput or bundle count (percent)
-    — is strictly above ``threshold_percentage``."""
-    elapsed_ms = now_ms - last_written.last_update
-    if elapsed_ms > max_interval_ms:
-        return ReportDecision(True, f"{elapsed_ms} ms since last write > {max_interval_ms} ms")
+def largest_change(
+    last_written: LocalBrokerData, current: LocalBrokerData, weights: ResourceWeights
+) -> tuple[str, float]:
+    """``needBrokerDataUpdate``'s largest change since the last written report, and what
+    changed: weighted max usage (percentage points), total message rate, total throughput or
+    bundle count (percent); the first of equal ones."""
     changes = {
         "usage": 100.0
         * abs(
@@ -271,7 +279,28 @@ def need_broker_data_update(
         "msgThroughput": percent_change(last_written.msg_throughput, current.msg_throughput),
         "numBundles": percent_change(last_written.num_bundles, current.num_bundles),
     }
-    what, change = max(changes.items(), key=lambda item: item[1])
-    if change > threshold_percentage:
-        return ReportDecision(True, f"{what} changed {change:.1f}% > {threshold_percentage}%")
-    return ReportDecision(False, f"largest change {what} {change:.1f}% <= {threshold_percentage}%")
+    return max(changes.items(), key=lambda item: item[1])
+
+
+def need_broker_data_update(
+    last_written: LocalBrokerData,
+    current: LocalBrokerData,
+    *,
+    now_ms: int,
+    max_interval_ms: int,
+    threshold_percentage: float,
+    weights: ResourceWeights,
+    change: tuple[str, float] | None = None,
+) -> ReportDecision:
+    """Pulsar's ``needBrokerDataUpdate``: write when more than ``max_interval_ms`` passed since
+    the last write, or when the largest change since the last written report — weighted max
+    usage (percentage points), total message rate, total throughput or bundle count (percent)
+    — is strictly above ``threshold_percentage``. ``change``: :func:`largest_change` of the
+    same reports, if the caller has it already."""
+    elapsed_ms = now_ms - last_written.last_update
+    if elapsed_ms > max_interval_ms:
+        return ReportDecision(True, f"{elapsed_ms} ms since last write > {max_interval_ms} ms")
+    what, amount = change if change is not None else largest_change(last_written, current, weights)
+    if amount > threshold_percentage:
+        return ReportDecision(True, f"{what} changed {amount:.1f}% > {threshold_percentage}%")
+    return ReportDecision(False, f"largest change {what} {amount:.1f}% <= {threshold_percentage}%")

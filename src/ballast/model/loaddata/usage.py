@@ -42,7 +42,9 @@ def java_max(*values: float) -> float:
     return result
 
 
-class ResourceUsage(msgspec.Struct, frozen=True, kw_only=True):
+# gc=False: only numbers (and structs of numbers) inside, so no reference cycles; the leader
+# and the simulator make millions of these, and untracked ones cost the collector nothing.
+class ResourceUsage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One resource: ``usage`` out of ``limit`` (CPU percent of all cores, memory MiB,
     bandwidth KB/s — whatever unit, both sides the same)."""
 
