@@ -11,9 +11,9 @@ import pytest
 from ballast.broker.cluster import LocalCluster
 from ballast.broker.identity import BrokerIdentity
 from ballast.clock import Clock
-from ballast.metadata.zkserver import free_port
 from ballast.model.config import load_settings
 from tests.support.invariants import ownership_records
+from tests.support.live import distinct_free_ports
 from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.real_time, pytest.mark.integration]
@@ -49,8 +49,8 @@ async def start(clock: Clock, brokers: int = 3) -> LocalCluster:
     settings = load_settings(overrides=["metadataStoreSessionTimeoutMillis=10000"]).settings
     cluster = LocalCluster(clock, settings=settings, serve_http=True)
     for _ in range(brokers):
-        web = free_port()
-        await cluster.add_broker(BrokerIdentity("127.0.0.1", web, free_port()))
+        web, binary = distinct_free_ports(2)
+        await cluster.add_broker(BrokerIdentity("127.0.0.1", web, binary))
     await eventually(lambda: cluster.leader() is not None, clock, what="a leader")
     return cluster
 

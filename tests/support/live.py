@@ -23,6 +23,20 @@ def port_is_free(port: int) -> bool:
     return True
 
 
+def distinct_free_ports(count: int) -> list[int]:
+    """``count`` different free loopback ports: all are held at once while chosen, so two
+    calls in a row cannot hand out the same port (one server of a broker would then find
+    it taken by the other)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 def free_ports(count: int) -> int:
     """The first of ``count`` consecutive free loopback ports (a standalone cluster's brokers
     take consecutive ports)."""

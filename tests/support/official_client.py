@@ -23,10 +23,10 @@ from ballast.broker.identity import BrokerIdentity
 from ballast.broker.node import BrokerNode
 from ballast.clock import Clock
 from ballast.controller.requests import CreateNamespace, CreateTenant
-from ballast.metadata.zkserver import free_port
 from ballast.model.bundles import BundleName, NamespaceBundles
 from ballast.model.config import load_settings
 from ballast.model.naming import NamespaceName, TopicName
+from tests.support.live import distinct_free_ports
 from tests.support.waiting import eventually
 
 CLUSTER_SETTINGS = (
@@ -51,7 +51,8 @@ async def start_cluster(
     settings = load_settings(overrides=[*CLUSTER_SETTINGS, *overrides]).settings
     cluster = LocalCluster(clock, settings=settings, serve_http=True)
     for _ in range(brokers):
-        await cluster.add_broker(BrokerIdentity("127.0.0.1", free_port(), free_port()))
+        web, binary = distinct_free_ports(2)
+        await cluster.add_broker(BrokerIdentity("127.0.0.1", web, binary))
     await eventually(lambda: cluster.leader() is not None, clock, what="a leader")
     tenant = namespace.split("/", maxsplit=1)[0]
     assert (await cluster.request(CreateTenant(tenant=tenant))).ok
