@@ -193,87 +193,11 @@ def add_report_samples(
     become one sample of their bundles' averages (:meth:`BundleData.updated`; a bundle
     without data starts at :meth:`BundleData.new_default`), stored in ``bundle_data``.
     Returns each report's broker sums (:meth:`TimeAverageBrokerData.from_bundles` over its
-    keys, after all the updates), bit for bit.
-
-    While no bundle is in two reports (a bundle mid-transfer can be), one pass: each new
-    average is added to its broker's sums as it is made, the same additions in the same
-    order as the separate loops, without reading every bundle's data a second time."""
-    total = 0
-    for report in reports:
-        total += len(report)
-    if len(set().union(*reports)) != total:
-        for report in reports:
-            for bundle, stats in report.items():
-                known = bundle_data.get(bundle)
-                bundle_data[bundle] = (known or BundleData.new_default()).updated(stats)
-        return [
-            TimeAverageBrokerData.from_bundles(report.keys(), bundle_data) for report in reports
-        ]
-    average = TimeAverageMessageData
+    keys, after all the updates: a bundle mid-transfer is in two reports, and both brokers
+    sum its latest averages)."""
     get = bundle_data.get
-    sums: list[TimeAverageBrokerData] = []
     for report in reports:
-        s_t_in = s_t_out = s_r_in = s_r_out = 0.0
-        l_t_in = l_t_out = l_r_in = l_r_out = 0.0
         for bundle, stats in report.items():
             known = get(bundle)
-            if known is None:
-                known = BundleData.new_default()
-            t_in, t_out = stats.msg_throughput_in, stats.msg_throughput_out
-            r_in, r_out = stats.msg_rate_in, stats.msg_rate_out
-            # TimeAverageMessageData.updated, written out for both terms
-            old = known.short_term_data
-            m = old.max_samples
-            n = old.num_samples + 1 if old.num_samples < m else m
-            a = ((n - 1) * old.msg_throughput_in + t_in) / n
-            b = ((n - 1) * old.msg_throughput_out + t_out) / n
-            c = ((n - 1) * old.msg_rate_in + r_in) / n
-            d = ((n - 1) * old.msg_rate_out + r_out) / n
-            short = average(
-                max_samples=m,
-                num_samples=n,
-                msg_throughput_in=a,
-                msg_throughput_out=b,
-                msg_rate_in=c,
-                msg_rate_out=d,
-            )
-            s_t_in += a
-            s_t_out += b
-            s_r_in += c
-            s_r_out += d
-            old = known.long_term_data
-            m = old.max_samples
-            n = old.num_samples + 1 if old.num_samples < m else m
-            a = ((n - 1) * old.msg_throughput_in + t_in) / n
-            b = ((n - 1) * old.msg_throughput_out + t_out) / n
-            c = ((n - 1) * old.msg_rate_in + r_in) / n
-            d = ((n - 1) * old.msg_rate_out + r_out) / n
-            bundle_data[bundle] = BundleData(
-                short_term_data=short,
-                long_term_data=average(
-                    max_samples=m,
-                    num_samples=n,
-                    msg_throughput_in=a,
-                    msg_throughput_out=b,
-                    msg_rate_in=c,
-                    msg_rate_out=d,
-                ),
-                topics=stats.topics,
-            )
-            l_t_in += a
-            l_t_out += b
-            l_r_in += c
-            l_r_out += d
-        sums.append(
-            TimeAverageBrokerData(
-                short_term_msg_throughput_in=s_t_in,
-                short_term_msg_throughput_out=s_t_out,
-                short_term_msg_rate_in=s_r_in,
-                short_term_msg_rate_out=s_r_out,
-                long_term_msg_throughput_in=l_t_in,
-                long_term_msg_throughput_out=l_t_out,
-                long_term_msg_rate_in=l_r_in,
-                long_term_msg_rate_out=l_r_out,
-            )
-        )
-    return sums
+            bundle_data[bundle] = (known or BundleData.new_default()).updated(stats)
+    return [TimeAverageBrokerData.from_bundles(report.keys(), bundle_data) for report in reports]
