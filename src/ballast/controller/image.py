@@ -120,8 +120,11 @@ class ClusterImage:
         sums = add_report_samples(self._bundle_data, [view.report.last_stats for view in views])
         self._frozen_bundle_data = None
         for view, time_average in zip(views, sums, strict=True):
-            reported = view.report.last_stats.keys() | view.report.bundles
-            view.drop_preallocated([b for b in view.preallocated if b in reported])
+            if view.preallocated:  # reaped once the broker reports them (no set per update)
+                report = view.report
+                view.drop_preallocated(
+                    [b for b in view.preallocated if b in report.bundles or b in report.last_stats]
+                )
             view.time_average = time_average
         return gone
 
