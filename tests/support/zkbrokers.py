@@ -1,0 +1,109 @@
+"""Real ``ballast broker`` processes on a real ZooKeeper, for the integration tests: starting
+them as a user would (one process each, HTTP admin API), asking them who leads, and killing
+what a test started."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+from tests.conftest import REPO
+from tests.support.live import distinct_free_ports
+
+
+@dataclass
+class BrokerProcess:
+    """One ``ballast broker`` child process and the log its output goes to."""
+
+    broker_id: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.broker_id}"
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """``kill -9``: no shutdown, no release of locks; its session has to expire."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+
+@contextmanager
+def broker_processes(
+    store: str,
+    logs: Path,
+    count: int,
+    *,
+    session_ms: int,
+    settings: Sequence[str] = (),
+) -> Iterator[list[BrokerProcess]]:
+    """Start ``count`` brokers on the metadata store ``store`` (a ZooKeeper URL with a chroot),
+    each with its own free ports and ``--set`` ``settings``; kill every one still running on
+    exit."""
+    started: list[BrokerProcess] = []
+    try:
+        for i in range(count):
+            web, binary = distinct_free_ports(2)
+            log = logs / f"broker-{i}.log"
+            command = [
+                sys.executable, "-m", "ballast", "broker", "--store", store,
+                "--host-usage", "model",
+                "--set", f"webServicePort={web}", "--set", f"brokerServicePort={binary}",
+                "--set", "bindAddress=127.0.0.1", "--set", "advertisedAddress=127.0.0.1",
+                "--set", f"metadataStoreSessionTimeoutMillis={session_ms}",
+                "--set", "brokerShutdownTimeoutMs=5000",
+            ]  # fmt: skip
+            for setting in settings:
+                command += ["--set", setting]
+            with log.open("wb") as out:
+                process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+            started.append(BrokerProcess(f"127.0.0.1:{web}", process, log))
+        yield started
+    finally:
+        for broker in started:
+            if broker.alive:
+                broker.kill()
+
+
+async def get(session: aiohttp.ClientSession, url: str) -> tuple[int, object]:
+    """GET ``url``: its status and JSON (or text) body; status 0 when it did not answer."""
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=5)) as response:
+            if response.content_type == "application/json":
+                return response.status, await response.json()
+            return response.status, await response.text()
+    except (aiohttp.ClientError, TimeoutError, OSError):
+        return 0, None
+
+
+async def leader_of(session: aiohttp.ClientSession, brokers: list[BrokerProcess]) -> str | None:
+    """The leader as the first live broker that answers names it."""
+    for broker in brokers:
+        if broker.alive:
+            status, body = await get(session, f"{broker.url}/admin/v2/brokers/leaderBroker")
+            if status == 200 and isinstance(body, dict):
+                return str(body["brokerId"])
+    return None
+
+
+async def all_registered(
+    session: aiohttp.ClientSession, brokers: list[BrokerProcess], cluster: str
+) -> bool:
+    """Every broker lists all of them as active, and one of them leads."""
+    for broker in brokers:
+        status, body = await get(session, f"{broker.url}/admin/v2/brokers/{cluster}")
+        if status != 200 or not isinstance(body, list) or len(body) != len(brokers):
+            return False
+    return await leader_of(session, brokers) is not None
