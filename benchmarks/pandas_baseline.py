@@ -10,6 +10,7 @@ a time, as a sensible single-process generator would.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pyarrow.dataset as ds
 from ballast.model.bundles import BundleRange
 from ballast.model.config import Settings, SplitConfig
 from ballast.model.config.components import resource_weights
+from ballast.model.loaddata import AVERAGE_ROUNDING_SLACK
 from ballast.model.split_algorithms import SplitRequest, TopicLoad, split_algorithm
 from ballast.pipeline.report_render import ClusterReport, render_report
 from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS, Table
@@ -43,6 +45,9 @@ def read(history: Path, table: Table, columns: list[str], **filters: Any) -> pa.
     condition = None
     if "snapshot_ms" in filters:
         condition = ds.field("snapshot_ms") == filters["snapshot_ms"]
+    if "bundles" in filters:
+        wanted = ds.field("bundle").isin(sorted(filters["bundles"]))
+        condition = wanted if condition is None else condition & wanted
     return dataset.to_table(columns=columns, filter=condition)
 
 
@@ -63,11 +68,12 @@ def codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
 # -- time averages ----------------------------------------------------------------------------
 
 
-def bundle_averages(history: Path) -> pd.DataFrame:
-    """Every bundle's short/long averages, by the leader's recurrence, in sample order.
-    Columns are freed as they are used (about 80 bytes per sample at the peak)."""
+def bundle_averages(history: Path, only: Collection[str] | None = None) -> pd.DataFrame:
+    """Every bundle's short/long averages (or only those of the bundles named in ``only``),
+    by the leader's recurrence, in sample order. Columns are freed as they are used (about
+    80 bytes per sample at the peak)."""
     columns = ["snapshot_ms", "cluster", "broker", "bundle", *KEYS, "topics"]
-    table = read(history, BUNDLES, columns)
+    table = read(history, BUNDLES, columns, **({} if only is None else {"bundles": only}))
     cluster_codes, cluster_names = codes(table.column("cluster"))
     bundle_codes, bundle_names = codes(table.column("bundle"))
     key = cluster_codes.astype(np.int64) * len(bundle_names) + bundle_codes
@@ -168,12 +174,30 @@ def time_averages(history: Path, out: Path, settings: Settings) -> dict[str, Any
 # -- split plan -------------------------------------------------------------------------------
 
 
+def busy_bundles(history: Path, config: SplitConfig) -> set[str]:
+    """Bundles whose largest samples could average over the rate or throughput limit (the
+    ceiling of :func:`ballast.model.loaddata.average_ceiling`); no other bundle is selected
+    for its averages, so only these and the bundles over the topic or session limit are
+    averaged, as the Spark job does."""
+    table = read(history, BUNDLES, ["bundle", *KEYS])
+    bundle_codes, names = codes(table.column("bundle"))
+    frame = pd.DataFrame({key: table.column(key).to_numpy() for key in KEYS})
+    del table
+    frame["bundle"] = bundle_codes
+    largest = frame.groupby("bundle").max()
+    ceiling = largest + largest.abs() * AVERAGE_ROUNDING_SLACK
+    busy = (ceiling["msg_rate_in"] + ceiling["msg_rate_out"] > config.max_msg_rate) | (
+        ceiling["msg_throughput_in"] + ceiling["msg_throughput_out"] > config.max_bandwidth_bytes
+    )
+    return {names[i] for i in largest.index[busy.to_numpy()]}
+
+
 def split_plan(history: Path, out: Path, settings: Settings) -> dict[str, Any]:
     config = SplitConfig.from_settings(settings)
-    averages = bundle_averages(history)
     brokers = read(history, BROKERS, ["snapshot_ms", "cluster", "broker"]).to_pandas()
     latest_ms = brokers.groupby("cluster")["snapshot_ms"].max()
-    plans: list[dict[str, Any]] = []
+    busy = busy_bundles(history, config)
+    currents: dict[str, tuple[int, pd.DataFrame]] = {}
     for cluster, snapshot_ms in latest_ms.items():
         live = brokers[(brokers["cluster"] == cluster) & (brokers["snapshot_ms"] == snapshot_ms)]
         if len(live) <= 1:
@@ -193,6 +217,18 @@ def split_plan(history: Path, out: Path, settings: Settings) -> dict[str, Any]:
             snapshot_ms=snapshot_ms,
         ).to_pandas()
         current = current[(current["cluster"] == cluster) & current["broker"].isin(live["broker"])]
+        current["sessions"] = current["producer_count"] + current["consumer_count"]
+        currents[str(cluster)] = (int(snapshot_ms), current)
+    needed: set[str] = set()
+    for _, current in currents.values():
+        crowded = current["topics"] > config.max_topics
+        if config.max_sessions > 0:
+            crowded |= current["sessions"] > config.max_sessions
+        eligible = (current["topics"] >= 2) & (crowded | current["bundle"].isin(busy))
+        needed.update(current.loc[eligible, "bundle"])
+    averages = bundle_averages(history, only=needed)
+    plans: list[dict[str, Any]] = []
+    for cluster, (snapshot_ms, current) in currents.items():
         sizes = current.groupby("namespace")["bundle"].nunique()
         long = averages[averages["cluster"] == cluster].set_index("bundle")
         rate = (long["long_msg_rate_in"] + long["long_msg_rate_out"]).reindex(current["bundle"])
@@ -201,7 +237,6 @@ def split_plan(history: Path, out: Path, settings: Settings) -> dict[str, Any]:
         )
         current["long_msg_rate"] = rate.fillna(0.0).to_numpy()
         current["long_msg_throughput"] = size.fillna(0.0).to_numpy()
-        current["sessions"] = current["producer_count"] + current["consumer_count"]
         above = (
             (current["topics"] > config.max_topics)
             | (current["long_msg_rate"] > config.max_msg_rate)
@@ -213,7 +248,7 @@ def split_plan(history: Path, out: Path, settings: Settings) -> dict[str, Any]:
             ["namespace", "broker", "bundle"]
         )
         walk = chosen.groupby("namespace").cumcount() + 1
-        room = config.max_bundles - chosen["namespace"].map(sizes)
+        room = config.max_bundles - chosen["namespace"].map(sizes).astype(np.int64)
         chosen = chosen[walk <= room]
         topics = read(history, TOPICS, ["snapshot_ms", "cluster", "bundle", "topic", *KEYS])
         mask = pc.and_(

@@ -22,9 +22,10 @@ from ballast.model.split_algorithms import (
     split_algorithm,
 )
 from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS
-from ballast.pipeline.transforms.averages import bundle_time_averages
+from ballast.pipeline.transforms.averages import bundle_time_averages, long_term_averages, rows_at
 from ballast.pipeline.transforms.split import (
     UnsupportedAlgorithm,
+    averaged_bundles,
     split_candidates,
     split_plan,
     split_points,
@@ -151,6 +152,95 @@ def test_no_split_with_a_single_broker(spark: SparkSession) -> None:
     brokers, bundles = history(spark, latest, brokers=("b:1",))
     plan = split_candidates(brokers, bundles, bundle_time_averages(bundles), config())
     assert plan.count() == 0
+
+
+# -- which bundles need averages --------------------------------------------------------------
+
+
+def needed(spark: SparkSession, latest: list[dict[str, Any]], cfg: SplitConfig) -> list[str]:
+    _, bundles = history(spark, latest)
+    keys = averaged_bundles(bundles, rows_at(bundles, {"c": 10}), cfg)
+    return [row["bundle"] for row in records(keys, "bundle")]
+
+
+def test_only_bundles_that_could_be_selected_are_averaged(spark: SparkSession) -> None:
+    def bundle(i: int, **fields: Any) -> dict[str, Any]:
+        return {
+            "broker": f"b:{1 + i % 2}",
+            "bundle": f"t/a/0x{i}0000000_0x{i + 1}0000000",
+            **fields,
+        }
+
+    latest = [
+        bundle(0, topics=1, msg_rate_in=1e6),  # one topic: never split, however hot
+        bundle(1, topics=1001),
+        bundle(2, topics=2, producer_count=1001),
+        # a sample over the limit, though the average (30000 over two samples) is not
+        bundle(3, topics=2, msg_rate_in=60000.0),
+        # samples exactly at the limit: rounding could carry the average past it
+        bundle(4, topics=2, msg_throughput_out=100.0 * MIB),
+        bundle(5, topics=1000, msg_rate_in=29_999.0),  # far from every limit
+    ]
+    assert needed(spark, latest, config()) == [
+        "t/a/0x10000000_0x20000000",
+        "t/a/0x20000000_0x30000000",
+        "t/a/0x30000000_0x40000000",
+        "t/a/0x40000000_0x50000000",
+    ]
+    assert "t/a/0x20000000_0x30000000" not in needed(
+        spark, latest, config("loadBalancerNamespaceBundleMaxSessions=0")
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_averaging_only_those_bundles_selects_the_same(spark: SparkSession, seed: int) -> None:
+    # Each bundle's rates and sizes near a level around the limits, so that averages fall
+    # just under or over a limit while single samples cross it.
+    rng = random.Random(seed)
+    limit, size = 30_000.0, 100 * MIB
+    names = [f"t/n{i % 3}/0x{i:08x}_0x{i + 1:08x}" for i in range(40)]
+    levels = {name: rng.choice([0.0, 0.5, 0.97, 1.0, 1.03, 1.5]) for name in names}
+    bundle_rows = []
+    for snapshot, name in itertools.product(range(1, 6), names):
+        level = levels[name]
+        bundle_rows.append(
+            {
+                "snapshot_ms": snapshot,
+                "cluster": "c",
+                "broker": f"b:{rng.randint(1, 3)}",
+                "bundle": name,
+                "namespace": name.rpartition("/")[0],
+                "topics": rng.choice([1, 2, 5, 5, 5, 1200]),
+                "producer_count": rng.choice([0, 0, 1200]),
+                "msg_rate_in": level * limit * rng.uniform(0.4, 0.6),
+                "msg_rate_out": level * limit * rng.uniform(0.4, 0.6),
+                "msg_throughput_in": rng.choice([0.0, level]) * size * rng.uniform(0.9, 1.1),
+            }
+        )
+    brokers = frame(
+        spark,
+        BROKERS,
+        [
+            {"snapshot_ms": s, "cluster": "c", "broker": f"b:{b}"}
+            for s in range(1, 6)
+            for b in (1, 2, 3)
+        ],
+    )
+    bundles = frame(spark, BUNDLES, bundle_rows)
+    latest = rows_at(bundles, {"c": 5})
+    cfg = config("loadBalancerNamespaceMaximumBundles=1000")
+    every = split_candidates(brokers, latest, long_term_averages(bundles), cfg)
+    keys = averaged_bundles(bundles, latest, cfg)
+    some = split_candidates(
+        brokers,
+        latest,
+        long_term_averages(bundles.join(keys, on=["cluster", "bundle"], how="left_semi")),
+        cfg,
+    )
+    selected = records(every, "bundle")
+    assert selected  # the case exercises selection
+    assert records(some, "bundle") == selected
+    assert keys.count() < len(names)  # and skips some bundles
 
 
 # -- cut points -------------------------------------------------------------------------------

@@ -2,11 +2,13 @@
 stored JSON shapes (``/loadbalance/...``)."""
 
 from ballast.model.loaddata.averages import (
+    AVERAGE_ROUNDING_SLACK,
     NUM_LONG_SAMPLES,
     NUM_SHORT_SAMPLES,
     BundleData,
     TimeAverageBrokerData,
     TimeAverageMessageData,
+    average_ceiling,
 )
 from ballast.model.loaddata.leader import BrokerData, LoadData
 from ballast.model.loaddata.local import (
@@ -31,6 +33,7 @@ from ballast.model.loaddata.usage import (
 )
 
 __all__ = [
+    "AVERAGE_ROUNDING_SLACK",
     "DEFAULT_BUNDLE_STATS",
     "DEFAULT_MESSAGE_RATE",
     "DEFAULT_MESSAGE_THROUGHPUT",
@@ -48,6 +51,7 @@ __all__ = [
     "SystemResourceUsage",
     "TimeAverageBrokerData",
     "TimeAverageMessageData",
+    "average_ceiling",
     "f32",
     "largest_change",
     "need_broker_data_update",

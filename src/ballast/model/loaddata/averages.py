@@ -22,6 +22,20 @@ NUM_LONG_SAMPLES = 1000
 
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 
+# How far rounding can carry an average past the largest sample it averages, relative to that
+# sample: each update rounds three times and keeps (n - 1) / n of the error it inherits, so the
+# excess stays below 3 * n * 2**-53 (3.3e-13 for the long term's 1000 samples). 1e-9 holds
+# with a wide margin for any window up to a million samples.
+AVERAGE_ROUNDING_SLACK = 1e-9
+
+
+def average_ceiling(largest_sample: float) -> float:
+    """A value no moving average (:meth:`TimeAverageMessageData.updated`) of samples at most
+    ``largest_sample`` exceeds, whatever it started at: the first sample replaces the
+    starting value. The split rules use it to skip bundles whose samples never come near a
+    limit (``pipeline split-plan``)."""
+    return largest_sample + abs(largest_sample) * AVERAGE_ROUNDING_SLACK
+
 
 # gc=False: only numbers (and structs of numbers) inside, so no reference cycles; the leader
 # and the simulator make millions of these, and untracked ones cost the collector nothing.

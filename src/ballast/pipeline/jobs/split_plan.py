@@ -1,8 +1,9 @@
 """``split-plan``: the bundles Pulsar's split rules select on each cluster's latest snapshot,
 and where the configured algorithm (``defaultNamespaceBundleSplitAlgorithm``) cuts them.
 
-Long-term averages come from the whole history (as ``time-averages`` computes them); cut
-points from the latest per-topic load. Writes ``<out>/split_plan``.
+Long-term averages come from the whole history (as ``time-averages`` computes them), for the
+bundles whose samples could take them over a limit; cut points from the latest per-topic
+load. Writes ``<out>/split_plan``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,12 @@ from ballast.pipeline.sparkio import (
     write_output,
 )
 from ballast.pipeline.transforms.averages import long_term_averages, rows_at
-from ballast.pipeline.transforms.split import PLAN_ALGORITHMS, split_candidates, split_points
+from ballast.pipeline.transforms.split import (
+    PLAN_ALGORITHMS,
+    averaged_bundles,
+    split_candidates,
+    split_points,
+)
 
 
 def check_settings(settings: Settings) -> None:
@@ -40,11 +46,15 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     brokers = read_history(spark, paths.history, BROKERS)
     bundles = read_history(spark, paths.history, BUNDLES)
     topics = read_history(spark, paths.history, TOPICS)
-    # The averages need every sample (one shuffle of the history); the plan reads them and
-    # the candidates several times, so both are computed once and kept. The split rules
-    # read only the long-term averages, so only those are folded.
-    averages = long_term_averages(bundles).persist(StorageLevel.MEMORY_AND_DISK)
+    # The averages need every sample of a bundle (a shuffle of its history), so only the
+    # bundles the rules could select are folded (averaged_bundles: most never come near a
+    # limit), and only their long-term averages, the only ones the rules read. The plan reads
+    # the averages and the candidates several times, so both are computed once and kept.
     latest = rows_at(bundles, latest_snapshots(brokers))
+    needed = averaged_bundles(bundles, latest, config)
+    averages = long_term_averages(
+        bundles.join(needed, on=["cluster", "bundle"], how="left_semi")
+    ).persist(StorageLevel.MEMORY_AND_DISK)
     candidates = split_candidates(brokers, latest, averages, config).persist(
         StorageLevel.MEMORY_AND_DISK
     )

@@ -28,6 +28,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ballast.model.config import SplitConfig
+from ballast.model.loaddata import AVERAGE_ROUNDING_SLACK
 from ballast.model.split_algorithms import (
     FLOW_OR_QPS_EQUALLY_DIVIDE,
     MIB,
@@ -73,6 +74,45 @@ def in_range(key: Column) -> Column:
 def _half(low: Column, high: Column) -> Column:
     """``low + (high - low) // 2`` for ``high >= low``."""
     return low + F.shiftright(high - low, 1)
+
+
+def _ceiling(column: str) -> Column:
+    """:func:`~ballast.model.loaddata.average_ceiling` of a column, in Spark's doubles."""
+    return F.col(column) + F.abs(F.col(column)) * F.lit(AVERAGE_ROUNDING_SLACK)
+
+
+def averaged_bundles(bundles: DataFrame, latest: DataFrame, config: SplitConfig) -> DataFrame:
+    """``cluster, bundle`` of the bundles whose long-term averages :func:`split_candidates`
+    can read: those of ``latest`` (each cluster's latest snapshot) with at least two topics
+    that are over the topic or session limit, or whose largest samples in ``bundles`` (the
+    whole history) could average over the rate or throughput limit. No other bundle is
+    selected whatever its averages, since no average exceeds the ceiling of its largest
+    sample (:func:`~ballast.model.loaddata.average_ceiling`), so only these need the fold:
+    one aggregation of the history instead of a shuffle of all its samples."""
+    largest = bundles.groupBy("cluster", "bundle").agg(
+        *(
+            F.max(key).alias(key)
+            for key in ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out")
+        )
+    )
+    busy = largest.filter(
+        (_ceiling("msg_rate_in") + _ceiling("msg_rate_out") > F.lit(config.max_msg_rate))
+        | (
+            _ceiling("msg_throughput_in") + _ceiling("msg_throughput_out")
+            > F.lit(config.max_bandwidth_bytes)
+        )
+    ).select("cluster", "bundle")
+    eligible = latest.filter(F.col("topics") >= 2)
+    crowded = F.col("topics") > F.lit(config.max_topics)
+    if config.max_sessions > 0:
+        sessions = F.col("consumer_count") + F.col("producer_count")
+        crowded = crowded | (sessions > F.lit(config.max_sessions))
+    keys = eligible.select("cluster", "bundle")
+    return (
+        keys.join(busy, on=["cluster", "bundle"], how="left_semi")
+        .union(eligible.filter(crowded).select("cluster", "bundle"))
+        .distinct()
+    )
 
 
 def split_candidates(
