@@ -479,7 +479,7 @@ class Simulation:
         step = scenario.step_s
         await self.setup()
         # The cluster built so far lives for the whole run; the cyclic collector need not
-        # walk it again (see batch_collection).
+        # walk it again (see batch_collection). Unfrozen when the run ends, however it ends.
         gc.freeze()
         events = list(scenario.events)
         steps = round(scenario.duration_s / step)
@@ -502,7 +502,10 @@ class Simulation:
                     await self.apply(event)
                 self.traffic.set_rates(self.workload.rates(max(now, self.clock.monotonic())))
         finally:
-            await self._finish()
+            try:
+                await self._finish()
+            finally:
+                gc.unfreeze()
         return self.result
 
     async def _finish(self) -> None:
@@ -546,7 +549,6 @@ def batch_collection() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*thresholds)
-        gc.unfreeze()
 
 
 def simulate(scenario: Scenario, options: RunOptions = RunOptions()) -> RunResult:
