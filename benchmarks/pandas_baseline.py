@@ -175,21 +175,22 @@ def time_averages(history: Path, out: Path, settings: Settings) -> dict[str, Any
 
 
 def busy_bundles(history: Path, config: SplitConfig) -> set[str]:
-    """Bundles whose largest samples could average over the rate or throughput limit (the
-    ceiling of :func:`ballast.model.loaddata.average_ceiling`); no other bundle is selected
-    for its averages, so only these and the bundles over the topic or session limit are
+    """Bundles with a sample whose ceiling (:func:`ballast.model.loaddata.average_ceiling`)
+    is over half the rate or throughput limit in either direction; no other bundle can
+    average over a limit, so only these and the bundles over the topic or session limit are
     averaged, as the Spark job does."""
     table = read(history, BUNDLES, ["bundle", *KEYS])
-    bundle_codes, names = codes(table.column("bundle"))
-    frame = pd.DataFrame({key: table.column(key).to_numpy() for key in KEYS})
-    del table
-    frame["bundle"] = bundle_codes
-    largest = frame.groupby("bundle").max()
-    ceiling = largest + largest.abs() * AVERAGE_ROUNDING_SLACK
-    busy = (ceiling["msg_rate_in"] + ceiling["msg_rate_out"] > config.max_msg_rate) | (
-        ceiling["msg_throughput_in"] + ceiling["msg_throughput_out"] > config.max_bandwidth_bytes
-    )
-    return {names[i] for i in largest.index[busy.to_numpy()]}
+    halves = {
+        "msg_rate_in": config.max_msg_rate * 0.5,
+        "msg_rate_out": config.max_msg_rate * 0.5,
+        "msg_throughput_in": config.max_bandwidth_bytes * 0.5,
+        "msg_throughput_out": config.max_bandwidth_bytes * 0.5,
+    }
+    over = np.zeros(table.num_rows, dtype=bool)
+    for key, half in halves.items():
+        values = table.column(key).to_numpy()
+        over |= values + np.abs(values) * AVERAGE_ROUNDING_SLACK > half
+    return set(table.column("bundle").filter(pa.array(over)).to_pylist())
 
 
 def split_plan(history: Path, out: Path, settings: Settings) -> dict[str, Any]:

@@ -175,11 +175,12 @@ def test_only_bundles_that_could_be_selected_are_averaged(spark: SparkSession) -
         bundle(0, topics=1, msg_rate_in=1e6),  # one topic: never split, however hot
         bundle(1, topics=1001),
         bundle(2, topics=2, producer_count=1001),
-        # a sample over the limit, though the average (30000 over two samples) is not
-        bundle(3, topics=2, msg_rate_in=60000.0),
-        # samples exactly at the limit: rounding could carry the average past it
-        bundle(4, topics=2, msg_throughput_out=100.0 * MIB),
-        bundle(5, topics=1000, msg_rate_in=29_999.0),  # far from every limit
+        # a sample over half the limit one way, though the average (of 0 and 20000) is not
+        bundle(3, topics=2, msg_rate_out=20_000.0),
+        bundle(4, topics=2, msg_throughput_in=60.0 * MIB),
+        # every sample under half a limit each way: in + out cannot average over it
+        bundle(5, topics=1000, msg_rate_in=14_999.0, msg_rate_out=14_999.0),
+        bundle(6, topics=1000, msg_throughput_in=49.9 * MIB, msg_throughput_out=49.9 * MIB),
     ]
     assert needed(spark, latest, config()) == [
         "t/a/0x10000000_0x20000000",
@@ -199,7 +200,7 @@ def test_averaging_only_those_bundles_selects_the_same(spark: SparkSession, seed
     rng = random.Random(seed)
     limit, size = 30_000.0, 100 * MIB
     names = [f"t/n{i % 3}/0x{i:08x}_0x{i + 1:08x}" for i in range(40)]
-    levels = {name: rng.choice([0.0, 0.5, 0.97, 1.0, 1.03, 1.5]) for name in names}
+    levels = {name: rng.choice([0.0, 0.5, 0.97, 1.0, 1.03, 1.08]) for name in names}
     bundle_rows = []
     for snapshot, name in itertools.product(range(1, 6), names):
         level = levels[name]
@@ -212,8 +213,8 @@ def test_averaging_only_those_bundles_selects_the_same(spark: SparkSession, seed
                 "namespace": name.rpartition("/")[0],
                 "topics": rng.choice([1, 2, 5, 5, 5, 1200]),
                 "producer_count": rng.choice([0, 0, 1200]),
-                "msg_rate_in": level * limit * rng.uniform(0.4, 0.6),
-                "msg_rate_out": level * limit * rng.uniform(0.4, 0.6),
+                "msg_rate_in": level * limit * rng.uniform(0.48, 0.55),
+                "msg_rate_out": level * limit * rng.uniform(0.48, 0.55),
                 "msg_throughput_in": rng.choice([0.0, level]) * size * rng.uniform(0.9, 1.1),
             }
         )

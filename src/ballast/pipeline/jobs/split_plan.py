@@ -48,10 +48,13 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     topics = read_history(spark, paths.history, TOPICS)
     # The averages need every sample of a bundle (a shuffle of its history), so only the
     # bundles the rules could select are folded (averaged_bundles: most never come near a
-    # limit), and only their long-term averages, the only ones the rules read. The plan reads
-    # the averages and the candidates several times, so both are computed once and kept.
+    # limit), and only their long-term averages, the only ones the rules read. Those bundles
+    # are found first and kept, so that the planner knows how few they usually are and
+    # filters the history by them before the shuffle (a broadcast join) rather than after.
+    # The plan reads the averages and the candidates several times: both are kept too.
     latest = rows_at(bundles, latest_snapshots(brokers))
-    needed = averaged_bundles(bundles, latest, config)
+    needed = averaged_bundles(bundles, latest, config).persist(StorageLevel.MEMORY_AND_DISK)
+    needed.count()
     averages = long_term_averages(
         bundles.join(needed, on=["cluster", "bundle"], how="left_semi")
     ).persist(StorageLevel.MEMORY_AND_DISK)
@@ -65,6 +68,7 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     finally:
         candidates.unpersist()
         averages.unpersist()
+        needed.unpersist()
     written = read_output(spark, paths.out, SPLIT_PLAN)
     counts = written.agg(
         F.count("*").alias("selected"),

@@ -84,24 +84,25 @@ def _ceiling(column: str) -> Column:
 def averaged_bundles(bundles: DataFrame, latest: DataFrame, config: SplitConfig) -> DataFrame:
     """``cluster, bundle`` of the bundles whose long-term averages :func:`split_candidates`
     can read: those of ``latest`` (each cluster's latest snapshot) with at least two topics
-    that are over the topic or session limit, or whose largest samples in ``bundles`` (the
-    whole history) could average over the rate or throughput limit. No other bundle is
-    selected whatever its averages, since no average exceeds the ceiling of its largest
-    sample (:func:`~ballast.model.loaddata.average_ceiling`), so only these need the fold:
-    one aggregation of the history instead of a shuffle of all its samples."""
-    largest = bundles.groupBy("cluster", "bundle").agg(
-        *(
-            F.max(key).alias(key)
-            for key in ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out")
+    that are over the topic or session limit, or that have a sample in ``bundles`` (the whole
+    history) over half the rate or throughput limit in either direction. No other bundle is
+    selected whatever its averages: no average exceeds the ceiling of the largest sample it
+    averages (:func:`~ballast.model.loaddata.average_ceiling`), so with every sample's
+    ceiling at most half a limit each way, in + out stays within it. A filter on single
+    rows, so the history is scanned once with no aggregation, and only these bundles'
+    samples need collecting and folding."""
+    rate_half = F.lit(config.max_msg_rate * 0.5)
+    size_half = F.lit(config.max_bandwidth_bytes * 0.5)
+    busy = (
+        bundles.filter(
+            (_ceiling("msg_rate_in") > rate_half)
+            | (_ceiling("msg_rate_out") > rate_half)
+            | (_ceiling("msg_throughput_in") > size_half)
+            | (_ceiling("msg_throughput_out") > size_half)
         )
+        .select("cluster", "bundle")
+        .distinct()
     )
-    busy = largest.filter(
-        (_ceiling("msg_rate_in") + _ceiling("msg_rate_out") > F.lit(config.max_msg_rate))
-        | (
-            _ceiling("msg_throughput_in") + _ceiling("msg_throughput_out")
-            > F.lit(config.max_bandwidth_bytes)
-        )
-    ).select("cluster", "bundle")
     eligible = latest.filter(F.col("topics") >= 2)
     crowded = F.col("topics") > F.lit(config.max_topics)
     if config.max_sessions > 0:
@@ -180,11 +181,15 @@ def split_candidates(
     for condition, _ in checks:
         above = above | condition
     reason = F.concat_ws("; ", *(F.when(c, text) for c, text in checks))
-    namespace = Window.partitionBy("cluster", "namespace")
-    walk = namespace.orderBy("broker", "bundle")
+    # Each namespace's bundle count by a grouping, not a window's collect_set: that copies
+    # the namespace's set of names into every row (quadratic in the namespace's bundles).
+    namespace_bundles = rows.groupBy("cluster", "namespace").agg(
+        F.countDistinct("bundle").alias("namespace_bundles")
+    )
+    walk = Window.partitionBy("cluster", "namespace").orderBy("broker", "bundle")
     selected = (
-        rows.withColumn("namespace_bundles", F.size(F.collect_set("bundle").over(namespace)))
-        .filter((F.col("topics") >= 2) & above)
+        rows.filter((F.col("topics") >= 2) & above)
+        .join(namespace_bundles, on=["cluster", "namespace"])
         .join(multi_broker, on="cluster", how="left_semi")
         .withColumn("reason", reason)
         .withColumn("walk", F.row_number().over(walk))
