@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
+import random
+
 import numpy as np
 import pandas as pd
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from ballast.model.loaddata import ResourceWeights
 from ballast.pipeline.report_render import ClusterReport, render_report
@@ -17,6 +21,7 @@ from ballast.pipeline.transforms.report import (
     namespace_load_over_time,
     namespace_load_percentiles,
     namespace_partials,
+    percentile_of_sorted,
     top_namespaces,
 )
 
@@ -72,6 +77,50 @@ def test_broker_percentiles_over_time(spark: SparkSession) -> None:
     assert a["usage_p95"] == pytest.approx(np.percentile([0.1, 0.2], 95))
     assert a["msg_rate_max"] == 500.0
     assert a["msg_rate_mean"] == 300.0
+
+
+def same_double(a: float | None, b: float | None) -> bool:
+    """Equal bit for bit (the sign of zero included), NaN equal to NaN."""
+    if a is None or b is None:
+        return a is b
+    return (math.isnan(a) and math.isnan(b)) or (
+        a == b and math.copysign(1, a) == math.copysign(1, b)
+    )
+
+
+@pytest.mark.spark
+def test_percentile_of_sorted_values_equals_sparks_percentile(spark: SparkSession) -> None:
+    rng = random.Random(11)
+    specials = [0.0, 1.0, -1.0, math.inf, -math.inf, math.nan, None, 1e300, 5e-324]
+    rows = []
+    for group in range(300):
+        size = rng.choice([0, 1, 2, 3, 7, 40, 101])
+        tied = rng.random() < 0.3  # many equal values
+        for _ in range(size):
+            if rng.random() < 0.1:
+                value = rng.choice(specials)
+            elif tied:
+                value = float(rng.randrange(3))
+            else:
+                value = rng.uniform(-1e4, 1e6)
+            rows.append((group, value))
+    rows.append((300, None))  # a group with no values
+    # One zero per group: which of two zeros of opposite signs sorts first is not defined.
+    rows += [(301, -0.0), (301, 1.0), (302, -0.0), (302, -0.0), (302, 2.0)]
+    values = spark.createDataFrame(rows, "g int, x double")
+    levels = (0.0, 0.3, 0.5, 0.9, 0.95, 0.99, 1.0)
+    result = values.groupBy("g").agg(
+        F.percentile("x", list(levels)).alias("spark"),
+        F.sort_array(F.collect_list("x")).alias("sorted"),
+    )
+    ours = result.select(
+        "g", "spark", F.array(*(percentile_of_sorted(F.col("sorted"), v) for v in levels))
+    ).collect()
+    assert len(ours) == len({group for group, _ in rows})
+    for group, expected, got in ours:
+        assert all(
+            same_double(e, g) for e, g in zip(expected or [None] * len(levels), got, strict=True)
+        ), (group, expected, got)
 
 
 def namespace_bundle_rows() -> list[dict[str, object]]:

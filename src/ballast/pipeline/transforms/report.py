@@ -2,8 +2,9 @@
 
 Broker load is Pulsar's weighted max resource usage (the figure the shedders compare; the
 ``loadBalancer*ResourceWeight`` settings) and the message rate in + out. Percentiles are
-exact, linearly interpolated between the closest ranks (Spark's ``percentile``, numpy's and
-pandas' default).
+exact, linearly interpolated between the closest ranks (numpy's and pandas' default): the
+values of Spark's ``percentile``, computed with its arithmetic from each group's sorted
+values (:func:`percentile_of_sorted`).
 
 Imbalance measures, per snapshot, over the brokers reporting in it:
 
@@ -38,9 +39,44 @@ def _ratio(numerator: Column, denominator: Column) -> Column:
     return F.when(denominator > 0, numerator / denominator)
 
 
+def _sorted(column: str) -> Column:
+    """A group's non-null values of ``column`` in ascending order (NaN last), for
+    :func:`_percentiles`."""
+    return F.sort_array(F.collect_list(F.col(column))).alias(f"_{column}_sorted")
+
+
+def percentile_of_sorted(values: Column, level: float) -> Column:
+    """Spark's exact ``percentile(x, level)`` of a group, from the group's values sorted
+    (:func:`_sorted`), with the same arithmetic: position ``(n - 1) * level``, the values at
+    its floor and ceiling, ``low + (position - floor) * (high - low)`` between two different
+    ones; null for no values. Zeros of opposite signs are different values to ``percentile``
+    (it counts values in a hash map): interpolating between them gives 0.0, which ``low +
+    high`` gives too. (Which of two such zeros sorts first is not defined in either.)
+
+    Collecting the values as an array costs less than ``percentile``'s map of boxed values
+    (its partial maps are serialised through the shuffle), about half the aggregation's time
+    on a day of broker rows."""
+    count = F.size(values)
+    position = (count - 1) * F.lit(level)
+    lower, higher = F.floor(position), F.ceil(position)
+    low, high = F.get(values, lower.cast("int")), F.get(values, higher.cast("int"))
+    return (
+        F.when(count == 0, F.lit(None).cast("double"))
+        .when(higher == lower, low)
+        .when((high == low) & (low != 0), low)
+        .when(high == low, low + high)
+        .otherwise(low + (position - lower) * (high - low))
+    )
+
+
 def _percentiles(column: str, levels: tuple[float, ...], prefix: str) -> list[Column]:
-    values = F.percentile(F.col(column), list(levels))
-    return [values[i].alias(f"{prefix}_p{round(level * 100)}") for i, level in enumerate(levels)]
+    """Percentile columns of ``column`` from its sorted values (an aggregation's
+    :func:`_sorted` of it)."""
+    values = F.col(f"_{column}_sorted")
+    return [
+        percentile_of_sorted(values, level).alias(f"{prefix}_p{round(level * 100)}")
+        for level in levels
+    ]
 
 
 def broker_load_over_time(brokers: DataFrame, weights: ResourceWeights) -> DataFrame:
@@ -48,15 +84,27 @@ def broker_load_over_time(brokers: DataFrame, weights: ResourceWeights) -> DataF
     (``usage_p50/p90/p99``, ``usage_max``, ``usage_mean``; fractions) and the imbalance
     measures."""
     loads = with_usage(brokers, weights)
-    summary = loads.groupBy("cluster", "snapshot_ms").agg(
+    sums = loads.groupBy("cluster", "snapshot_ms").agg(
         F.count("*").alias("brokers"),
-        *_percentiles("weighted_usage", OVER_BROKERS, "usage"),
+        _sorted("weighted_usage"),
         F.max("weighted_usage").alias("usage_max"),
         F.mean("weighted_usage").alias("usage_mean"),
         F.sum("msg_rate").alias("msg_rate_total"),
         F.max("msg_rate").alias("msg_rate_max"),
         F.mean("msg_rate").alias("msg_rate_mean"),
         F.stddev_pop("msg_rate").alias("msg_rate_std"),
+    )
+    summary = sums.select(
+        "cluster",
+        "snapshot_ms",
+        "brokers",
+        *_percentiles("weighted_usage", OVER_BROKERS, "usage"),
+        "usage_max",
+        "usage_mean",
+        "msg_rate_total",
+        "msg_rate_max",
+        "msg_rate_mean",
+        "msg_rate_std",
     )
     return summary.select(
         "*",
@@ -71,13 +119,23 @@ def broker_load_percentiles(brokers: DataFrame, weights: ResourceWeights) -> Dat
     percentiles (``usage_p50/p95/p99``, ``usage_max``) and msg-rate percentiles
     (``msg_rate_p50/p95/p99``, ``msg_rate_max``, ``msg_rate_mean``)."""
     loads = with_usage(brokers, weights)
-    return loads.groupBy("cluster", "broker").agg(
+    sums = loads.groupBy("cluster", "broker").agg(
         F.count("*").alias("snapshots"),
-        *_percentiles("weighted_usage", OVER_TIME, "usage"),
+        _sorted("weighted_usage"),
         F.max("weighted_usage").alias("usage_max"),
-        *_percentiles("msg_rate", OVER_TIME, "msg_rate"),
+        _sorted("msg_rate"),
         F.max("msg_rate").alias("msg_rate_max"),
         F.mean("msg_rate").alias("msg_rate_mean"),
+    )
+    return sums.select(
+        "cluster",
+        "broker",
+        "snapshots",
+        *_percentiles("weighted_usage", OVER_TIME, "usage"),
+        "usage_max",
+        *_percentiles("msg_rate", OVER_TIME, "msg_rate"),
+        "msg_rate_max",
+        "msg_rate_mean",
     )
 
 
@@ -181,13 +239,23 @@ def namespace_load_percentiles(namespace_over_time: DataFrame) -> DataFrame:
     """Per (cluster, namespace) over the snapshots (from :func:`namespace_load_over_time`):
     msg-rate percentiles (``msg_rate_p50/p95/p99``, ``msg_rate_max``, ``msg_rate_mean``),
     the largest bundle count, and the 95th percentile of ``bundle_peak_to_mean``."""
-    return namespace_over_time.groupBy("cluster", "namespace").agg(
+    sums = namespace_over_time.groupBy("cluster", "namespace").agg(
         F.count("*").alias("snapshots"),
-        *_percentiles("msg_rate", OVER_TIME, "msg_rate"),
+        _sorted("msg_rate"),
         F.max("msg_rate").alias("msg_rate_max"),
         F.mean("msg_rate").alias("msg_rate_mean"),
         F.max("bundles").alias("bundles_max"),
-        F.percentile(F.col("bundle_peak_to_mean"), 0.95).alias("bundle_peak_to_mean_p95"),
+        _sorted("bundle_peak_to_mean"),
+    )
+    return sums.select(
+        "cluster",
+        "namespace",
+        "snapshots",
+        *_percentiles("msg_rate", OVER_TIME, "msg_rate"),
+        "msg_rate_max",
+        "msg_rate_mean",
+        "bundles_max",
+        *_percentiles("bundle_peak_to_mean", (0.95,), "bundle_peak_to_mean"),
     )
 
 

@@ -45,7 +45,10 @@ def percent_usage(usage: Column, limit: Column) -> Column:
 
 def java_max(*values: Column) -> Column:
     """The largest non-NaN value, -infinity if there is none."""
-    cleaned = [F.when(F.isnan(v), F.lit(None)).otherwise(v) for v in values]
+    # nanvl names each value once; ``when(isnan(v), null).otherwise(v)`` names it twice, and
+    # the generated code of the weighted usage then grew past what the JVM compiles (HotSpot
+    # leaves methods over 8,000 bytes of bytecode interpreted): 2 µs a row instead of 0.2.
+    cleaned = [F.nanvl(v, F.lit(None).cast("double")) for v in values]
     return F.coalesce(F.greatest(*cleaned), F.lit(_NEGATIVE_INFINITY))
 
 
