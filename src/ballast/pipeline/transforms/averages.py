@@ -168,9 +168,10 @@ def long_term_averages(
 
 
 def latest_rows(frame: DataFrame) -> DataFrame:
-    """The rows of each cluster's latest snapshot in ``frame``."""
+    """The rows of each cluster's latest snapshot in ``frame``. The latest times (a row per
+    cluster) are broadcast, so the rows are filtered where they are read, not shuffled."""
     latest = frame.groupBy("cluster").agg(F.max("snapshot_ms").alias("snapshot_ms"))
-    return frame.join(latest, on=["cluster", "snapshot_ms"], how="left_semi")
+    return frame.join(F.broadcast(latest), on=["cluster", "snapshot_ms"], how="left_semi")
 
 
 def rows_at(frame: DataFrame, snapshots: Mapping[str, int]) -> DataFrame:

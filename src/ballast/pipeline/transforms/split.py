@@ -219,11 +219,15 @@ def plan_topics(candidates: DataFrame, topics: DataFrame) -> DataFrame:
     """The candidates' owned topics from each cluster's latest ``topics`` snapshot at or
     before the plan's snapshot: ``cluster, bundle, topic, hash, msg_rate, msg_throughput``."""
     plan_times = candidates.select("cluster", F.col("snapshot_ms").alias("plan_ms")).distinct()
-    usable = topics.join(plan_times, on="cluster").filter(F.col("snapshot_ms") <= F.col("plan_ms"))
+    # Both small sides (a row per cluster; the candidates, a plan's few bundles) are
+    # broadcast: the topic rows, millions at scale, are filtered as they are read.
+    usable = topics.join(F.broadcast(plan_times), on="cluster").filter(
+        F.col("snapshot_ms") <= F.col("plan_ms")
+    )
     latest = latest_rows(usable.drop("plan_ms"))
     ranges = with_range(candidates.select("cluster", "bundle"))
     return (
-        latest.join(ranges, on=["cluster", "bundle"])
+        latest.join(F.broadcast(ranges), on=["cluster", "bundle"])
         .withColumn("hash", topic_hash(F.col("topic")))
         .filter(in_range(F.col("hash")))
         .select(
