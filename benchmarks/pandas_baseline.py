@@ -38,8 +38,9 @@ DEFAULTS = {
 
 
 def read(history: Path, table: Table, columns: list[str], **filters: Any) -> pa.Table:
-    """Columns of a history table; strings as dictionaries (few distinct values each)."""
-    strings = [c for c in columns if table.column(c).type.value == "string"]
+    """Columns of a history table; strings as dictionaries (few distinct values each), but
+    for topic names, which are nearly all distinct."""
+    strings = [c for c in columns if table.column(c).type.value == "string" and c != "topic"]
     file_format = ds.ParquetFileFormat(read_options={"dictionary_columns": strings})
     dataset = ds.dataset(history / table.name, format=file_format, partitioning="hive")
     condition = None
@@ -251,18 +252,27 @@ def split_plan(history: Path, out: Path, settings: Settings) -> dict[str, Any]:
         walk = chosen.groupby("namespace").cumcount() + 1
         room = config.max_bundles - chosen["namespace"].map(sizes).astype(np.int64)
         chosen = chosen[walk <= room]
-        topics = read(history, TOPICS, ["snapshot_ms", "cluster", "bundle", "topic", *KEYS])
-        mask = pc.and_(
-            pc.equal(topics.column("cluster"), cluster),
-            pc.less_equal(topics.column("snapshot_ms"), snapshot_ms),
+        # The newest topic snapshot at or before the plan's, from two narrow columns; then
+        # only its rows of the chosen bundles (filtered as they are read).
+        times = read(history, TOPICS, ["snapshot_ms", "cluster"])
+        usable = times.filter(
+            pc.and_(
+                pc.equal(times.column("cluster"), cluster),
+                pc.less_equal(times.column("snapshot_ms"), snapshot_ms),
+            )
         )
-        topics = topics.filter(mask)
-        if topics.num_rows:
-            newest = pc.max(topics.column("snapshot_ms")).as_py()
-            topics = topics.filter(pc.equal(topics.column("snapshot_ms"), newest))
-            wanted = pa.array(chosen["bundle"].tolist(), type=pa.string())
-            topics = topics.filter(pc.is_in(topics.column("bundle"), wanted))
-        by_bundle = topics.to_pandas().groupby("bundle") if topics.num_rows else None
+        by_bundle = None
+        if usable.num_rows and len(chosen):
+            newest = pc.max(usable.column("snapshot_ms")).as_py()
+            topics = read(
+                history,
+                TOPICS,
+                ["cluster", "bundle", "topic", *KEYS],
+                snapshot_ms=newest,
+                bundles=chosen["bundle"].tolist(),
+            )
+            topics = topics.filter(pc.equal(topics.column("cluster"), cluster))
+            by_bundle = topics.to_pandas().groupby("bundle") if topics.num_rows else None
         algorithm = split_algorithm(config.default_algorithm)
         for row in chosen.itertuples(index=False):
             loads = []
