@@ -17,7 +17,14 @@ import pytest
 from ballast.clock import Clock
 from ballast.metadata.zkserver import LocalZooKeeper
 from tests.support.waiting import eventually
-from tests.support.zkbrokers import BrokerProcess, all_registered, broker_processes, get, leader_of
+from tests.support.zkbrokers import (
+    BrokerProcess,
+    all_registered,
+    broker_processes,
+    get,
+    leader_of,
+    serve_namespace,
+)
 
 pytestmark = [pytest.mark.real_time, pytest.mark.integration]
 
@@ -54,18 +61,7 @@ async def test_three_brokers_on_zookeeper_survive_kill_9(
             timeout_s=60,
             interval_s=0.2,
         )
-        first = brokers[0].url
-        async with session.put(f"{first}/admin/v2/tenants/t", json={}) as response:
-            assert response.status == 204, await response.text()
-        async with session.put(
-            f"{first}/admin/v2/namespaces/t/ns", json={"bundles": {"numBundles": 12}}
-        ) as response:
-            assert response.status == 204, await response.text()
-        for i in range(40):  # a client follows the 307s to the owner
-            status, body = await get(
-                session, f"{brokers[i % 3].url}/lookup/v2/topic/persistent/t/ns/topic-{i}"
-            )
-            assert status == 200 and isinstance(body, dict), body
+        await serve_namespace(session, brokers, clock, bundles=12, topics=40)
 
         async def sample() -> None:
             while True:

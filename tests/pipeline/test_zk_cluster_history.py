@@ -18,7 +18,12 @@ from ballast.pipeline.history import read_table
 from ballast.pipeline.schema import BROKERS, BUNDLES
 from tests.conftest import run_ballast
 from tests.support.waiting import eventually
-from tests.support.zkbrokers import all_registered, broker_processes, get, leader_of
+from tests.support.zkbrokers import (
+    all_registered,
+    broker_processes,
+    leader_of,
+    serve_namespace,
+)
 
 pytestmark = [pytest.mark.real_time, pytest.mark.integration, pytest.mark.spark]
 
@@ -49,18 +54,7 @@ async def test_two_leaders_append_to_one_history_a_job_reads(
                 timeout_s=60,
                 interval_s=0.2,
             )
-            first = brokers[0].url
-            async with session.put(f"{first}/admin/v2/tenants/t", json={}) as response:
-                assert response.status == 204, await response.text()
-            async with session.put(
-                f"{first}/admin/v2/namespaces/t/ns", json={"bundles": {"numBundles": 4}}
-            ) as response:
-                assert response.status == 204, await response.text()
-            for i in range(8):  # owners for the namespace's bundles
-                status, body = await get(
-                    session, f"{brokers[i % 2].url}/lookup/v2/topic/persistent/t/ns/topic-{i}"
-                )
-                assert status == 200 and isinstance(body, dict), body
+            await serve_namespace(session, brokers, clock, bundles=4, topics=8)
 
             await eventually(
                 lambda: len(snapshot_times(history)) >= 1,

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import aiohttp
 
+from ballast.clock import Clock
 from tests.conftest import REPO
 from tests.support.live import distinct_free_ports
+from tests.support.waiting import eventually
 
 
 @dataclass
@@ -107,3 +109,33 @@ async def all_registered(
         if status != 200 or not isinstance(body, list) or len(body) != len(brokers):
             return False
     return await leader_of(session, brokers) is not None
+
+
+async def serve_namespace(
+    session: aiohttp.ClientSession,
+    brokers: list[BrokerProcess],
+    clock: Clock,
+    *,
+    bundles: int,
+    topics: int,
+) -> None:
+    """Tenant ``t`` and namespace ``t/ns`` of ``bundles`` bundles, made through the first
+    broker, and ``topics`` of its topics looked up through each broker in turn (a lookup
+    gives the topic's bundle an owner). A lookup that fails is tried again, as a client
+    does, for up to 30 s: right after an election the leader may not yet have every load
+    report to place a bundle with, and a loaded machine may answer late."""
+    first = brokers[0].url
+    async with session.put(f"{first}/admin/v2/tenants/t", json={}) as response:
+        assert response.status == 204, await response.text()
+    async with session.put(
+        f"{first}/admin/v2/namespaces/t/ns", json={"bundles": {"numBundles": bundles}}
+    ) as response:
+        assert response.status == 204, await response.text()
+    for i in range(topics):
+        url = f"{brokers[i % len(brokers)].url}/lookup/v2/topic/persistent/t/ns/topic-{i}"
+
+        async def found(url: str = url) -> bool:
+            status, body = await get(session, url)
+            return status == 200 and isinstance(body, dict)
+
+        await eventually(found, clock, what=f"a lookup of {url}", timeout_s=30, interval_s=0.5)
