@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ballast.balance.decisions import BrokerId, JsonValue, Reason, ReasonKind, Split, mib
 from ballast.balance.snapshot import LoadSnapshot, bundle_name, bundle_namespace
 from ballast.model.config import SplitConfig
-from ballast.model.loaddata import NamespaceBundleStats
+from ballast.model.loaddata import BundleData, NamespaceBundleStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,19 +40,27 @@ class SplitResult:
 
 
 def _exceeded(
-    snapshot: LoadSnapshot, bundle: str, stats: NamespaceBundleStats, config: SplitConfig
+    stats: NamespaceBundleStats, averages: BundleData | None, config: SplitConfig
 ) -> list[tuple[ReasonKind, str]]:
-    rate = 0.0
-    throughput = 0.0
-    data = snapshot.bundles.get(bundle)
-    if data is not None:
-        rate = data.long_term_data.total_msg_rate
-        throughput = data.long_term_data.total_msg_throughput
+    """The split limits a bundle is over, with their reasons; empty, with no reason written,
+    for almost every bundle (the leader checks each one after every update)."""
+    rate = throughput = 0.0
+    if averages is not None:
+        rate = averages.long_term_data.total_msg_rate
+        throughput = averages.long_term_data.total_msg_throughput
+    sessions = stats.consumer_count + stats.producer_count
+    over_sessions = config.max_sessions > 0 and sessions > config.max_sessions
+    if not (
+        stats.topics > config.max_topics
+        or over_sessions
+        or rate > config.max_msg_rate
+        or throughput > config.max_bandwidth_bytes
+    ):
+        return []
     found: list[tuple[ReasonKind, str]] = []
     if stats.topics > config.max_topics:
         found.append((ReasonKind.TOPICS, f"topics {stats.topics} > {config.max_topics}"))
-    sessions = stats.consumer_count + stats.producer_count
-    if config.max_sessions > 0 and sessions > config.max_sessions:
+    if over_sessions:
         found.append((ReasonKind.SESSIONS, f"sessions {sessions} > {config.max_sessions}"))
     if rate > config.max_msg_rate:
         found.append((ReasonKind.MSG_RATE, f"msg rate {rate:g} > {config.max_msg_rate:g} msg/s"))
@@ -74,30 +82,11 @@ def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitR
     added: dict[str, int] = {}
     refused: list[JsonValue] = []
     bundles = snapshot.bundles
-    max_topics, max_sessions = config.max_topics, config.max_sessions
-    max_rate, max_bandwidth = config.max_msg_rate, config.max_bandwidth_bytes
     for broker, data in snapshot.brokers.items():
         for bundle, bundle_stats in data.local_data.last_stats.items():
             if bundle_stats.topics < 2:
                 continue
-            # _exceeded's tests without their reasons first: the leader checks every bundle
-            # after every update, and almost none qualifies.
-            averages = bundles.get(bundle)
-            rate = throughput = 0.0
-            if averages is not None:
-                rate = averages.long_term_data.total_msg_rate
-                throughput = averages.long_term_data.total_msg_throughput
-            if (
-                bundle_stats.topics <= max_topics
-                and (
-                    max_sessions <= 0
-                    or bundle_stats.consumer_count + bundle_stats.producer_count <= max_sessions
-                )
-                and not rate > max_rate
-                and not throughput > max_bandwidth
-            ):
-                continue
-            exceeded = _exceeded(snapshot, bundle, bundle_stats, config)
+            exceeded = _exceeded(bundle_stats, bundles.get(bundle), config)
             if not exceeded:
                 continue
             namespace = bundle_namespace(bundle)
