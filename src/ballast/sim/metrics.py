@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -43,35 +44,26 @@ class Capacities:
 
     @classmethod
     def of(cls, capacities: Sequence[BrokerCapacity]) -> Capacities:
-        def column(name: str) -> Floats:
-            return np.array([getattr(c, name) for c in capacities], dtype=np.float64)
-
         return cls(
-            cores=column("cores"),
-            cpu_per_msg_s=column("cpu_per_msg_s"),
-            cpu_per_byte_s=column("cpu_per_byte_s"),
-            nic_bytes_per_s=column("nic_bytes_per_s"),
-            memory_mb=column("memory_mb"),
-            base_memory_mb=column("base_memory_mb"),
-            memory_per_topic_mb=column("memory_per_topic_mb"),
+            **{
+                name: np.array([getattr(c, name) for c in capacities], dtype=np.float64)
+                for name in _CAPACITY_FIELDS
+            }
         )
 
     @classmethod
     def repeated(cls, capacity: BrokerCapacity, count: int) -> Capacities:
         """``of([capacity] * count)`` without the list."""
-
-        def column(value: float) -> Floats:
-            return np.full(count, value, dtype=np.float64)
-
         return cls(
-            cores=column(capacity.cores),
-            cpu_per_msg_s=column(capacity.cpu_per_msg_s),
-            cpu_per_byte_s=column(capacity.cpu_per_byte_s),
-            nic_bytes_per_s=column(capacity.nic_bytes_per_s),
-            memory_mb=column(capacity.memory_mb),
-            base_memory_mb=column(capacity.base_memory_mb),
-            memory_per_topic_mb=column(capacity.memory_per_topic_mb),
+            **{
+                name: np.full(count, getattr(capacity, name), dtype=np.float64)
+                for name in _CAPACITY_FIELDS
+            }
         )
+
+
+# Every column of Capacities, each named as the BrokerCapacity field it holds.
+_CAPACITY_FIELDS = tuple(f.name for f in dataclasses.fields(Capacities))
 
 
 @dataclass(frozen=True, slots=True)
