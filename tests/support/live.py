@@ -1,19 +1,17 @@
 """Helpers for tests that run real Ballast processes: free port ranges, and waiting on a
-condition of a live server. Those servers run on real time, so the waits poll the real clock
-through :func:`~tests.support.waiting.eventually`, as the asynchronous tests do."""
+condition of a live server. Those servers run on real time, so the waits poll the monotonic
+clock here, in one place, rather than sleeping in the tests."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
+import time
 import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from ballast.clock import SystemClock
 from ballast.metadata.zkserver import free_port
-from tests.support.waiting import eventually
 
 
 def port_is_free(port: int) -> bool:
@@ -51,25 +49,22 @@ def free_ports(count: int) -> int:
 def wait_until(
     condition: Callable[[], bool], *, timeout_s: float, what: str, interval_s: float = 0.2
 ) -> None:
-    """Return once ``condition()`` holds; AssertionError naming ``what`` after ``timeout_s``.
-    For tests without an event loop of their own: :func:`~tests.support.waiting.eventually`
-    on the real clock (the servers are real processes)."""
-    clock = SystemClock()
-    asyncio.run(eventually(condition, clock, timeout_s=timeout_s, interval_s=interval_s, what=what))
+    """Return once ``condition()`` holds; AssertionError naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout_s} s"
+        time.sleep(interval_s)
 
 
 def get_json(url: str, timeout_s: float = 30) -> Any:
-    """The JSON body of ``url`` once it answers (a server still starting refuses
-    connections); AssertionError after ``timeout_s``."""
-    bodies: list[Any] = []
-
-    def answered() -> bool:
+    """The JSON body of ``url`` once it answers; the last error after ``timeout_s`` (a server
+    still starting refuses connections)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
         try:
             with urllib.request.urlopen(url, timeout=5) as response:
-                bodies.append(json.loads(response.read()))
+                return json.loads(response.read())
         except (OSError, ValueError):
-            return False
-        return True
-
-    wait_until(answered, timeout_s=timeout_s, what=f"an answer from {url}")
-    return bodies[0]
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
