@@ -26,6 +26,7 @@ from ballast.pipeline.transforms.averages import bundle_time_averages, long_term
 from ballast.pipeline.transforms.split import (
     UnsupportedAlgorithm,
     averaged_bundles,
+    busy_bundles,
     split_candidates,
     split_plan,
     split_points,
@@ -159,7 +160,7 @@ def test_no_split_with_a_single_broker(spark: SparkSession) -> None:
 
 def needed(spark: SparkSession, latest: list[dict[str, Any]], cfg: SplitConfig) -> list[str]:
     _, bundles = history(spark, latest)
-    keys = averaged_bundles(bundles, rows_at(bundles, {"c": 10}), cfg)
+    keys = averaged_bundles(busy_bundles(bundles, cfg), rows_at(bundles, {"c": 10}), cfg)
     return [row["bundle"] for row in records(keys, "bundle")]
 
 
@@ -231,7 +232,7 @@ def test_averaging_only_those_bundles_selects_the_same(spark: SparkSession, seed
     latest = rows_at(bundles, {"c": 5})
     cfg = config("loadBalancerNamespaceMaximumBundles=1000")
     every = split_candidates(brokers, latest, long_term_averages(bundles), cfg)
-    keys = averaged_bundles(bundles, latest, cfg)
+    keys = averaged_bundles(busy_bundles(bundles, cfg), latest, cfg)
     some = split_candidates(
         brokers,
         latest,

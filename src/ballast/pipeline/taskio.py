@@ -4,8 +4,9 @@ every core (or executor) and retries them; each task reads or writes its own Par
 with pyarrow's columnar reader and writer, in the history's layout
 (:mod:`ballast.pipeline.sparkio`).
 
-Reading (``report``): :func:`read_in_tasks` gives each task a group of files and a function
-of their rows (a partial aggregate, say) whose results Spark gets as a DataFrame.
+Reading (``report``, ``split-plan``): :func:`read_in_tasks` gives each task a group of files
+and a function of their rows (a partial aggregate, or a filter) whose results Spark gets as a
+DataFrame.
 
 Writing (``generate``): :func:`write_in_tasks`.
 

@@ -8,8 +8,10 @@ load. Writes ``<out>/split_plan``.
 
 from __future__ import annotations
 
+from functools import partial
+
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ballast.model.config import Settings, SplitConfig
@@ -22,12 +24,24 @@ from ballast.pipeline.sparkio import (
     table_path,
     write_output,
 )
+from ballast.pipeline.taskio import local_files, local_root, read_in_tasks
 from ballast.pipeline.transforms.averages import long_term_averages, rows_at
 from ballast.pipeline.transforms.split import (
     PLAN_ALGORITHMS,
     averaged_bundles,
+    busy_bundles,
     split_candidates,
     split_points,
+)
+from ballast.pipeline.transforms.split_rows import (
+    BUSY_INPUT_COLUMNS,
+    BUSY_SCHEMA,
+    SAMPLE_COLUMNS,
+    SAMPLE_SCHEMA,
+    busy_keys_of,
+    by_cluster,
+    half_limits,
+    samples_of,
 )
 
 
@@ -40,6 +54,40 @@ def check_settings(settings: Settings) -> None:
         )
 
 
+def busy(spark: SparkSession, history: str, bundles: DataFrame, config: SplitConfig) -> DataFrame:
+    """:func:`busy_bundles` of the history: found by Spark tasks reading the files with
+    pyarrow on a local file system (most of the job's reading), by Spark SQL elsewhere."""
+    if local_root(spark, history) is None:
+        return busy_bundles(bundles, config)
+    rate_half, size_half = half_limits(config)
+    return read_in_tasks(
+        spark,
+        local_files(bundles),
+        BUNDLES,
+        BUSY_INPUT_COLUMNS,
+        partial(busy_keys_of, rate_half=rate_half, size_half=size_half),
+        BUSY_SCHEMA,
+    ).distinct()
+
+
+def samples(spark: SparkSession, history: str, bundles: DataFrame, keys: DataFrame) -> DataFrame:
+    """The history rows of the bundles ``keys`` names (``cluster, bundle``), for the fold.
+    On a local file system Spark tasks pick them out as they read the files (the names go
+    with the tasks' function, which PySpark broadcasts when it is large); elsewhere a
+    semi-join with ``keys`` broadcast."""
+    if local_root(spark, history) is None:
+        return bundles.join(F.broadcast(keys), on=["cluster", "bundle"], how="left_semi")
+    names = by_cluster([(row["cluster"], row["bundle"]) for row in keys.collect()])
+    return read_in_tasks(
+        spark,
+        local_files(bundles),
+        BUNDLES,
+        SAMPLE_COLUMNS,
+        partial(samples_of, bundles=names),
+        SAMPLE_SCHEMA,
+    )
+
+
 def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     check_settings(settings)
     config = SplitConfig.from_settings(settings)
@@ -49,15 +97,16 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     # The averages need every sample of a bundle (a shuffle of its history), so only the
     # bundles the rules could select are folded (averaged_bundles: most never come near a
     # limit), and only their long-term averages, the only ones the rules read. Those bundles
-    # are found first and kept, so that the planner knows how few they usually are and
-    # filters the history by them before the shuffle (a broadcast join) rather than after.
-    # The plan reads the averages and the candidates several times: both are kept too.
+    # are found first and kept, so that the history is filtered by them before the shuffle
+    # rather than after it. The plan reads the averages and the candidates several times:
+    # both are kept too.
     latest = rows_at(bundles, latest_snapshots(brokers))
-    needed = averaged_bundles(bundles, latest, config).persist(StorageLevel.MEMORY_AND_DISK)
+    needed = averaged_bundles(busy(spark, paths.history, bundles, config), latest, config)
+    needed = needed.persist(StorageLevel.MEMORY_AND_DISK)
     needed.count()
-    averages = long_term_averages(
-        bundles.join(needed, on=["cluster", "bundle"], how="left_semi")
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    averages = long_term_averages(samples(spark, paths.history, bundles, needed)).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
     candidates = split_candidates(brokers, latest, averages, config).persist(
         StorageLevel.MEMORY_AND_DISK
     )

@@ -38,6 +38,7 @@ from ballast.model.split_algorithms import (
 )
 from ballast.pipeline.schema import SPLIT_PLAN
 from ballast.pipeline.transforms.averages import latest_rows
+from ballast.pipeline.transforms.split_rows import half_limits
 
 PLAN_ALGORITHMS = (RANGE_EQUALLY_DIVIDE, TOPIC_COUNT_EQUALLY_DIVIDE, FLOW_OR_QPS_EQUALLY_DIVIDE)
 FULL_UPPER = 0xFFFFFFFF
@@ -81,19 +82,14 @@ def _ceiling(column: str) -> Column:
     return F.col(column) + F.abs(F.col(column)) * F.lit(AVERAGE_ROUNDING_SLACK)
 
 
-def averaged_bundles(bundles: DataFrame, latest: DataFrame, config: SplitConfig) -> DataFrame:
-    """``cluster, bundle`` of the bundles whose long-term averages :func:`split_candidates`
-    can read: those of ``latest`` (each cluster's latest snapshot) with at least two topics
-    that are over the topic or session limit, or that have a sample in ``bundles`` (the whole
-    history) over half the rate or throughput limit in either direction. No other bundle is
-    selected whatever its averages: no average exceeds the ceiling of the largest sample it
-    averages (:func:`~ballast.model.loaddata.average_ceiling`), so with every sample's
-    ceiling at most half a limit each way, in + out stays within it. A filter on single
-    rows, so the history is scanned once with no aggregation, and only these bundles'
-    samples need collecting and folding."""
-    rate_half = F.lit(config.max_msg_rate * 0.5)
-    size_half = F.lit(config.max_bandwidth_bytes * 0.5)
-    busy = (
+def busy_bundles(bundles: DataFrame, config: SplitConfig) -> DataFrame:
+    """``cluster, bundle`` of the bundles with a sample in ``bundles`` whose ceiling
+    (:func:`~ballast.model.loaddata.average_ceiling`) is over half the rate or throughput
+    limit in either direction. A filter on single rows: the history is scanned once, with no
+    aggregation before the (few) rows left are made distinct."""
+    rate, size = half_limits(config)
+    rate_half, size_half = F.lit(rate), F.lit(size)
+    return (
         bundles.filter(
             (_ceiling("msg_rate_in") > rate_half)
             | (_ceiling("msg_rate_out") > rate_half)
@@ -103,6 +99,17 @@ def averaged_bundles(bundles: DataFrame, latest: DataFrame, config: SplitConfig)
         .select("cluster", "bundle")
         .distinct()
     )
+
+
+def averaged_bundles(busy: DataFrame, latest: DataFrame, config: SplitConfig) -> DataFrame:
+    """``cluster, bundle`` of the bundles whose long-term averages :func:`split_candidates`
+    can read: those of ``latest`` (each cluster's latest snapshot) with at least two topics
+    that are over the topic or session limit, or that are ``busy`` (:func:`busy_bundles`:
+    a sample over half the rate or throughput limit in either direction). No other bundle is
+    selected whatever its averages: no average exceeds the ceiling of the largest sample it
+    averages (:func:`~ballast.model.loaddata.average_ceiling`), so with every sample's
+    ceiling at most half a limit each way, in + out stays within it. Only these bundles'
+    samples need collecting and folding."""
     eligible = latest.filter(F.col("topics") >= 2)
     crowded = F.col("topics") > F.lit(config.max_topics)
     if config.max_sessions > 0:
