@@ -105,6 +105,21 @@ def test_read_in_tasks(spark: SparkSession, tmp_path: Path) -> None:
     )
     assert sorted(r["rate"] for r in result.collect()) == [float(s) for s in range(8)]
 
+    def kinds(rows: pa.Table) -> pa.Table:
+        return pa.table({c: [str(rows.column(c).type)] for c in ("cluster", "bundle")})
+
+    schema = "cluster string, bundle string"
+    encoded = read_in_tasks(spark, files, BUNDLES, ["cluster", "bundle"], kinds, schema)
+    assert {tuple(r) for r in encoded.collect()} == {
+        ("dictionary<values=string, indices=int32, ordered=0>",) * 2
+    }
+    plain = read_in_tasks(
+        spark, files, BUNDLES, ["cluster", "bundle"], kinds, schema, plain=("bundle",)
+    )
+    assert {tuple(r) for r in plain.collect()} == {
+        ("dictionary<values=string, indices=int32, ordered=0>", "string")
+    }
+
 
 def test_file_groups_are_balanced(tmp_path: Path) -> None:
     files = []

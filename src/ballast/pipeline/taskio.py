@@ -33,7 +33,7 @@ import math
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -202,13 +202,18 @@ def read_in_tasks(
     columns: Sequence[str],
     compute: Callable[[pa.Table], pa.Table],
     schema: str,
+    *,
+    plain: Collection[str] = (),
 ) -> DataFrame:
     """``compute`` of the ``columns`` of each group of the local Parquet ``files`` of
-    ``table`` (see :func:`file_groups`; string columns read dictionary-encoded), one task per
-    group, as a DataFrame of ``schema``. Each file must hold every column in ``columns``
-    (both history writers write all of a table's columns)."""
+    ``table`` (see :func:`file_groups`), one task per group, as a DataFrame of ``schema``.
+    String columns are read dictionary-encoded but for those named in ``plain``: names
+    nearly all distinct within a file (bundles, with a million of them per snapshot), whose
+    dictionaries would be as large as the columns and are decoded again for every batch.
+    Each file must hold every column in ``columns`` (both history writers write all of a
+    table's columns)."""
     groups = [[str(f) for f in group] for group in file_groups(files, _parallelism(spark))]
-    strings = [c for c in columns if table.column(c).type.value == "string"]
+    strings = [c for c in columns if table.column(c).type.value == "string" and c not in plain]
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

@@ -10,8 +10,8 @@ Both give exactly what the Spark SQL of :mod:`~ballast.pipeline.transforms.split
 the same rows, comparisons included: Spark orders NaN above every number, so a NaN sample
 counts as over a limit there and here; a null one does not.
 
-String columns may be dictionary-encoded (as the tasks read them): the bundle test then runs
-once per distinct name, not once per row.
+String columns may be plain or dictionary-encoded (for a dictionary the test runs once per
+distinct value). The job reads bundle names plain: they are nearly all distinct within a file.
 """
 
 from __future__ import annotations
