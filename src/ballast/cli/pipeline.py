@@ -20,10 +20,13 @@ import typer
 
 from ballast.cli.common import fail, print_json, settings_from, warn
 from ballast.pipeline.jobs import HISTORY_JOBS, JobEntry, JobError, JobPaths, load
+from ballast.pipeline.jobs.base import JobRunner, Summary
 from ballast.pipeline.synthetic_spec import DEFAULT_START_MS, GenerateSpec, SpecError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from ballast.model.config import Settings
 
 # Spark, pandas and pyarrow are imported inside the commands that use them, so that the
 # rest of the ballast command starts fast.
@@ -245,27 +248,45 @@ def generate_command(
     print_json(dict(summary))
 
 
+HistoryOption = Annotated[str, typer.Option("--history", help="History root to read.")]
+OutOption = Annotated[str, typer.Option("--out", help="Directory to write results to.")]
+
+
+def _run_job(
+    name: str,
+    paths: JobPaths,
+    master: str | None,
+    conf: list[str] | None,
+    config: Path | None,
+    overrides: list[str] | None,
+    runner: JobRunner | None = None,
+) -> None:
+    """Run a history job (its registered ``run``, or ``runner`` for a job with options of its
+    own) in a Spark session and print its summary; bad input exits 2 with the reason."""
+    settings = settings_from(config, overrides)
+    loaded = load(name)
+    try:
+        loaded.check_settings(settings)
+    except JobError as exc:
+        fail(str(exc))
+    with spark_session(master, conf) as spark:
+        try:
+            summary = (runner or loaded.run)(spark, paths, settings)
+        except _user_errors() as exc:
+            fail(str(exc))
+    print_json(dict(summary))
+
+
 def _history_command(job: JobEntry) -> Callable[..., None]:
     def command(
-        history: Annotated[str, typer.Option("--history", help="History root to read.")],
-        out: Annotated[str, typer.Option("--out", help="Directory to write results to.")],
+        history: HistoryOption,
+        out: OutOption,
         master: MasterOption = None,
         conf: ConfOption = None,
         config: ConfigOption = None,
         overrides: SetOption = None,
     ) -> None:
-        settings = settings_from(config, overrides)
-        loaded = load(job.name)
-        try:
-            loaded.check_settings(settings)
-        except JobError as exc:
-            fail(str(exc))
-        with spark_session(master, conf) as spark:
-            try:
-                summary = loaded.run(spark, JobPaths(history=history, out=out), settings)
-            except _user_errors() as exc:
-                fail(str(exc))
-        print_json(dict(summary))
+        _run_job(job.name, JobPaths(history=history, out=out), master, conf, config, overrides)
 
     command.__doc__ = job.summary
     return command
@@ -276,10 +297,39 @@ for _job in HISTORY_JOBS.values():
         pipeline_app.command(_job.name)(_history_command(_job))
 
 
+@pipeline_app.command("time-averages")
+def time_averages_command(
+    history: HistoryOption,
+    out: OutOption,
+    buckets: Annotated[
+        int,
+        typer.Option(
+            "--buckets",
+            min=1,
+            help="Fold the bundles in this many passes, each shuffling only its share of the "
+            "samples: for histories whose shuffle files outgrow the scratch disk.",
+        ),
+    ] = 1,
+    master: MasterOption = None,
+    conf: ConfOption = None,
+    config: ConfigOption = None,
+    overrides: SetOption = None,
+) -> None:
+    """Bundle and broker time averages from the raw samples, equal to the leader's
+    incremental updates."""
+    from ballast.pipeline.jobs.time_averages import run
+
+    def runner(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
+        return run(spark, paths, settings, buckets=buckets)
+
+    paths = JobPaths(history=history, out=out)
+    _run_job("time-averages", paths, master, conf, config, overrides, runner)
+
+
 @pipeline_app.command("shed")
 def shed_command(
-    history: Annotated[str, typer.Option("--history", help="History root to read.")],
-    out: Annotated[str, typer.Option("--out", help="Directory to write results to.")],
+    history: HistoryOption,
+    out: OutOption,
     strategy: Annotated[
         str | None,
         typer.Option(

@@ -80,11 +80,12 @@ def write_history(frame: DataFrame, root: str, table: Table, *, mode: str = "app
     )
 
 
-def write_output(frame: DataFrame, out: str, table: Table) -> None:
-    """Write a job's output table to ``<out>/<table>`` (replacing an earlier run's)."""
-    conform(frame, table).write.mode("overwrite").option("compression", "zstd").parquet(
-        table_path(out, table)
-    )
+def write_output(frame: DataFrame, out: str, table: Table, *, append: bool = False) -> None:
+    """Write a job's output table to ``<out>/<table>``, replacing an earlier run's (or adding
+    to it: ``append``, for a job that writes a table in parts)."""
+    conform(frame, table).write.mode("append" if append else "overwrite").option(
+        "compression", "zstd"
+    ).parquet(table_path(out, table))
 
 
 def latest_snapshots(brokers: DataFrame) -> dict[str, int]:

@@ -5,8 +5,9 @@ History jobs read a history and write results; each lives in its own module with
 module paths, so listing jobs (``ballast --help``) does not import Spark; :func:`load`
 imports a job when it runs. ``generate`` (which writes a history) lives in :mod:`.generate`.
 
-A job whose command takes options of its own (``shed``: the strategy, the scope, ``--apply``)
-says so with ``own_command``; the command line then defines its command by hand.
+A job whose command takes options of its own (``shed``: the strategy, the scope, ``--apply``;
+``time-averages``: ``--buckets``) says so with ``own_command``; the command line then defines
+its command by hand.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ HISTORY_JOBS: dict[str, JobEntry] = {
             "Bundle and broker time averages from the raw samples, equal to the leader's "
             "incremental updates.",
             "ballast.pipeline.jobs.time_averages",
+            own_command=True,
         ),
         JobEntry(
             "split-plan",

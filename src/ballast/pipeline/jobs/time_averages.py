@@ -3,14 +3,20 @@ and each live broker's time averages, as Pulsar's leader would hold them.
 
 Writes ``<out>/bundle_averages`` and ``<out>/broker_averages`` (Parquet, the history tables of
 the same names, unpartitioned).
+
+A bundle's averages need all of its samples in one place, so the job shuffles every sample of
+the history. ``buckets`` > 1 folds the bundles in that many passes, each over the bundles of
+one hash bucket: every pass reads the whole history but shuffles only its share of the
+samples, for histories whose shuffle files would not fit the scratch disk in one pass.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from ballast.model.config import Settings
-from ballast.pipeline.jobs.base import JobPaths, Summary
+from ballast.pipeline.jobs.base import JobError, JobPaths, Summary
 from ballast.pipeline.schema import BROKER_AVERAGES, BROKERS, BUNDLE_AVERAGES, BUNDLES
 from ballast.pipeline.sparkio import (
     latest_snapshots,
@@ -26,11 +32,21 @@ from ballast.pipeline.transforms.averages import (
 )
 
 
-def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
+def in_bucket(bundles: DataFrame, bucket: int, buckets: int) -> DataFrame:
+    """The rows of the bundles in hash bucket ``bucket`` of ``buckets`` (every sample of a
+    bundle falls in the same one)."""
+    return bundles.filter(F.pmod(F.hash("cluster", "bundle"), F.lit(buckets)) == F.lit(bucket))
+
+
+def run(spark: SparkSession, paths: JobPaths, settings: Settings, *, buckets: int = 1) -> Summary:
     del settings  # the sample windows are Pulsar constants, not settings
+    if buckets < 1:
+        raise JobError(f"buckets must be at least 1, not {buckets}")
     brokers = read_history(spark, paths.history, BROKERS)
     bundles = read_history(spark, paths.history, BUNDLES)
-    write_output(bundle_time_averages(bundles), paths.out, BUNDLE_AVERAGES)
+    for bucket in range(buckets):
+        part = bundles if buckets == 1 else in_bucket(bundles, bucket, buckets)
+        write_output(bundle_time_averages(part), paths.out, BUNDLE_AVERAGES, append=bucket > 0)
     bundle_averages = read_output(spark, paths.out, BUNDLE_AVERAGES)
     # Only the latest snapshot's bundles decide a broker's sums: read just those.
     latest = rows_at(bundles, latest_snapshots(brokers))
@@ -38,6 +54,7 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     return {
         "bundles": bundle_averages.count(),
         "brokers": read_output(spark, paths.out, BROKER_AVERAGES).count(),
+        "buckets": buckets,
         "outputs": [
             table_path(paths.out, BUNDLE_AVERAGES),
             table_path(paths.out, BROKER_AVERAGES),
