@@ -315,8 +315,6 @@ def time_averages_command(
     config: ConfigOption = None,
     overrides: SetOption = None,
 ) -> None:
-    """Bundle and broker time averages from the raw samples, equal to the leader's
-    incremental updates."""
     from ballast.pipeline.jobs.time_averages import run
 
     def runner(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
@@ -324,6 +322,9 @@ def time_averages_command(
 
     paths = JobPaths(history=history, out=out)
     _run_job("time-averages", paths, master, conf, config, overrides, runner)
+
+
+time_averages_command.__doc__ = HISTORY_JOBS["time-averages"].summary
 
 
 @pipeline_app.command("shed")
