@@ -42,29 +42,26 @@ class SplitResult:
 def _exceeded(
     stats: NamespaceBundleStats, averages: BundleData | None, config: SplitConfig
 ) -> list[tuple[ReasonKind, str]]:
-    """The split limits a bundle is over, with their reasons; empty, with no reason written,
-    for almost every bundle (the leader checks each one after every update)."""
+    """The split limits a bundle is over, with their reasons. Each limit is tested once and
+    a reason written only for a limit passed: almost no bundle passes one, and the leader
+    checks every bundle after every update."""
     rate = throughput = 0.0
     if averages is not None:
         rate = averages.long_term_data.total_msg_rate
         throughput = averages.long_term_data.total_msg_throughput
     sessions = stats.consumer_count + stats.producer_count
+    over_topics = stats.topics > config.max_topics
     over_sessions = config.max_sessions > 0 and sessions > config.max_sessions
-    if not (
-        stats.topics > config.max_topics
-        or over_sessions
-        or rate > config.max_msg_rate
-        or throughput > config.max_bandwidth_bytes
-    ):
-        return []
+    over_rate = rate > config.max_msg_rate
+    over_bandwidth = throughput > config.max_bandwidth_bytes
     found: list[tuple[ReasonKind, str]] = []
-    if stats.topics > config.max_topics:
+    if over_topics:
         found.append((ReasonKind.TOPICS, f"topics {stats.topics} > {config.max_topics}"))
     if over_sessions:
         found.append((ReasonKind.SESSIONS, f"sessions {sessions} > {config.max_sessions}"))
-    if rate > config.max_msg_rate:
+    if over_rate:
         found.append((ReasonKind.MSG_RATE, f"msg rate {rate:g} > {config.max_msg_rate:g} msg/s"))
-    if throughput > config.max_bandwidth_bytes:
+    if over_bandwidth:
         found.append(
             (
                 ReasonKind.BANDWIDTH,
