@@ -17,9 +17,9 @@ from ballast.model.config import SplitConfig, load_settings
 from ballast.pipeline.jobs.split_plan import busy, samples
 from ballast.pipeline.schema import BUNDLES
 from ballast.pipeline.sparkio import read_history, write_history
+from ballast.pipeline.transforms.averages import SAMPLE_COLUMNS
 from ballast.pipeline.transforms.split import busy_bundles
 from ballast.pipeline.transforms.split_rows import (
-    SAMPLE_COLUMNS,
     busy_keys_of,
     by_cluster,
     samples_of,

@@ -25,7 +25,7 @@ from ballast.pipeline.sparkio import (
     write_output,
 )
 from ballast.pipeline.taskio import local_files, local_root, read_in_tasks
-from ballast.pipeline.transforms.averages import long_term_averages, rows_at
+from ballast.pipeline.transforms.averages import SAMPLE_COLUMNS, long_term_averages, rows_at
 from ballast.pipeline.transforms.split import (
     PLAN_ALGORITHMS,
     averaged_bundles,
@@ -36,7 +36,6 @@ from ballast.pipeline.transforms.split import (
 from ballast.pipeline.transforms.split_rows import (
     BUSY_INPUT_COLUMNS,
     BUSY_SCHEMA,
-    SAMPLE_COLUMNS,
     SAMPLE_SCHEMA,
     busy_keys_of,
     by_cluster,

@@ -35,6 +35,9 @@ from ballast.pipeline.schema import BROKER_AVERAGES, BUNDLE_AVERAGES
 
 _KEYS = ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out")
 _TERMS = ("short", "long")
+# The bundle-history columns the fold reads of each sample; a caller that picks the samples
+# itself (split-plan's tasks) needs no others.
+SAMPLE_COLUMNS = ("snapshot_ms", "cluster", "broker", "bundle", "namespace", *_KEYS, "topics")
 
 
 def _default_values(defaults: NamespaceBundleStats) -> dict[str, float]:
@@ -94,18 +97,22 @@ def _folded(
     ``maxima``) after folding all samples in order. The last sample is the sorted array's
     last element and a term's sample count is ``min(count, window)``, so the fold carries
     only the averages."""
-    samples = bundles.groupBy("cluster", "bundle").agg(
-        F.first("namespace").alias("namespace"),
-        F.sort_array(
-            F.collect_list(
-                F.struct(
-                    "snapshot_ms",
-                    "broker",
-                    *_KEYS,
-                    F.col("topics").cast("long").alias("topics"),
+    samples = (
+        bundles.select(*SAMPLE_COLUMNS)
+        .groupBy("cluster", "bundle")
+        .agg(
+            F.first("namespace").alias("namespace"),
+            F.sort_array(
+                F.collect_list(
+                    F.struct(
+                        "snapshot_ms",
+                        "broker",
+                        *_KEYS,
+                        F.col("topics").cast("long").alias("topics"),
+                    )
                 )
-            )
-        ).alias("samples"),
+            ).alias("samples"),
+        )
     )
     terms = tuple(maxima)
     return samples.select(

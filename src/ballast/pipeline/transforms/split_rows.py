@@ -26,22 +26,12 @@ import pyarrow.compute as pc
 from ballast.model.config import SplitConfig
 from ballast.model.loaddata import AVERAGE_ROUNDING_SLACK
 from ballast.pipeline.schema import BUNDLES
+from ballast.pipeline.transforms.averages import SAMPLE_COLUMNS
 
 RATES = ("msg_rate_in", "msg_rate_out")
 SIZES = ("msg_throughput_in", "msg_throughput_out")
 BUSY_INPUT_COLUMNS = ("cluster", "bundle", *RATES, *SIZES)
 BUSY_SCHEMA = "cluster string, bundle string"
-# What long_term_averages reads of each sample (transforms.averages._folded).
-SAMPLE_COLUMNS = (
-    "snapshot_ms",
-    "cluster",
-    "broker",
-    "bundle",
-    "namespace",
-    *RATES,
-    *SIZES,
-    "topics",
-)
 SAMPLE_SCHEMA = ", ".join(f"{c} {BUNDLES.column(c).type.value}" for c in SAMPLE_COLUMNS)
 _SAMPLE_ARROW = pa.schema([(c, BUNDLES.column(c).type.arrow()) for c in SAMPLE_COLUMNS])
 
