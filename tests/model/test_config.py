@@ -61,6 +61,13 @@ def test_unknown_key_warns_with_the_nearest_known_key() -> None:
     assert "did you mean loadBalancerSheddingIntervalMinutes?" in loaded.warnings[0]
 
 
+def test_strict_loading_refuses_an_unknown_key() -> None:
+    with pytest.raises(ConfigError, match="did you mean loadBalancerSheddingIntervalMinutes"):
+        load_settings(overrides=["loadBalancerSheddingIntervalMinute=3"], strict=True)
+    with pytest.raises(ConfigError, match=r"unknown key colour in --set$"):
+        load_settings(overrides=["colour=blue"], strict=True)
+
+
 def test_foreign_keys_of_a_real_broker_conf_are_summarised() -> None:
     conf = "zookeeperServers=zk:2181\nbrokerDeleteInactiveTopicsEnabled=true\n"
     loaded = load_settings(conf_text=conf, conf_name="broker.conf")

@@ -205,6 +205,11 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
             r"namespaces\[0\].name: namespaces belong to tenant",
         ),
         ("[expect]\nmoves_max = 1.5", "expect.moves_max: expected an integer"),
+        (
+            "[settings]\nloadBalancerSheddingIntervalMinute = 1",
+            r"settings: unknown key loadBalancerSheddingIntervalMinute \(did you mean "
+            r"loadBalancerSheddingIntervalMinutes\?\)",
+        ),
     ],
 )
 def test_errors_name_the_key(extra: str, message: str) -> None:

@@ -139,6 +139,10 @@ def test_bad_input_exits_2(ballast: Run, tmp_path: Path) -> None:
     assert bad.returncode == 2 and "cluster.brokers: must be at least 1" in bad.stderr
     setting = ballast("simulate", str(scenario), "--set", "loadBalancerSheddingIntervalMinutes=x")
     assert setting.returncode == 2 and "loadBalancerSheddingIntervalMinutes" in setting.stderr
+    # A misspelt key would silently simulate the default: an error, not a warning.
+    typo = ballast("simulate", str(scenario), "--set", "loadBalancerSheddingIntervalMinute=3")
+    assert typo.returncode == 2
+    assert "did you mean loadBalancerSheddingIntervalMinutes?" in typo.stderr
 
 
 def test_library_names_resolve_from_any_directory(

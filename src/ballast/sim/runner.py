@@ -148,7 +148,7 @@ def effective_settings(scenario: Scenario, options: RunOptions) -> tuple[Setting
     if options.strategy is not None:
         overrides += strategy_profile(options.strategy).overrides()
     overrides += list(options.overrides)
-    settings = load_settings(overrides=overrides).settings
+    settings = load_settings(overrides=overrides, strict=True).settings
     return settings, options.strategy or settings.get_str("loadBalancerLoadSheddingStrategy")
 
 

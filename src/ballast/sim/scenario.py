@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ballast.broker.host_usage import BrokerCapacity
+from ballast.model.config import SETTINGS_BY_KEY, nearest_key
 from ballast.sim.processes import ProcessSpec, parse_process
 from ballast.sim.schema import ScenarioError, Table, parse_duration
 
@@ -376,6 +377,11 @@ def parse_scenario(data: Mapping[str, Any], *, name: str = "scenario") -> Scenar
     settings = root.raw("settings", {})
     if not isinstance(settings, dict):
         raise ScenarioError("settings: expected a table of broker.conf keys")
+    for key in settings:
+        if key not in SETTINGS_BY_KEY:
+            match = nearest_key(key)
+            hint = f" (did you mean {match}?)" if match else ""
+            raise ScenarioError(f"settings: unknown key {key}{hint}")
     metrics = root.sub("metrics")
     target_std = metrics.number("target_std", 0.05)
     metrics.finish()

@@ -185,8 +185,13 @@ def load_settings(
     conf_name: str = "broker.conf",
     environ: Mapping[str, str] | None = None,
     overrides: Sequence[str] = (),
+    strict: bool = False,
 ) -> Loaded:
-    """Defaults, then the file, then ``BALLAST_<key>`` variables, then ``--set`` pairs."""
+    """Defaults, then the file, then ``BALLAST_<key>`` variables, then ``--set`` pairs.
+
+    ``strict``: an unknown key is an error instead of a warning (for callers whose keys are
+    all meant for Ballast, such as a simulation, where a misspelt key would silently measure
+    the default)."""
     values: dict[str, Any] = {s.key: s.default for s in SETTINGS}
     sources: dict[str, str] = {}
     warnings: list[str] = []
@@ -196,10 +201,12 @@ def load_settings(
         setting = SETTINGS_BY_KEY.get(key)
         if setting is None:
             match = nearest_key(key)
+            hint = f"; did you mean {match}?" if match else ""
+            if strict:
+                raise ConfigError(f"unknown key {key} in {source}{hint}")
             if match is None and quiet_if_foreign:
                 unused.append(key)
             else:
-                hint = f"; did you mean {match}?" if match else ""
                 warnings.append(f"unknown key {key} in {source} ignored{hint}")
             return
         if setting.deprecated:
