@@ -21,3 +21,27 @@ def test_every_setting_is_defined_and_documented_once() -> None:
     text = (DOCS / "configuration.md").read_text()
     twice = [key for key in keys if text.count(f"| `{key}` |") != 1]
     assert twice == []
+
+
+def _conf_text(value: object) -> str:
+    """A default as broker.conf (and the docs' table) spells it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple | list):
+        return ",".join(str(item) for item in value)
+    return "(empty)" if value is None else str(value)
+
+
+def test_configuration_doc_gives_every_default() -> None:
+    text = (DOCS / "configuration.md").read_text()
+    cells = {
+        row.split("|")[1].strip(): row.split("|")[2].strip()
+        for row in text.splitlines()
+        if row.startswith("| `")
+    }
+    wrong = {
+        s.key: (cells.get(f"`{s.key}`"), f"`{_conf_text(s.default)}`")
+        for s in SETTINGS
+        if cells.get(f"`{s.key}`") != f"`{_conf_text(s.default)}`"
+    }
+    assert wrong == {}

@@ -2,7 +2,7 @@
 balance the cluster best, planning every move of a cycle on predicted loads.
 
 Goal: broker loads within a narrow band (standard deviation at most
-``loadBalancerBallastTargetStd``, 0.02) with as few moves as that takes, no load chased back
+``loadBalancerBallastTargetStd``, 0.03) with as few moves as that takes, no load chased back
 and forth, and new or emptied brokers loaded at once. Rules:
 
 - **Loads from traffic.** Each broker's load is predicted from the traffic it reports with the
