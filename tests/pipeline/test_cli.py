@@ -109,6 +109,29 @@ def test_time_averages_equal_the_model(
 
 
 @pytest.mark.spark
+def test_shed_folds_the_averages_a_generated_history_lacks(
+    ballast: Ballast, history: Path, tmp_path: Path
+) -> None:
+    """A generated history stores no averages: shed computes them as time-averages does
+    (the model's), in one pass or several, and decides the same either way."""
+    decided = []
+    for buckets in (1, 3):
+        out = tmp_path / f"shed-{buckets}"
+        args = ["--history", str(history), "--out", str(out), "--strategy", "uniform"]
+        done = summary(ballast("pipeline", "shed", *args, "--buckets", str(buckets)))
+        assert done["outputs"] == [str(out / "shed_decisions"), str(out / "bundle_averages")]
+        decided.append(done["clusters"]["synthetic"]["decisions"])
+        model, _ = model_averages(history)
+        rows = pq.read_table(out / "bundle_averages").to_pylist()
+        assert sorted(r["bundle"] for r in rows) == sorted(model)
+        for row in rows:
+            data = model[row["bundle"]]
+            assert row["long_msg_rate_in"] == data.long_term_data.msg_rate_in
+            assert row["short_msg_throughput_out"] == data.short_term_data.msg_throughput_out
+    assert decided[0] == decided[1] != []
+
+
+@pytest.mark.spark
 def test_split_plan_uses_latest_topics(ballast: Ballast, history: Path, tmp_path: Path) -> None:
     out = tmp_path / "plan"
     algorithm = "flow_or_qps_equally_divide"

@@ -248,6 +248,15 @@ def generate_command(
     print_json(dict(summary))
 
 
+BucketsOption = Annotated[
+    int,
+    typer.Option(
+        "--buckets",
+        min=1,
+        help="Fold the bundles' samples into averages in this many passes, each shuffling "
+        "only its share of them: for histories whose shuffle files outgrow the scratch disk.",
+    ),
+]
 HistoryOption = Annotated[str, typer.Option("--history", help="History root to read.")]
 OutOption = Annotated[str, typer.Option("--out", help="Directory to write results to.")]
 
@@ -301,15 +310,7 @@ for _job in HISTORY_JOBS.values():
 def time_averages_command(
     history: HistoryOption,
     out: OutOption,
-    buckets: Annotated[
-        int,
-        typer.Option(
-            "--buckets",
-            min=1,
-            help="Fold the bundles in this many passes, each shuffling only its share of the "
-            "samples: for histories whose shuffle files outgrow the scratch disk.",
-        ),
-    ] = 1,
+    buckets: BucketsOption = 1,
     master: MasterOption = None,
     conf: ConfOption = None,
     config: ConfigOption = None,
@@ -365,6 +366,7 @@ def shed_command(
             "URL (http://host:port), through its admin API.",
         ),
     ] = None,
+    buckets: BucketsOption = 1,
     master: MasterOption = None,
     conf: ConfOption = None,
     config: ConfigOption = None,
@@ -405,7 +407,12 @@ def shed_command(
         try:
             summary = dict(
                 shed_history(
-                    spark, JobPaths(history=history, out=out), settings, options, cluster=cluster
+                    spark,
+                    JobPaths(history=history, out=out),
+                    settings,
+                    options,
+                    cluster=cluster,
+                    buckets=buckets,
                 )
             )
         except _user_errors() as exc:

@@ -4,7 +4,8 @@
 Spark does the history-wide work: it finds each cluster's latest snapshot, takes the bundle
 and broker time averages stored with it (the leader's history writer and the importers store
 them) or, for a cluster whose latest snapshot has none, computes them from every sample as
-``time-averages`` does; then only that snapshot's rows reach the driver, which runs the
+``time-averages`` does (in ``--buckets`` passes, writing them to ``<out>/bundle_averages``);
+then only that snapshot's rows reach the driver, which runs the
 strategy with the pure ``ballast.balance`` code (:mod:`ballast.pipeline.shedding` says why).
 
 Writes ``<out>/shed_decisions``; the summary lists the decisions as ``ballast decide`` prints
@@ -23,6 +24,7 @@ from ballast.balance.decisions import decision_to_json
 from ballast.model.codec import json_safe
 from ballast.model.config import Settings
 from ballast.pipeline.jobs.base import JobError, JobPaths, Summary
+from ballast.pipeline.jobs.time_averages import write_bundle_averages
 from ballast.pipeline.schema import (
     BROKER_AVERAGES,
     BROKERS,
@@ -38,12 +40,14 @@ from ballast.pipeline.shedding import (
     shed,
     snapshot_object,
 )
-from ballast.pipeline.sparkio import latest_snapshots, read_history, table_path, write_output
-from ballast.pipeline.transforms.averages import (
-    broker_time_averages,
-    bundle_time_averages,
-    rows_at,
+from ballast.pipeline.sparkio import (
+    latest_snapshots,
+    read_history,
+    read_output,
+    table_path,
+    write_output,
 )
+from ballast.pipeline.transforms.averages import broker_time_averages, rows_at
 
 
 def check_settings(settings: Settings) -> None:
@@ -82,8 +86,11 @@ def shed_history(
     options: ShedOptions,
     *,
     cluster: str | None = None,
+    buckets: int = 1,
 ) -> Summary:
-    """Decide on the latest snapshot of ``cluster`` (None: of every cluster)."""
+    """Decide on the latest snapshot of ``cluster`` (None: of every cluster). Averages the
+    history does not store are folded from every sample in ``buckets`` passes (see
+    :func:`~ballast.pipeline.jobs.time_averages.write_bundle_averages`)."""
     brokers = read_history(spark, paths.history, BROKERS)
     latest = latest_snapshots(brokers)
     if cluster is not None:
@@ -102,9 +109,13 @@ def shed_history(
     with_bundle_averages = _clusters_with_rows(stored_bundle_averages)
     with_broker_averages = _clusters_with_rows(stored_broker_averages)
     averages = stored_bundle_averages.filter(_in(with_bundle_averages))
-    if clusters - with_bundle_averages:  # one pass over the whole history
-        computed = bundle_time_averages(bundles.filter(_in(clusters - with_bundle_averages)))
-        averages = averages.unionByName(computed)
+    outputs = []
+    if clusters - with_bundle_averages:  # ``buckets`` passes over the whole history
+        write_bundle_averages(
+            bundles.filter(_in(clusters - with_bundle_averages)), paths.out, buckets
+        )
+        averages = averages.unionByName(read_output(spark, paths.out, BUNDLE_AVERAGES))
+        outputs.append(table_path(paths.out, BUNDLE_AVERAGES))
     averages = averages.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         broker_averages = stored_broker_averages.filter(_in(with_broker_averages))
@@ -139,5 +150,5 @@ def shed_history(
             }
             for outcome in outcomes
         },
-        "outputs": [table_path(paths.out, SHED_DECISIONS)],
+        "outputs": [table_path(paths.out, SHED_DECISIONS), *outputs],
     }

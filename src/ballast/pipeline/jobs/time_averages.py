@@ -38,15 +38,21 @@ def in_bucket(bundles: DataFrame, bucket: int, buckets: int) -> DataFrame:
     return bundles.filter(F.pmod(F.hash("cluster", "bundle"), F.lit(buckets)) == F.lit(bucket))
 
 
-def run(spark: SparkSession, paths: JobPaths, settings: Settings, *, buckets: int = 1) -> Summary:
-    del settings  # the sample windows are Pulsar constants, not settings
+def write_bundle_averages(bundles: DataFrame, out: str, buckets: int) -> None:
+    """Fold the samples of ``bundles`` into each bundle's averages and write them to
+    ``<out>/bundle_averages``, in ``buckets`` passes of one hash bucket each."""
     if buckets < 1:
         raise JobError(f"buckets must be at least 1, not {buckets}")
-    brokers = read_history(spark, paths.history, BROKERS)
-    bundles = read_history(spark, paths.history, BUNDLES)
     for bucket in range(buckets):
         part = bundles if buckets == 1 else in_bucket(bundles, bucket, buckets)
-        write_output(bundle_time_averages(part), paths.out, BUNDLE_AVERAGES, append=bucket > 0)
+        write_output(bundle_time_averages(part), out, BUNDLE_AVERAGES, append=bucket > 0)
+
+
+def run(spark: SparkSession, paths: JobPaths, settings: Settings, *, buckets: int = 1) -> Summary:
+    del settings  # the sample windows are Pulsar constants, not settings
+    brokers = read_history(spark, paths.history, BROKERS)
+    bundles = read_history(spark, paths.history, BUNDLES)
+    write_bundle_averages(bundles, paths.out, buckets)
     bundle_averages = read_output(spark, paths.out, BUNDLE_AVERAGES)
     # Only the latest snapshot's bundles decide a broker's sums: read just those.
     latest = rows_at(bundles, latest_snapshots(brokers))
