@@ -187,10 +187,17 @@ def speed_markdown(rows: list[Row]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--scenarios", help="comma-separated names (default: all of scenarios/)")
     parser.add_argument("--strategies", help="comma-separated profiles (default: all)")
-    parser.add_argument("--out", type=Path, default=Path("/tmp/ballast-balance"))
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("/tmp/ballast-balance"),
+        help="where balance.md and balance.json go (default: /tmp/ballast-balance)",
+    )
     parser.add_argument(
         "--speed-only", action="store_true", help=f"only {SPEED_SCENARIO} with {OURS}"
     )
