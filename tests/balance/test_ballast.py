@@ -142,6 +142,51 @@ def test_a_lightly_loaded_cluster_is_balanced_by_its_ratios_too() -> None:
     assert after["d"] > 0
 
 
+def test_a_broker_emptied_since_the_last_run_waits_one_run_a_new_one_does_not() -> None:
+    # c held six bundles at the last run; now it is back empty (drained and restarted, as in
+    # a rolling restart): it is left out of this run, since the next drain fills it for free.
+    drained = cluster(a=(0.1,) * 9, b=(0.1,) * 9, c=())
+    moves, state, stats = run(drained, BallastState(held={"a": 6, "b": 6, "c": 6}))
+    assert moves == [] and stats["waiting"] == ["c"]
+    assert state.held == {"a": 9, "b": 9, "c": 0}
+    # Still idle at the next run (no drain came): it gets load at once.
+    moves, _, stats = run(drained, state)
+    assert moves and {m.destination for m in moves} == {"c"} and "waiting" not in stats
+    assert moves[0].reason.kind is ReasonKind.UNDERLOADED
+    # A broker the last run did not know is new: no waiting.
+    moves, _, stats = run(drained, BallastState(held={"a": 9, "b": 9}))
+    assert {m.destination for m in moves} == {"c"} and "waiting" not in stats
+    # A broker whose traffic fell but which kept its bundles is not emptied.
+    quiet = cluster(a=(0.1,) * 9, b=(0.1,) * 9, c=(0.001,) * 6)
+    moves, _, stats = run(quiet, BallastState(held={"a": 9, "b": 9, "c": 6}))
+    assert {m.destination for m in moves} == {"c"} and "waiting" not in stats
+
+
+def test_when_many_brokers_are_emptied_at_once_none_waits() -> None:
+    # Two of ten emptied at once: more than a rolling restart's batch (a tenth, at least
+    # one), so the restart has swept the cluster and no drain will refill them.
+    loads = {name: (0.1,) * 8 for name in "abcdefgh"}
+    snap = cluster(**loads, i=(), j=())
+    held = {name: 6 for name in "abcdefghij"}
+    moves, _, stats = run(snap, BallastState(held=held))
+    assert {m.destination for m in moves} == {"i", "j"} and "waiting" not in stats
+    # One of ten emptied: it waits.
+    snap = cluster(**loads, i=(0.1,) * 8, j=())
+    moves, _, stats = run(snap, BallastState(held=held))
+    assert moves == [] and stats["waiting"] == ["j"]
+
+
+def test_a_waiting_broker_is_neither_a_trigger_nor_a_destination() -> None:
+    # The rest of the cluster is unbalanced on its own: it is balanced among a, b and d, on
+    # their own mean, while the emptied c waits.
+    snap = cluster(a=(0.1,) * 9, b=(0.1,) * 3, c=(), d=(0.1,) * 6)
+    moves, _, stats = run(snap, BallastState(hit_count=5, held={"a": 6, "b": 6, "c": 6, "d": 6}))
+    assert stats["waiting"] == ["c"] and stats["loadAvg"] == pytest.approx(0.6)
+    assert moves and all(m.destination != "c" for m in moves)
+    after = loads_after(snap, moves)
+    assert after["c"] == 0 and max(after.values()) <= 0.6 * CONFIG.target_max_over_mean
+
+
 def test_an_empty_cluster_is_left_alone() -> None:
     # Below a thousandth of a broker on average there is nothing to balance.
     idle = cluster(a=(0.0001,) * 3, b=())

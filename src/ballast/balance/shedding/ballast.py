@@ -22,6 +22,11 @@ and forth, and new or emptied brokers loaded at once. Rules:
   ratios: predicted loads carry the traffic's relative noise, so a broker at twice the mean
   is as real an imbalance at 2% load as at 50%; below a mean of ``MIN_MEAN_LOAD`` there is
   nothing to balance.
+- **An emptied broker waits one run.** A broker idle with less than half the bundles it held
+  at the last run was drained and restarted: in a rolling restart the next drain places its
+  bundles on the emptiest broker, so this run leaves it out (neither trigger nor
+  destination); at the next run, still idle, it gets load at once. A new broker does not
+  wait, nor do emptied brokers when more than a tenth of the cluster is emptied at once.
 - **Several brokers per run, best fit.** Repeatedly, the heaviest broker that can still give
   sends one bundle to one of the four lightest brokers that may receive it: the bundle whose
   load is closest to half their gap, examined around that point in the broker's bundles
@@ -100,6 +105,9 @@ DESTINATIONS = 4
 NEIGHBOURS = 3
 # Mean broker load below which there is nothing to balance (a thousandth of a broker).
 MIN_MEAN_LOAD = 0.001
+# Share of the brokers that may be emptied at once for them to wait (a rolling restart's
+# batch); at least one broker.
+ROLLING_SHARE = 0.1
 # Slack for comparing sums of loads against the limits (floating-point rounding).
 EPSILON = 1e-9
 
@@ -115,13 +123,15 @@ class PendingMove(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 class BallastState(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """What the strategy remembers: the learnt traffic costs, its moves the reports have not
-        confirmed yet, how many runs in a row found the spread above the trigger, and whether a
-    balancing that has not reached the target yet is under way (it goes on at the next run)."""
+    confirmed yet, how many runs in a row found the spread above the trigger, whether a
+    balancing that has not reached the target yet is under way (it goes on at the next run),
+    and how many bundles each broker reported at the last run (to tell an emptied broker)."""
 
     costs: Costs | None = None
     pending: dict[str, PendingMove] = {}
     hit_count: int = 0
     balancing: bool = False
+    held: dict[str, int] = {}
 
 
 @dataclass(slots=True)
@@ -260,6 +270,10 @@ def find_bundles_to_unload(
     }
     usage = _base_usage(snapshot, costs, pending)
     load = {b: load_of(usage[b], capacity[b], config.weights) for b in snapshot.brokers}
+    held = {b: len(snapshot.bundles_of(b)) for b in snapshot.brokers}
+    waiting = _emptied(load, held, state.held, config)
+    for broker in waiting:  # left out of this run: neither a trigger nor a destination
+        del load[broker], usage[broker], capacity[broker]
     mean = sum(load.values()) / len(load)
     spread = std(load.values())
     figures: dict[str, JsonValue] = {
@@ -268,6 +282,8 @@ def find_bundles_to_unload(
         "pending": len(pending),
         "costs": msgspec.to_builtins(costs),
     }
+    if waiting:
+        figures["waiting"] = list(waiting)
     idle = sorted(
         b
         for b, value in load.items()
@@ -290,7 +306,7 @@ def find_bundles_to_unload(
             else f"load spread above the trigger for {hit} run(s), threshold "
             f"{config.hit_count_threshold}"
         )
-        kept = BallastState(costs=costs, pending=pending, hit_count=hit)
+        kept = BallastState(costs=costs, pending=pending, hit_count=hit, held=held)
         body = {**outcome(False, ReasonKind.HIT_COUNT, detail), **figures}
         return SheddingResult((), kept, body)
     if idle:
@@ -339,6 +355,7 @@ def find_bundles_to_unload(
         hit_count=0 if decisions else hit,
         balancing=bool(decisions)
         and _beyond(config, after, max(plan.load.values()), mean, trigger=False),
+        held=held,
     )
     if decisions:
         return SheddingResult(
@@ -346,6 +363,36 @@ def find_bundles_to_unload(
         )
     detail = "no bundle move improves the balance enough"
     return SheddingResult((), kept, {**outcome(False, ReasonKind.NO_BUNDLES, detail), **figures})
+
+
+def _emptied(
+    load: dict[BrokerId, float],
+    held: dict[BrokerId, int],
+    held_before: dict[BrokerId, int],
+    config: BallastShedderConfig,
+) -> list[BrokerId]:
+    """Brokers that are idle because they lost most of their bundles since the last run (they
+    now hold less than half as many) — drained and restarted, not new. Each is left alone for
+    this one run: in a rolling restart the next broker's drain is about to place its bundles
+    on the emptiest broker, and filling it now would move the same share twice (once now,
+    once more when the drain overfills it). At the next run it is no longer "emptied" (the
+    counts were remembered) and, if still idle, gets load at once. None waits when more than
+    ``ROLLING_SHARE`` of the brokers (at least one) are emptied at once."""
+    if len(load) - 1 < 2:
+        return []
+    total = sum(load.values())
+    found = []
+    for broker, count in held.items():
+        if 2 * count >= held_before.get(broker, 0):
+            continue
+        mean = (total - load[broker]) / (len(load) - 1)  # of the other brokers
+        if mean > MIN_MEAN_LOAD and load[broker] < config.idle_load_fraction * mean:
+            found.append(broker)
+    # A rolling restart takes brokers down one or a few at a time; when more are emptied at
+    # once, the restart has swept the cluster and no drains are left to refill them.
+    if len(found) > max(1, int(len(load) * ROLLING_SHARE)):
+        return []
+    return sorted(found)
 
 
 def _beyond(
