@@ -3,7 +3,7 @@ balance the cluster best, planning every move of a cycle on predicted loads.
 
 Goal: broker loads within a narrow band (standard deviation at most
 ``loadBalancerBallastTargetStd``, 0.03) with as few moves as that takes, no load chased back
-and forth, and new or emptied brokers loaded at once. Rules:
+and forth, and new brokers loaded at once (emptied ones within two runs). Rules:
 
 - **Loads from traffic.** Each broker's load is predicted from the traffic it reports with the
   costs of :mod:`ballast.balance.loadmodel` (learnt from every report, blended with the last
@@ -15,8 +15,8 @@ and forth, and new or emptied brokers loaded at once. Rules:
   ``loadBalancerBallastTriggerStd`` (0.045) for more than
   ``loadBalancerBallastHitCountThreshold`` (1) runs in a row — one noisy run is not enough — or
   at once when a broker is idle (below ``loadBalancerBallastIdleLoadFraction`` of the mean: a
-  new or restarted broker) or overloaded (above the overload
-  threshold and the mean by more than the trigger). Once acting, it moves load until the
+  new or restarted broker, but see the emptied broker below) or overloaded (above the
+  overload threshold and the mean by more than the trigger). Once acting, it moves load until the
   predicted deviation is at most the target, going on at the next runs (without waiting for
   the trigger again) when the limits per run stopped it short. The rules on the mean are
   ratios: predicted loads carry the traffic's relative noise, so a broker at twice the mean
@@ -283,7 +283,7 @@ def find_bundles_to_unload(
         "costs": msgspec.to_builtins(costs),
     }
     if waiting:
-        figures["waiting"] = list(waiting)
+        figures["waiting"] = waiting
     idle = sorted(
         b
         for b, value in load.items()

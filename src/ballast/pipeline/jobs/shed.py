@@ -5,8 +5,8 @@ Spark does the history-wide work: it finds each cluster's latest snapshot, takes
 and broker time averages stored with it (the leader's history writer and the importers store
 them) or, for a cluster whose latest snapshot has none, computes them from every sample as
 ``time-averages`` does (in ``--buckets`` passes, writing them to ``<out>/bundle_averages``);
-then only that snapshot's rows reach the driver, which runs the
-strategy with the pure ``ballast.balance`` code (:mod:`ballast.pipeline.shedding` says why).
+then only that snapshot's rows reach the driver, which runs the strategy with the pure
+``ballast.balance`` code (:mod:`ballast.pipeline.shedding` says why).
 
 Writes ``<out>/shed_decisions``; the summary lists the decisions as ``ballast decide`` prints
 them.
