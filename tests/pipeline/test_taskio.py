@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
@@ -17,6 +18,7 @@ from ballast.pipeline.taskio import (
     local_files,
     local_root,
     read_in_tasks,
+    stores_repeats,
     write_in_tasks,
 )
 
@@ -113,12 +115,55 @@ def test_read_in_tasks(spark: SparkSession, tmp_path: Path) -> None:
     assert {tuple(r) for r in encoded.collect()} == {
         ("dictionary<values=string, indices=int32, ordered=0>",) * 2
     }
+    # Every file holds one or two distinct names: read plain.
     plain = read_in_tasks(
-        spark, files, BUNDLES, ["cluster", "bundle"], kinds, schema, plain=("bundle",)
+        spark, files, BUNDLES, ["cluster", "bundle"], kinds, schema, plain_if_distinct=("bundle",)
     )
     assert {tuple(r) for r in plain.collect()} == {
         ("dictionary<values=string, indices=int32, ordered=0>", "string")
     }
+    # A file of repeated names: read as a dictionary.
+    repeated = tmp_path / "repeated.parquet"
+    rows = pa.Table.from_batches([bundle_batch(range(200))])
+    rows = rows.set_column(
+        rows.schema.get_field_index("bundle"), "bundle", pa.array(["t/n/0x0_0xffffffff"] * 200)
+    )
+    pq.write_table(rows, repeated)
+    both = read_in_tasks(
+        spark,
+        [repeated],
+        BUNDLES,
+        ["cluster", "bundle"],
+        kinds,
+        schema,
+        plain_if_distinct=("bundle",),
+    )
+    assert {tuple(r) for r in both.collect()} == {
+        ("dictionary<values=string, indices=int32, ordered=0>",) * 2
+    }
+
+
+def _names_file(path: Path, names: list[str], **options: object) -> pq.FileMetaData:
+    pq.write_table(pa.table({"bundle": names, "n": list(range(len(names)))}), path, **options)
+    return pq.read_metadata(path)
+
+
+def test_stores_repeats_tells_repeated_names_from_distinct_ones(tmp_path: Path) -> None:
+    distinct = [f"tenant/namespace/0x{i:08x}_0x{i + 1:08x}" for i in range(4000)]
+    repeated = [distinct[i % 100] for i in range(4000)]
+    assert stores_repeats(_names_file(tmp_path / "r.parquet", repeated), "bundle")
+    # All distinct: a dictionary of every name plus the indices, or (once the names fill
+    # the dictionary page) plain pages: either way about the plain size.
+    assert not stores_repeats(_names_file(tmp_path / "d.parquet", distinct), "bundle")
+    small_page = {"dictionary_pagesize_limit": 1024}
+    assert not stores_repeats(_names_file(tmp_path / "f.parquet", distinct, **small_page), "bundle")
+    # Several row groups count together.
+    grouped = _names_file(tmp_path / "g.parquet", repeated, row_group_size=1000)
+    assert grouped.num_row_groups == 4 and stores_repeats(grouped, "bundle")
+    # Nothing to tell by: no statistics, or no such column.
+    bare = _names_file(tmp_path / "s.parquet", repeated, write_statistics=False)
+    assert not stores_repeats(bare, "bundle")
+    assert not stores_repeats(_names_file(tmp_path / "o.parquet", repeated), "broker")
 
 
 def test_file_groups_are_balanced(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ def busy(spark: SparkSession, history: str, bundles: DataFrame, config: SplitCon
         BUSY_INPUT_COLUMNS,
         partial(busy_keys_of, rate_half=rate_half, size_half=size_half),
         BUSY_SCHEMA,
-        plain=("bundle",),
+        plain_if_distinct=("bundle",),
     ).distinct()
 
 
@@ -85,7 +85,7 @@ def samples(spark: SparkSession, history: str, bundles: DataFrame, keys: DataFra
         SAMPLE_COLUMNS,
         partial(samples_of, bundles=names),
         SAMPLE_SCHEMA,
-        plain=("bundle",),
+        plain_if_distinct=("bundle",),
     )
 
 

@@ -11,7 +11,8 @@ the same rows, comparisons included: Spark orders NaN above every number, so a N
 counts as over a limit there and here; a null one does not.
 
 String columns may be plain or dictionary-encoded (for a dictionary the test runs once per
-distinct value). The job reads bundle names plain: they are nearly all distinct within a file.
+distinct value). The job reads bundle names as a dictionary from files where they repeat, and
+plain where they are nearly all distinct (:func:`ballast.pipeline.taskio.stores_repeats`).
 """
 
 from __future__ import annotations
