@@ -5,18 +5,24 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
 from ballast.model.loaddata import BundleData, NamespaceBundleStats, TimeAverageBrokerData
 from ballast.pipeline.schema import BROKERS, BUNDLES
 from ballast.pipeline.transforms.averages import (
+    SAMPLE_COLUMNS,
+    SAMPLE_LIST_SCHEMA,
     broker_time_averages,
     bundle_time_averages,
     latest_rows,
     long_term_averages,
+    merged_sample_lists,
     rows_at,
+    sample_lists,
 )
+from ballast.pipeline.transforms.split_rows import by_cluster, sample_lists_of
 
 from .helpers import frame, records
 
@@ -160,7 +166,8 @@ def test_long_term_averages_equal_model_updates_bit_for_bit(spark: SparkSession)
                     NamespaceBundleStats(**sample)
                 )
     rng.shuffle(rows)
-    result = records(long_term_averages(frame(spark, BUNDLES, rows)), "bundle")
+    history = frame(spark, BUNDLES, rows)
+    result = records(long_term_averages(sample_lists(history)), "bundle")
     expected = [
         {
             "cluster": "c",
@@ -171,6 +178,22 @@ def test_long_term_averages_equal_model_updates_bit_for_bit(spark: SparkSession)
         for bundle in sorted(model)
     ]
     assert result == expected  # exact float equality
+
+    # The same from lists made in pieces, as split-plan's tasks make them: the rows cut in
+    # pieces of any size and order, each listed per bundle, the pieces merged.
+    table = pa.Table.from_pylist(rows).select(list(SAMPLE_COLUMNS))
+    wanted = by_cluster([("c", bundle) for bundle in bundles])
+    cuts = sorted(rng.sample(range(1, table.num_rows), 7))
+    pieces = [
+        sample_lists_of(table.slice(start, end - start), wanted)
+        for start, end in zip([0, *cuts], [*cuts, table.num_rows], strict=True)
+    ]
+    assert sum(piece.num_rows for piece in pieces) > len(bundles)  # some bundles in several
+    lists = merged_sample_lists(
+        spark.createDataFrame(pa.concat_tables(pieces).to_pylist(), SAMPLE_LIST_SCHEMA)
+    )
+    assert records(long_term_averages(lists), "bundle") == expected
+    assert records(lists, "bundle") == records(sample_lists(history), "bundle")
 
 
 def test_broker_averages_sum_latest_bundles_like_the_model(spark: SparkSession) -> None:

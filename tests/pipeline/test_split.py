@@ -22,7 +22,12 @@ from ballast.model.split_algorithms import (
     split_algorithm,
 )
 from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS
-from ballast.pipeline.transforms.averages import bundle_time_averages, long_term_averages, rows_at
+from ballast.pipeline.transforms.averages import (
+    bundle_time_averages,
+    long_term_averages,
+    rows_at,
+    sample_lists,
+)
 from ballast.pipeline.transforms.split import (
     UnsupportedAlgorithm,
     averaged_bundles,
@@ -231,12 +236,14 @@ def test_averaging_only_those_bundles_selects_the_same(spark: SparkSession, seed
     bundles = frame(spark, BUNDLES, bundle_rows)
     latest = rows_at(bundles, {"c": 5})
     cfg = config("loadBalancerNamespaceMaximumBundles=1000")
-    every = split_candidates(brokers, latest, long_term_averages(bundles), cfg)
+    every = split_candidates(brokers, latest, long_term_averages(sample_lists(bundles)), cfg)
     keys = averaged_bundles(busy_bundles(bundles, cfg), latest, cfg)
     some = split_candidates(
         brokers,
         latest,
-        long_term_averages(bundles.join(keys, on=["cluster", "bundle"], how="left_semi")),
+        long_term_averages(
+            sample_lists(bundles.join(keys, on=["cluster", "bundle"], how="left_semi"))
+        ),
         cfg,
     )
     selected = records(every, "bundle")

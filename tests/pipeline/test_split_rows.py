@@ -17,11 +17,12 @@ from ballast.model.config import SplitConfig, load_settings
 from ballast.pipeline.jobs.split_plan import busy, samples
 from ballast.pipeline.schema import BUNDLES
 from ballast.pipeline.sparkio import read_history, write_history
-from ballast.pipeline.transforms.averages import SAMPLE_COLUMNS
+from ballast.pipeline.transforms.averages import SAMPLE_COLUMNS, SAMPLE_FIELDS, sample_lists
 from ballast.pipeline.transforms.split import busy_bundles
 from ballast.pipeline.transforms.split_rows import (
     busy_keys_of,
     by_cluster,
+    sample_lists_of,
     samples_of,
 )
 
@@ -85,6 +86,50 @@ def test_samples_of_dictionary_and_plain_strings() -> None:
         assert chosen.schema == samples_of(empty, wanted).schema
         assert chosen.column("snapshot_ms").to_pylist() == [1]
         assert not pa.types.is_dictionary(chosen.schema.field("bundle").type)
+
+
+def test_sample_lists_of_lists_each_bundle_once_with_all_its_rows() -> None:
+    rng = random.Random(5)
+    names = [("c", "t/n/a"), ("c", "t/n/b"), ("d", "t/n/a"), ("d", "t/n/z")]
+    rows = pa.table(
+        {
+            "snapshot_ms": list(range(40)),
+            "cluster": [names[i % 4][0] for i in range(40)],
+            "broker": [f"b:{rng.randrange(3)}" for _ in range(40)],
+            "bundle": [names[i % 4][1] for i in range(40)],
+            "namespace": ["t/n"] * 40,
+            "msg_rate_in": [rng.random() for _ in range(40)],
+            "msg_rate_out": [math.nan] + [0.0] * 39,
+            "msg_throughput_in": [0.0] * 40,
+            "msg_throughput_out": [0.0] * 40,
+            "topics": [rng.randrange(9) for _ in range(40)],
+        }
+    )
+    wanted = by_cluster([("c", "t/n/a"), ("d", "t/n/a"), ("d", "t/n/z"), ("e", "t/n/q")])
+    for table in (rows, _dictionaries(rows)):
+        lists = sample_lists_of(table, wanted)
+        columns = lists.to_pydict()
+        keys = list(zip(columns["cluster"], columns["bundle"], strict=True))
+        assert sorted(keys) == [("c", "t/n/a"), ("d", "t/n/a"), ("d", "t/n/z")]
+        assert lists.column("namespace").to_pylist() == ["t/n"] * 3
+        listed = [
+            (cluster, bundle, sample["snapshot_ms"])
+            for cluster, bundle, _, samples in zip(*lists.to_pydict().values(), strict=True)
+            for sample in samples
+        ]
+        chosen = samples_of(table, wanted)
+        assert sorted(listed) == sorted(
+            zip(
+                chosen.column("cluster").to_pylist(),
+                chosen.column("bundle").to_pylist(),
+                chosen.column("snapshot_ms").to_pylist(),
+                strict=True,
+            )
+        )
+        assert [f.name for f in lists.schema.field("samples").type.value_type] == list(
+            SAMPLE_FIELDS
+        )
+    assert sample_lists_of(rows, by_cluster([("x", "y")])).num_rows == 0
 
 
 def _dictionaries(rows: pa.Table) -> pa.Table:
@@ -154,12 +199,23 @@ def test_tasks_read_what_spark_sql_reads(spark: SparkSession, tmp_path: Path, se
         [(r["cluster"], r["bundle"]) for r in found[::2]], "cluster string, bundle string"
     )
     picked = samples(spark, str(tmp_path), bundles, keys)
-    joined = bundles.join(keys, on=["cluster", "bundle"], how="left_semi").select(*SAMPLE_COLUMNS)
-    order = ("cluster", "bundle", "snapshot_ms", "broker")
-    assert picked.columns == list(SAMPLE_COLUMNS)
-    assert picked.schema == joined.schema
-    assert _same(records(picked, *order), records(joined, *order))
-    assert picked.filter(F.isnan("msg_rate_in")).count() > 0  # NaN samples went through
+    joined = sample_lists(bundles.join(keys, on=["cluster", "bundle"], how="left_semi"))
+    # The same types (nullability aside: no sample or list is null either way).
+    assert picked.schema.simpleString() == joined.schema.simpleString()
+    picked_lists = records(picked, "cluster", "bundle")
+    assert _same(_flat(picked_lists), _flat(records(joined, "cluster", "bundle")))
+    assert len(picked_lists) == len(found[::2])
+    nan = picked.select(F.explode("samples").alias("s")).filter(F.isnan("s.msg_rate_in"))
+    assert nan.count() > 0  # NaN samples went through
+
+
+def _flat(lists: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sample lists as one row per sample, in the lists' order."""
+    return [
+        {key: row[key] for key in ("cluster", "bundle", "namespace")} | sample
+        for row in lists
+        for sample in row["samples"]
+    ]
 
 
 def _same(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> bool:

@@ -25,7 +25,14 @@ from ballast.pipeline.sparkio import (
     write_output,
 )
 from ballast.pipeline.taskio import local_files, local_root, read_in_tasks
-from ballast.pipeline.transforms.averages import SAMPLE_COLUMNS, long_term_averages, rows_at
+from ballast.pipeline.transforms.averages import (
+    SAMPLE_COLUMNS,
+    SAMPLE_LIST_SCHEMA,
+    long_term_averages,
+    merged_sample_lists,
+    rows_at,
+    sample_lists,
+)
 from ballast.pipeline.transforms.split import (
     PLAN_ALGORITHMS,
     averaged_bundles,
@@ -36,11 +43,10 @@ from ballast.pipeline.transforms.split import (
 from ballast.pipeline.transforms.split_rows import (
     BUSY_INPUT_COLUMNS,
     BUSY_SCHEMA,
-    SAMPLE_SCHEMA,
     busy_keys_of,
     by_cluster,
     half_limits,
-    samples_of,
+    sample_lists_of,
 )
 
 
@@ -71,22 +77,26 @@ def busy(spark: SparkSession, history: str, bundles: DataFrame, config: SplitCon
 
 
 def samples(spark: SparkSession, history: str, bundles: DataFrame, keys: DataFrame) -> DataFrame:
-    """The history rows of the bundles ``keys`` names (``cluster, bundle``), for the fold.
-    On a local file system Spark tasks pick them out as they read the files (the names go
-    with the tasks' function, which PySpark broadcasts when it is large); elsewhere a
-    semi-join with ``keys`` broadcast."""
+    """The sample lists (:func:`sample_lists`) of the bundles ``keys`` names (``cluster,
+    bundle``), for the fold. On a local file system Spark tasks pick their rows out as they
+    read the files and list them per bundle and file (the names go with the tasks'
+    function, which PySpark broadcasts when it is large); elsewhere a semi-join with
+    ``keys`` broadcast."""
     if local_root(spark, history) is None:
-        return bundles.join(F.broadcast(keys), on=["cluster", "bundle"], how="left_semi")
+        return sample_lists(
+            bundles.join(F.broadcast(keys), on=["cluster", "bundle"], how="left_semi")
+        )
     names = by_cluster([(row["cluster"], row["bundle"]) for row in keys.collect()])
-    return read_in_tasks(
+    pieces = read_in_tasks(
         spark,
         local_files(bundles),
         BUNDLES,
         SAMPLE_COLUMNS,
-        partial(samples_of, bundles=names),
-        SAMPLE_SCHEMA,
+        partial(sample_lists_of, bundles=names),
+        SAMPLE_LIST_SCHEMA,
         plain_if_distinct=("bundle",),
     )
+    return merged_sample_lists(pieces)
 
 
 def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:

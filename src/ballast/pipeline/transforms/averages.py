@@ -89,33 +89,49 @@ def _updated(state: Column, sample: Column, terms: tuple[str, ...]) -> Column:
     )
 
 
-def _folded(
-    bundles: DataFrame, maxima: Mapping[str, int], defaults: NamespaceBundleStats
-) -> DataFrame:
-    """Per (cluster, bundle): ``namespace``, ``last`` (the last sample: ``snapshot_ms``,
-    ``topics``), ``count`` (its samples) and ``state`` (``<term>_<key>`` for each term of
-    ``maxima``) after folding all samples in order. The last sample is the sorted array's
-    last element and a term's sample count is ``min(count, window)``, so the fold carries
-    only the averages."""
-    samples = (
+# One sample as the fold reads it, in the order the samples are sorted by: time, then broker.
+SAMPLE_FIELDS = ("snapshot_ms", "broker", *_KEYS, "topics")
+SAMPLE_LIST_SCHEMA = (
+    "cluster string, bundle string, namespace string, samples array<struct<snapshot_ms: bigint, "
+    "broker: string, msg_rate_in: double, msg_rate_out: double, msg_throughput_in: double, "
+    "msg_throughput_out: double, topics: bigint>>"
+)
+
+
+def sample_lists(bundles: DataFrame) -> DataFrame:
+    """``bundles`` history rows -> per (cluster, bundle): ``namespace`` and ``samples``, all
+    of its samples (``SAMPLE_FIELDS``) sorted by time and broker (``SAMPLE_LIST_SCHEMA``)."""
+    sample = F.struct("snapshot_ms", "broker", *_KEYS, F.col("topics").cast("long").alias("topics"))
+    return (
         bundles.select(*SAMPLE_COLUMNS)
         .groupBy("cluster", "bundle")
         .agg(
             F.first("namespace").alias("namespace"),
-            F.sort_array(
-                F.collect_list(
-                    F.struct(
-                        "snapshot_ms",
-                        "broker",
-                        *_KEYS,
-                        F.col("topics").cast("long").alias("topics"),
-                    )
-                )
-            ).alias("samples"),
+            F.sort_array(F.collect_list(sample)).alias("samples"),
         )
     )
+
+
+def merged_sample_lists(pieces: DataFrame) -> DataFrame:
+    """Lists of some samples of a bundle each (``SAMPLE_LIST_SCHEMA``, several rows per
+    bundle, in any order) -> :func:`sample_lists`: the same sorted list per bundle, made
+    from a few pieces per bundle instead of a row per sample."""
+    return pieces.groupBy("cluster", "bundle").agg(
+        F.first("namespace").alias("namespace"),
+        F.sort_array(F.flatten(F.collect_list("samples"))).alias("samples"),
+    )
+
+
+def _folded(
+    lists: DataFrame, maxima: Mapping[str, int], defaults: NamespaceBundleStats
+) -> DataFrame:
+    """Per (cluster, bundle) of :func:`sample_lists`: ``namespace``, ``last`` (the last
+    sample: ``snapshot_ms``, ``topics``), ``count`` (its samples) and ``state``
+    (``<term>_<key>`` for each term of ``maxima``) after folding all samples in order. The
+    last sample is the sorted array's last element and a term's sample count is ``min(count,
+    window)``, so the fold carries only the averages."""
     terms = tuple(maxima)
-    return samples.select(
+    return lists.select(
         "cluster",
         "bundle",
         "namespace",
@@ -139,7 +155,7 @@ def bundle_time_averages(
     """``bundles`` history rows -> one ``bundle_averages`` row per (cluster, bundle): its
     averages after all of its samples, ``snapshot_ms`` being the last sample's time."""
     maxima = {"short": short_samples, "long": long_samples}
-    folded = _folded(bundles, maxima, defaults)
+    folded = _folded(sample_lists(bundles), maxima, defaults)
     columns: list[Column] = [
         F.col("last.snapshot_ms").alias("snapshot_ms"),
         F.col("cluster"),
@@ -157,15 +173,16 @@ def bundle_time_averages(
 
 
 def long_term_averages(
-    bundles: DataFrame,
+    lists: DataFrame,
     *,
     long_samples: int = NUM_LONG_SAMPLES,
     defaults: NamespaceBundleStats = DEFAULT_BUNDLE_STATS,
 ) -> DataFrame:
     """Only the long-term columns of :func:`bundle_time_averages` (``cluster, bundle,
     long_num_samples, long_msg_rate_in, ...``), bit for bit the same, for callers that need
-    no more (the split rules): the fold carries half the state."""
-    folded = _folded(bundles, {"long": long_samples}, defaults)
+    no more (the split rules): the fold carries half the state. From the bundles' sample
+    lists (:func:`sample_lists` of their rows, or :func:`merged_sample_lists`)."""
+    folded = _folded(lists, {"long": long_samples}, defaults)
     return folded.select(
         "cluster",
         "bundle",

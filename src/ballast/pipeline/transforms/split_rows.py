@@ -4,7 +4,9 @@
 
 - :func:`busy_keys_of`: the bundles with a sample over half a rate or throughput limit (the
   rows :func:`ballast.pipeline.transforms.split.busy_bundles` keeps), distinct;
-- :func:`samples_of`: the rows of given bundles, with the columns the time-average fold reads.
+- :func:`samples_of`: the rows of given bundles, with the columns the time-average fold reads;
+  :func:`sample_lists_of`: the same, as one list per bundle
+  (:func:`ballast.pipeline.transforms.averages.merged_sample_lists` joins a bundle's lists).
 
 Both give exactly what the Spark SQL of :mod:`~ballast.pipeline.transforms.split` gives on
 the same rows, comparisons included: Spark orders NaN above every number, so a NaN sample
@@ -27,7 +29,7 @@ import pyarrow.compute as pc
 from ballast.model.config import SplitConfig
 from ballast.model.loaddata import AVERAGE_ROUNDING_SLACK
 from ballast.pipeline.schema import BUNDLES
-from ballast.pipeline.transforms.averages import SAMPLE_COLUMNS
+from ballast.pipeline.transforms.averages import SAMPLE_COLUMNS, SAMPLE_FIELDS
 
 RATES = ("msg_rate_in", "msg_rate_out")
 SIZES = ("msg_throughput_in", "msg_throughput_out")
@@ -106,6 +108,40 @@ def samples_of(rows: pa.Table, bundles: Mapping[str, pa.Array]) -> pa.Table:
     chosen = rows.select(list(SAMPLE_COLUMNS)).filter(pa.array(wanted))
     return pa.table(
         [_plain(chosen.column(f.name), f.type) for f in _SAMPLE_ARROW], schema=_SAMPLE_ARROW
+    )
+
+
+def sample_lists_of(rows: pa.Table, bundles: Mapping[str, pa.Array]) -> pa.Table:
+    """:func:`samples_of` as one row per bundle: ``cluster, bundle, namespace`` and
+    ``samples``, a list of its rows' ``SAMPLE_FIELDS`` in no particular order
+    (``SAMPLE_LIST_SCHEMA``). A list per bundle and file reaches the JVM instead of a row
+    per sample: a twentieth of the rows for it to take in and group."""
+    chosen = samples_of(rows, bundles)
+    order = pc.sort_indices(chosen, sort_keys=[("cluster", "ascending"), ("bundle", "ascending")])
+    chosen = chosen.take(order)
+    count = chosen.num_rows
+    starts = np.zeros(0, dtype=np.int64)
+    if count:
+        cluster = chosen.column("cluster").combine_chunks()
+        bundle = chosen.column("bundle").combine_chunks()
+        change = pc.or_(
+            pc.not_equal(cluster.slice(1), cluster.slice(0, count - 1)),
+            pc.not_equal(bundle.slice(1), bundle.slice(0, count - 1)),
+        ).to_numpy(zero_copy_only=False)
+        starts = np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)
+    offsets = pa.array(np.append(starts, count).astype(np.int32))
+    fields = [chosen.column(name).combine_chunks() for name in SAMPLE_FIELDS]
+    samples = pa.ListArray.from_arrays(
+        offsets, pa.StructArray.from_arrays(fields, names=list(SAMPLE_FIELDS))
+    )
+    first = pa.array(starts)
+    return pa.table(
+        {
+            "cluster": chosen.column("cluster").take(first),
+            "bundle": chosen.column("bundle").take(first),
+            "namespace": chosen.column("namespace").take(first),
+            "samples": samples,
+        }
     )
 
 
