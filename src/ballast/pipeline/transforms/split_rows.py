@@ -35,7 +35,6 @@ RATES = ("msg_rate_in", "msg_rate_out")
 SIZES = ("msg_throughput_in", "msg_throughput_out")
 BUSY_INPUT_COLUMNS = ("cluster", "bundle", *RATES, *SIZES)
 BUSY_SCHEMA = "cluster string, bundle string"
-SAMPLE_SCHEMA = ", ".join(f"{c} {BUNDLES.column(c).type.value}" for c in SAMPLE_COLUMNS)
 _SAMPLE_ARROW = pa.schema([(c, BUNDLES.column(c).type.arrow()) for c in SAMPLE_COLUMNS])
 
 
@@ -99,7 +98,7 @@ def _member(column: pa.ChunkedArray, names: pa.Array) -> npt.NDArray[np.bool_]:
 
 def samples_of(rows: pa.Table, bundles: Mapping[str, pa.Array]) -> pa.Table:
     """The rows of ``rows`` (``SAMPLE_COLUMNS``) whose ``bundle`` is one of
-    ``bundles[cluster]``, in ``SAMPLE_COLUMNS`` with plain strings (``SAMPLE_SCHEMA``)."""
+    ``bundles[cluster]``, in ``SAMPLE_COLUMNS`` with plain strings."""
     wanted = np.zeros(rows.num_rows, dtype=np.bool_)
     for cluster, names in bundles.items():
         here = _member(rows.column("cluster"), pa.array([cluster], pa.string()))
