@@ -114,7 +114,8 @@ def sample_lists_of(rows: pa.Table, bundles: Mapping[str, pa.Array]) -> pa.Table
     """:func:`samples_of` as one row per bundle: ``cluster, bundle, namespace`` and
     ``samples``, a list of its rows' ``SAMPLE_FIELDS`` in no particular order
     (``SAMPLE_LIST_SCHEMA``). A list per bundle and file reaches the JVM instead of a row
-    per sample: a twentieth of the rows for it to take in and group."""
+    per sample (a twentieth of the rows for it to take in and group on a day at 100,000
+    bundles per snapshot, where a file holds twenty snapshots)."""
     chosen = samples_of(rows, bundles)
     order = pc.sort_indices(chosen, sort_keys=[("cluster", "ascending"), ("bundle", "ascending")])
     chosen = chosen.take(order)
