@@ -243,3 +243,16 @@ def test_bad_input_exits_2_before_spark(ballast: Ballast, tmp_path: Path) -> Non
     conf = ballast("pipeline", "report", "--history", "h", "--out", "o", "--conf", "novalue")
     assert conf.returncode == 2
     assert '--conf "novalue" is not key=value' in conf.stderr
+
+
+def test_a_job_on_a_missing_history_exits_2(ballast: Ballast, tmp_path: Path) -> None:
+    """A mistyped --history is an error, not an empty result."""
+    absent = tmp_path / "typo"
+    plan = ballast("pipeline", "split-plan", "--history", str(absent), "--out", str(tmp_path))
+    assert plan.returncode == 2
+    assert f"error: no history at {absent}: the path does not exist" in plan.stderr
+    assert not (tmp_path / "split_plan").exists()
+    scheme = ballast("pipeline", "generate", "--out", "nofs://h", "--snapshots", "1")
+    assert scheme.returncode == 2
+    assert 'No FileSystem for scheme "nofs"' in scheme.stderr
+    assert "Traceback" not in scheme.stderr and "\tat org.apache" not in scheme.stderr

@@ -12,11 +12,14 @@ from ballast.model.loaddata import BrokerData, LoadData, LocalBrokerData
 from ballast.pipeline.history import read_table, snapshot_from_load_data, write_snapshot
 from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS
 from ballast.pipeline.sparkio import (
+    PathError,
     SchemaMismatch,
     conform,
     date_of,
     hour_of,
     read_history,
+    require_file_system,
+    require_history,
     write_history,
 )
 
@@ -54,6 +57,29 @@ def test_absent_table_reads_empty(spark: SparkSession, tmp_path: Path) -> None:
     empty = read_history(spark, str(tmp_path), TOPICS)
     assert empty.count() == 0
     assert empty.columns == list(TOPICS.column_names)
+
+
+def test_require_history_names_what_is_missing(spark: SparkSession, tmp_path: Path) -> None:
+    with pytest.raises(PathError, match="does not exist"):
+        require_history(spark, str(tmp_path / "nope"), (BROKERS, BUNDLES))
+    with pytest.raises(PathError, match="holds none of brokers/, bundles/"):
+        require_history(spark, str(tmp_path), (BROKERS, BUNDLES))
+    with pytest.raises(PathError, match='No FileSystem for scheme "nofs"'):
+        require_history(spark, "nofs://somewhere/history", (BROKERS,))
+    # one table is enough (a history of bundle rows only is still a history), also as a URI
+    write_history(
+        frame(spark, BUNDLES, [{"snapshot_ms": HOUR_MS, "bundle": "b"}]), str(tmp_path), BUNDLES
+    )
+    require_history(spark, str(tmp_path), (BROKERS, BUNDLES))
+    require_history(spark, tmp_path.as_uri(), (BROKERS, BUNDLES))
+    with pytest.raises(PathError, match="holds none of topics/"):
+        require_history(spark, str(tmp_path), (TOPICS,))
+
+
+def test_require_file_system_rejects_unknown_schemes(spark: SparkSession, tmp_path: Path) -> None:
+    require_file_system(spark, str(tmp_path / "not-yet"))  # absent is fine: jobs create it
+    with pytest.raises(PathError, match="cannot reach nofs://out"):
+        require_file_system(spark, "nofs://out")
 
 
 def test_conform_names_missing_columns(spark: SparkSession) -> None:

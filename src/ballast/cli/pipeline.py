@@ -61,10 +61,10 @@ SetOption = Annotated[
 def _user_errors() -> tuple[type[Exception], ...]:
     """Errors that mean bad input (exit 2 with the reason), not a bug."""
     from ballast.pipeline.history import HistoryError
-    from ballast.pipeline.sparkio import SchemaMismatch
+    from ballast.pipeline.sparkio import PathError, SchemaMismatch
     from ballast.pipeline.transforms.split import UnsupportedAlgorithm
 
-    return (HistoryError, JobError, SpecError, SchemaMismatch, UnsupportedAlgorithm)
+    return (HistoryError, JobError, PathError, SpecError, SchemaMismatch, UnsupportedAlgorithm)
 
 
 def parse_time_ms(text: str) -> int:

@@ -10,6 +10,9 @@ Appending with :func:`write_history` adds files; it never rewrites existing ones
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -22,6 +25,10 @@ MS_PER_HOUR = 3_600_000
 
 class SchemaMismatch(ValueError):
     """A DataFrame lacks columns a table needs, or has them with an incompatible type."""
+
+
+class PathError(ValueError):
+    """A history that is not there, or a path on a file system this Spark cannot reach."""
 
 
 def table_path(root: str, table: Table) -> str:
@@ -64,6 +71,51 @@ def read_history(spark: SparkSession, root: str, table: Table) -> DataFrame:
             return empty_frame(spark, table)
         raise
     return frame.select(*table.column_names)
+
+
+def require_history(spark: SparkSession, root: str, tables: Sequence[Table]) -> None:
+    """Raise :class:`PathError` unless ``root`` holds at least one of ``tables``: a
+    mistyped ``--history`` would otherwise read as an empty history and give empty
+    results. The check goes through Hadoop's file system of the path, as Spark's reads do."""
+    exists = _exists_on(spark, root)
+    if not any(exists(table_path(root, t)) for t in tables):
+        names = ", ".join(f"{t.name}/" for t in tables)
+        where = f"holds none of {names}" if exists(root) else "does not exist"
+        raise PathError(f"no history at {root}: the path {where}")
+
+
+def require_file_system(spark: SparkSession, path: str) -> None:
+    """Raise :class:`PathError` if Spark has no file system for ``path`` (an unknown URI
+    scheme, a host it cannot reach), before a job spends its time on the reads."""
+    _exists_on(spark, path)
+
+
+def _exists_on(spark: SparkSession, root: str) -> Callable[[str], bool]:
+    """A test for paths on the Hadoop file system of ``root``; :class:`PathError` with the
+    Java reason (not its stack) if there is none."""
+    context = spark.sparkContext
+    jvm = context._jvm
+    assert jvm is not None  # a live session has its gateway
+    hadoop_path = jvm.org.apache.hadoop.fs.Path
+    try:
+        system = hadoop_path(root).getFileSystem(context._jsc.hadoopConfiguration())
+    except Py4JError as exc:
+        raise PathError(f"cannot reach {root}: {_java_reason(exc)}") from None
+
+    def exists(path: str) -> bool:
+        try:
+            return bool(system.exists(hadoop_path(path)))
+        except Py4JError as exc:
+            raise PathError(f"cannot read {path}: {_java_reason(exc)}") from None
+
+    return exists
+
+
+def _java_reason(exc: Py4JError) -> str:
+    """The first line of a Java exception's message, without its stack."""
+    if isinstance(exc, Py4JJavaError):
+        return str(exc.java_exception.toString()).splitlines()[0]
+    return str(exc).splitlines()[0]
 
 
 def write_history(frame: DataFrame, root: str, table: Table, *, mode: str = "append") -> None:

@@ -33,3 +33,14 @@ class JobPaths:
 Summary = Mapping[str, object]
 JobRunner = Callable[["SparkSession", JobPaths, "Settings"], Summary]
 SettingsCheck = Callable[["Settings"], None]
+
+
+def require_paths(spark: SparkSession, paths: JobPaths) -> None:
+    """Fail early, with the reason, when the history holds neither broker nor bundle rows
+    or Spark has no file system for the output (a job would otherwise read an absent
+    history as an empty one, or fail with a Java stack after its reads)."""
+    from ballast.pipeline.schema import BROKERS, BUNDLES
+    from ballast.pipeline.sparkio import require_file_system, require_history
+
+    require_history(spark, paths.history, (BROKERS, BUNDLES))
+    require_file_system(spark, paths.out)

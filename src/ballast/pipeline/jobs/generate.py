@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from ballast.pipeline.jobs.base import Summary
 from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS, Table
-from ballast.pipeline.sparkio import table_path, write_history
+from ballast.pipeline.sparkio import require_file_system, table_path, write_history
 from ballast.pipeline.synthetic_arrays import StaticPlan, history_rows, static_plan
 from ballast.pipeline.synthetic_spec import GenerateSpec
 from ballast.pipeline.taskio import local_root, write_in_tasks
@@ -57,6 +57,7 @@ def _rows(
 
 
 def generate(spark: SparkSession, spec: GenerateSpec, out: str) -> Summary:
+    require_file_system(spark, out)
     tables = (BROKERS, BUNDLES, *((TOPICS,) if spec.topic_snapshots else ()))
     # The plan (every bundle's and topic's traits) is small next to the rows: computed once
     # here and shipped to the tasks.

@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ballast.model.config import Settings
 from ballast.model.config.components import resource_weights
-from ballast.pipeline.jobs.base import JobError, JobPaths, Summary
+from ballast.pipeline.jobs.base import JobError, JobPaths, Summary, require_paths
 from ballast.pipeline.report_render import ClusterReport, render_report
 from ballast.pipeline.schema import BROKERS, BUNDLES
 from ballast.pipeline.sparkio import read_history
@@ -71,6 +71,7 @@ def namespace_series(spark: SparkSession, history: str) -> DataFrame:
 
 def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     directory = local_directory(paths.out)
+    require_paths(spark, paths)
     weights = resource_weights(settings)
     brokers = read_history(spark, paths.history, BROKERS)
     over_time = broker_load_over_time(brokers, weights).toPandas()

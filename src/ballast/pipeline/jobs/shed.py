@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from ballast.balance.decisions import decision_to_json
 from ballast.model.codec import json_safe
 from ballast.model.config import Settings
-from ballast.pipeline.jobs.base import JobError, JobPaths, Summary
+from ballast.pipeline.jobs.base import JobError, JobPaths, Summary, require_paths
 from ballast.pipeline.jobs.time_averages import write_bundle_averages
 from ballast.pipeline.schema import (
     BROKER_AVERAGES,
@@ -91,6 +91,7 @@ def shed_history(
     """Decide on the latest snapshot of ``cluster`` (None: of every cluster). Averages the
     history does not store are folded from every sample in ``buckets`` passes (see
     :func:`~ballast.pipeline.jobs.time_averages.write_bundle_averages`)."""
+    require_paths(spark, paths)
     brokers = read_history(spark, paths.history, BROKERS)
     latest = latest_snapshots(brokers)
     if cluster is not None:

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ballast.model.config import Settings, SplitConfig
-from ballast.pipeline.jobs.base import JobError, JobPaths, Summary
+from ballast.pipeline.jobs.base import JobError, JobPaths, Summary, require_paths
 from ballast.pipeline.schema import BROKERS, BUNDLES, SPLIT_PLAN, TOPICS
 from ballast.pipeline.sparkio import (
     latest_snapshots,
@@ -102,6 +102,7 @@ def samples(spark: SparkSession, history: str, bundles: DataFrame, keys: DataFra
 def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     check_settings(settings)
     config = SplitConfig.from_settings(settings)
+    require_paths(spark, paths)
     brokers = read_history(spark, paths.history, BROKERS)
     bundles = read_history(spark, paths.history, BUNDLES)
     topics = read_history(spark, paths.history, TOPICS)

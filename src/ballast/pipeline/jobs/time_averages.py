@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ballast.model.config import Settings
-from ballast.pipeline.jobs.base import JobError, JobPaths, Summary
+from ballast.pipeline.jobs.base import JobError, JobPaths, Summary, require_paths
 from ballast.pipeline.schema import BROKER_AVERAGES, BROKERS, BUNDLE_AVERAGES, BUNDLES
 from ballast.pipeline.sparkio import (
     latest_snapshots,
@@ -50,6 +50,7 @@ def write_bundle_averages(bundles: DataFrame, out: str, buckets: int) -> None:
 
 def run(spark: SparkSession, paths: JobPaths, settings: Settings, *, buckets: int = 1) -> Summary:
     del settings  # the sample windows are Pulsar constants, not settings
+    require_paths(spark, paths)
     brokers = read_history(spark, paths.history, BROKERS)
     bundles = read_history(spark, paths.history, BUNDLES)
     write_bundle_averages(bundles, paths.out, buckets)
