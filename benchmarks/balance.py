@@ -4,15 +4,16 @@ simulator's speed on a day of a large cluster.
     .venv/bin/python benchmarks/balance.py [--scenarios a,b,...] [--strategies a,b,...]
                                            [--out DIR] [--speed-only]
 
-Each (scenario, strategy) pair is replayed through the real runtime on virtual time, exactly
-as ``ballast simulate SCENARIO --strategy NAME`` does, one after the other in this process.
-For each it reports the final standard deviation of broker loads, the final max load over the
-lower bound, the moves (shedding unloads and transfers, plus splits), topic-seconds without an
-owner, the convergence time after the last event, bounces (a bundle moved back within the
-grace period), how many shedding cycles new brokers waited for load, and the wall seconds the
-run took. Then it checks Ballast's goals on the same results (see ``GOALS``) and states which
-hold. Writes ``balance.md`` (the tables) and ``balance.json`` (every summary, the goals and the
-timings) to ``--out``, and prints the Markdown.
+Each (scenario, strategy) pair is replayed through the real runtime on virtual time, exactly as
+``ballast simulate SCENARIO --strategy NAME`` does, one after the other in this process. For
+each it reports the final standard deviation of broker loads, the final max load over the lower
+bound, the moves (shedding unloads and transfers, plus splits), the transfers off brokers that
+drain before they stop, topic-seconds without an owner, the convergence time after the last
+event, bounces (a bundle moved back within the grace period), how many shedding cycles new
+brokers waited for load, and the wall seconds the run took. Then it checks Ballast's goals on
+the same results (see ``check_goals``) and states which hold. Writes ``balance.md`` (the
+tables) and ``balance.json`` (every summary, the goals and the timings) to ``--out``, and
+prints the Markdown.
 
 The speed benchmark is the ``day-100-brokers`` row (24 h of 100 brokers, 10,000 bundles,
 100,000 topics): its wall time with Ballast's strategy, against a target of 60 s.

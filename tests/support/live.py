@@ -59,12 +59,20 @@ def wait_until(
 def get_json(url: str, timeout_s: float = 30) -> Any:
     """The JSON body of ``url`` once it answers; the last error after ``timeout_s`` (a server
     still starting refuses connections)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+    answers: list[Any] = []
+    errors: list[Exception] = []
+
+    def answered() -> bool:
         try:
             with urllib.request.urlopen(url, timeout=5) as response:
-                return json.loads(response.read())
-        except (OSError, ValueError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+                answers.append(json.loads(response.read()))
+        except (OSError, ValueError) as exc:
+            errors[:] = [exc]
+            return False
+        return True
+
+    try:
+        wait_until(answered, timeout_s=timeout_s, what=f"an answer from {url}")
+    except AssertionError:
+        raise errors[-1] from None
+    return answers[0]

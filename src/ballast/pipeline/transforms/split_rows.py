@@ -117,6 +117,7 @@ def sample_lists_of(rows: pa.Table, bundles: Mapping[str, pa.Array]) -> pa.Table
     per sample (a twentieth of the rows for it to take in and group on a day at 100,000
     bundles per snapshot, where a file holds twenty snapshots)."""
     chosen = samples_of(rows, bundles)
+    # Sorted runs cut into lists by hand: pyarrow's group_by has no list aggregate of structs.
     order = pc.sort_indices(chosen, sort_keys=[("cluster", "ascending"), ("bundle", "ascending")])
     chosen = chosen.take(order)
     count = chosen.num_rows
