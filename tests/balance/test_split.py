@@ -3,9 +3,12 @@ and the load manager's checks around it."""
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from ballast.balance.decisions import ReasonKind
 from ballast.balance.snapshot import LoadSnapshot
-from ballast.balance.split import find_bundles_to_split, run_split_cycle
+from ballast.balance.split import _exceeded, find_bundles_to_split, run_split_cycle
 from ballast.model.bundles import NamespaceBundles
 from ballast.model.config import SplitConfig
 from ballast.model.naming import NamespaceName
@@ -98,3 +101,38 @@ def test_cycle_needs_two_brokers_and_a_splittable_current_bundle() -> None:
     assert run_split_cycle(moved_on, CONFIG).decisions == ()
     disabled = SplitConfig.from_settings(settings(loadBalancerAutoBundleSplitEnabled=False))
     assert run_split_cycle(two, disabled).decisions == ()
+
+
+# Values on both sides of each default limit (1000 topics, 1000 sessions, 30000 msg/s,
+# 100 MiB/s), and limits that turn a check off or make it always pass.
+_COUNTS = st.sampled_from([0, 1, 2, 999, 1000, 1001, 5000])
+_RATES = st.sampled_from([0.0, 29999.0, 30000.0, 30001.0, 1e9])
+_TPUTS = st.sampled_from([0.0, 100 * MB - 1, 100 * MB, 100 * MB + 1, 1e12])
+
+
+@given(
+    rows=st.lists(st.tuples(_COUNTS, _COUNTS, st.none() | st.tuples(_RATES, _TPUTS)), max_size=6),
+    max_sessions=st.sampled_from([-1, 0, 1000]),
+    max_rate=st.sampled_from([-1, 30000]),
+)
+def test_a_bundle_is_chosen_exactly_when_a_limit_is_passed(
+    rows: list[tuple[int, int, tuple[float, float] | None]], max_sessions: int, max_rate: int
+) -> None:
+    config = SplitConfig.from_settings(
+        settings(
+            loadBalancerNamespaceBundleMaxSessions=max_sessions,
+            loadBalancerNamespaceBundleMaxMsgRate=max_rate,
+        )
+    )
+    reported = {B[i]: stats(topics=t, sessions=s) for i, (t, s, _) in enumerate(rows)}
+    bundles = {
+        B[i]: data(tput=load[1], rate=load[0])
+        for i, (_, _, load) in enumerate(rows)
+        if load is not None
+    }
+    expected = [
+        bundle
+        for bundle, bundle_stats in reported.items()
+        if bundle_stats.topics >= 2 and _exceeded(bundle_stats, bundles.get(bundle), config)
+    ]
+    assert split(snapshot({"b1": report(stats=reported)}, bundles), config) == expected

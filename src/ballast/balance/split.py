@@ -21,6 +21,7 @@ topics > 1000: it is split (2 + 0 < 128).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -79,11 +80,33 @@ def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitR
     added: dict[str, int] = {}
     refused: list[JsonValue] = []
     bundles = snapshot.bundles
+    # The limits as plain locals for a first pass that only skips: a bundle within every
+    # limit (nearly all of them, and the leader checks all after every update) is passed
+    # over without building its reasons; any other goes to _exceeded, which decides.
+    max_topics, max_rate, max_bandwidth = (
+        config.max_topics,
+        config.max_msg_rate,
+        config.max_bandwidth_bytes,
+    )
+    max_sessions = config.max_sessions if config.max_sessions > 0 else math.inf
     for broker, data in snapshot.brokers.items():
         for bundle, bundle_stats in data.local_data.last_stats.items():
-            if bundle_stats.topics < 2:
+            topics = bundle_stats.topics
+            if topics < 2:
                 continue
-            exceeded = _exceeded(bundle_stats, bundles.get(bundle), config)
+            averages = bundles.get(bundle)
+            if (
+                topics <= max_topics
+                and bundle_stats.consumer_count + bundle_stats.producer_count <= max_sessions
+            ):
+                rate = throughput = 0.0
+                if averages is not None:
+                    long = averages.long_term_data
+                    rate = long.msg_rate_in + long.msg_rate_out
+                    throughput = long.msg_throughput_in + long.msg_throughput_out
+                if rate <= max_rate and throughput <= max_bandwidth:
+                    continue
+            exceeded = _exceeded(bundle_stats, averages, config)
             if not exceeded:
                 continue
             namespace = bundle_namespace(bundle)
