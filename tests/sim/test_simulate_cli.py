@@ -143,6 +143,11 @@ def test_bad_input_exits_2(ballast: Run, tmp_path: Path) -> None:
     typo = ballast("simulate", str(scenario), "--set", "loadBalancerSheddingIntervalMinute=3")
     assert typo.returncode == 2
     assert "did you mean loadBalancerSheddingIntervalMinutes?" in typo.stderr
+    twice = ballast("simulate", str(scenario), "--compare", "uniform,ballast,uniform")
+    assert twice.returncode == 2 and "names uniform more than once" in twice.stderr
+    negative = ballast("simulate", str(scenario), "--seed", "-1")
+    assert negative.returncode == 2 and "--seed" in negative.stderr
+    assert "internal error" not in negative.stderr
 
 
 def test_library_names_resolve_from_any_directory(

@@ -61,6 +61,10 @@ def _strategies(strategy: str | None, compare: str | None) -> list[str | None]:
         names = [n for n in names if n]
         if not names:
             fail("--compare needs strategy names (or all)")
+        repeated = sorted({n for n in names if n is not None and names.count(n) > 1})
+        if repeated:
+            # each run writes to --out/<strategy>: a second run of one would overwrite the first
+            fail(f"--compare names {', '.join(repeated)} more than once")
     else:
         names = [strategy]
     for name in names:
@@ -123,7 +127,9 @@ def simulate_command(
         str | None,
         typer.Option("--compare", help="Strategies to run side by side: A,B,... or all."),
     ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Replace the scenario's seed.")] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", min=0, help="Replace the scenario's seed (0 or more).")
+    ] = None,
     overrides: Annotated[
         list[str] | None,
         typer.Option(

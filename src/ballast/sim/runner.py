@@ -78,6 +78,11 @@ class RunOptions:
     check_invariants: bool = False
     progress: Progress | None = None
 
+    def __post_init__(self) -> None:
+        # numpy's generators take no negative seed; say so before a run starts
+        if self.seed is not None and self.seed < 0:
+            raise ValueError(f"seed must be 0 or more, not {self.seed}")
+
 
 @dataclass(frozen=True, slots=True)
 class StepRecord:
