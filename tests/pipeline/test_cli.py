@@ -243,6 +243,20 @@ def test_bad_input_exits_2_before_spark(ballast: Ballast, tmp_path: Path) -> Non
     conf = ballast("pipeline", "report", "--history", "h", "--out", "o", "--conf", "novalue")
     assert conf.returncode == 2
     assert '--conf "novalue" is not key=value' in conf.stderr
+    master = ballast("pipeline", "split-plan", "--history", "h", "--out", "o", "--master", "x://y")
+    assert master.returncode == 2
+    assert '--master "x://y" is not a Spark master URL' in master.stderr
+
+
+def test_a_setting_spark_cannot_start_with_exits_2(ballast: Ballast) -> None:
+    """Spark's launcher prints why it stopped; the command then ends with a plain error."""
+    memory = ballast(
+        "pipeline", "report", "--history", "h", "--out", "o", "--conf", "spark.driver.memory=lots"
+    )
+    assert memory.returncode == 2
+    assert "Could not create the Java Virtual Machine" in memory.stderr
+    assert "error: Spark did not start (master local[" in memory.stderr
+    assert "internal error" not in memory.stderr
 
 
 def test_a_job_on_a_missing_history_exits_2(ballast: Ballast, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import pytest
 from ballast.pipeline.session import (
     SessionOptions,
     SparkUnavailable,
+    check_master,
     java_major_version,
     local_conf,
     require_java,
@@ -60,3 +61,12 @@ def test_java_is_found_here_and_missing_java_is_explained(
     assert java_major_version() is None
     with pytest.raises(SparkUnavailable, match="Java is not installed"):
         require_java()
+
+
+def test_a_master_spark_refuses_is_named_before_a_jvm_starts() -> None:
+    for master in ("local", "local[2]", "local-cluster[2,1,1024]", "spark://h:7077", "yarn"):
+        check_master(master)  # the forms Spark's launcher takes
+    check_master("k8s://https://h:6443")
+    for master in ("bogus://x", "", "YARN", "mesos://h:5050"):
+        with pytest.raises(SparkUnavailable, match="is not a Spark master URL"):
+            check_master(master)

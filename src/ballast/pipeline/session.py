@@ -23,6 +23,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 APP_NAME = "ballast-pipeline"
@@ -45,7 +46,19 @@ COMMON_CONF: Mapping[str, str] = {
 
 
 class SparkUnavailable(RuntimeError):
-    """Spark cannot start here (no Java, or an unsupported Java)."""
+    """Spark cannot start here (no Java, an unsupported Java, a master URL Spark does not
+    take, or a launcher that exited on the configuration)."""
+
+
+def check_master(master: str) -> None:
+    """Raise :class:`SparkUnavailable` for a master URL Spark's launcher refuses: it takes
+    ``yarn`` and URLs starting with ``spark``, ``k8s`` or ``local`` (``SparkSubmit``'s own
+    test, made here before a JVM starts and prints a stack)."""
+    if master != "yarn" and not master.startswith(("spark", "k8s", "local")):
+        raise SparkUnavailable(
+            f'--master "{master}" is not a Spark master URL '
+            "(local, local[N], spark://host:7077, yarn or k8s://https://host:port)"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +150,8 @@ def build_session(options: SessionOptions) -> SparkSession:
     """Start (or join spark-submit's) SparkSession. In local mode the Python workers use this
     interpreter and Spark binds to the loopback address unless the environment says
     otherwise."""
+    if options.master is not None:
+        check_master(options.master)
     if not launched_by_spark_submit():
         require_java()
     conf = session_conf(options)
@@ -146,6 +161,15 @@ def build_session(options: SessionOptions) -> SparkSession:
     builder = SparkSession.builder.appName(options.app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except PySparkRuntimeError as exc:
+        if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+            raise
+        # The launcher printed its reason (a bad setting, an unreachable master) above.
+        raise SparkUnavailable(
+            f"Spark did not start (master {conf.get('spark.master', 'from spark-submit')}): "
+            "its launcher exited; its message is above"
+        ) from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
