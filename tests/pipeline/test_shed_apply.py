@@ -14,15 +14,19 @@ import pytest
 from ballast.metadata.zkserver import free_port
 from ballast.pipeline.history import BrokerRow, BundleRow, HistorySnapshot, write_snapshot
 from tests.conftest import REPO, run_ballast
-from tests.support.live import free_ports, get_json, wait_until
+from tests.support.live import fetch_json, free_ports, get_json, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 NAMESPACE = "public/demo"
 
 
+LOAD_REPORT = "/admin/v2/broker-stats/load-report"
+
+
 def owned_bundles(url: str) -> list[str]:
-    report = get_json(url + "/admin/v2/broker-stats/load-report")
+    """The demo namespace's bundles ``url``'s broker reports, asked once (the callers wait)."""
+    report = fetch_json(url + LOAD_REPORT)
     return sorted(b for b in report.get("bundles", []) if b.startswith(NAMESPACE + "/"))
 
 
@@ -59,6 +63,7 @@ def test_shed_apply_moves_bundles_on_a_live_cluster(tmp_path: Path) -> None:
     try:
         first, second = f"127.0.0.1:{port}", f"127.0.0.1:{port + 1}"
         url = f"http://{first}"
+        get_json(url + LOAD_REPORT, 60)  # the broker is up
         # The demo's lookups place the bundles.
         wait_until(
             lambda: bool(owned_bundles(url)),

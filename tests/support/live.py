@@ -1,17 +1,19 @@
 """Helpers for tests that run real Ballast processes: free port ranges, and waiting on a
-condition of a live server. Those servers run on real time, so the waits poll the monotonic
-clock here, in one place, rather than sleeping in the tests."""
+condition of a live server. Those servers run on real time, so the waits are
+:func:`tests.support.waiting.eventually` on the system clock, from synchronous tests."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
-import time
 import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+from ballast.clock import SystemClock
 from ballast.metadata.zkserver import free_port
+from tests.support.waiting import eventually
 
 
 def port_is_free(port: int) -> bool:
@@ -49,11 +51,17 @@ def free_ports(count: int) -> int:
 def wait_until(
     condition: Callable[[], bool], *, timeout_s: float, what: str, interval_s: float = 0.2
 ) -> None:
-    """Return once ``condition()`` holds; AssertionError naming ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout_s} s"
-        time.sleep(interval_s)
+    """Return once ``condition()`` holds; AssertionError naming ``what`` after ``timeout_s``.
+    ``condition`` runs inside an event loop: it must not wait itself (use :func:`fetch_json`
+    there, not :func:`get_json`)."""
+    clock = SystemClock()
+    asyncio.run(eventually(condition, clock, timeout_s=timeout_s, interval_s=interval_s, what=what))
+
+
+def fetch_json(url: str) -> Any:
+    """The JSON body of ``url``, asked once (OSError or ValueError if it does not answer)."""
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.loads(response.read())
 
 
 def get_json(url: str, timeout_s: float = 30) -> Any:
@@ -64,8 +72,7 @@ def get_json(url: str, timeout_s: float = 30) -> Any:
 
     def answered() -> bool:
         try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                answers.append(json.loads(response.read()))
+            answers.append(fetch_json(url))
         except (OSError, ValueError) as exc:
             errors[:] = [exc]
             return False
