@@ -55,18 +55,17 @@ def find_scenario(text: str) -> Path:
 def _strategies(strategy: str | None, compare: str | None) -> list[str | None]:
     if strategy is not None and compare is not None:
         fail("give --strategy or --compare, not both")
-    names: list[str | None]
+    names: list[str | None] = [strategy]
     if compare is not None:
-        names = list(PROFILES) if compare == "all" else [n.strip() for n in compare.split(",")]
-        names = [n for n in names if n]
-        if not names:
+        given = [n.strip() for n in compare.split(",")] if compare != "all" else list(PROFILES)
+        chosen = [n for n in given if n]
+        if not chosen:
             fail("--compare needs strategy names (or all)")
-        repeated = sorted({n for n in names if n is not None and names.count(n) > 1})
+        repeated = sorted({n for n in chosen if chosen.count(n) > 1})
         if repeated:
             # each run writes to --out/<strategy>: a second run of one would overwrite the first
             fail(f"--compare names {', '.join(repeated)} more than once")
-    else:
-        names = [strategy]
+        names = list(chosen)
     for name in names:
         if name is not None:
             try:
