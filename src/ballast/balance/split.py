@@ -29,6 +29,9 @@ from ballast.balance.decisions import BrokerId, JsonValue, Reason, ReasonKind, S
 from ballast.balance.snapshot import LoadSnapshot, bundle_name, bundle_namespace
 from ballast.model.config import SplitConfig
 from ballast.model.loaddata import BundleData, NamespaceBundleStats
+from ballast.model.loaddata.table import long_term_totals
+
+_NO_TOTALS = (0.0, 0.0)  # a bundle without averages: rate and throughput 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,7 @@ def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitR
     added: dict[str, int] = {}
     refused: list[JsonValue] = []
     bundles = snapshot.bundles
+    totals = long_term_totals(bundles)  # (rate, throughput) without a BundleData per bundle
     # The limits as plain locals for a first pass that only skips: a bundle within every
     # limit (nearly all of them, and the leader checks all after every update) is passed
     # over without building its reasons; any other goes to _exceeded, which decides.
@@ -94,19 +98,14 @@ def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitR
             topics = bundle_stats.topics
             if topics < 2:
                 continue
-            averages = bundles.get(bundle)
             if (
                 topics <= max_topics
                 and bundle_stats.consumer_count + bundle_stats.producer_count <= max_sessions
             ):
-                rate = throughput = 0.0
-                if averages is not None:
-                    long = averages.long_term_data
-                    rate = long.msg_rate_in + long.msg_rate_out
-                    throughput = long.msg_throughput_in + long.msg_throughput_out
+                rate, throughput = totals.get(bundle, _NO_TOTALS)
                 if rate <= max_rate and throughput <= max_bandwidth:
                     continue
-            exceeded = _exceeded(bundle_stats, averages, config)
+            exceeded = _exceeded(bundle_stats, bundles.get(bundle), config)
             if not exceeded:
                 continue
             namespace = bundle_namespace(bundle)

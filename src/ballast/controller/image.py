@@ -5,8 +5,9 @@ extensible manager's additions), the namespaces' bundles and policies, and who o
 Only the controller's event task changes it. It turns into the frozen
 :class:`~ballast.balance.snapshot.LoadSnapshot` every balancing decision reads; taking one is
 O(brokers) while only preallocations changed since the last (each broker's ``BrokerData`` is
-kept until its report, averages or preallocations change, and the bundle data is copied once
-per change), so placing thousands of bundles in a row stays cheap.
+kept until its report, averages or preallocations change, and the bundle data is a view of its
+columns, :mod:`ballast.model.loaddata.table`), so placing thousands of bundles in a row stays
+cheap.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ballast.model.loaddata import (
     LocalBrokerData,
     TimeAverageBrokerData,
 )
-from ballast.model.loaddata.averages import add_report_samples
+from ballast.model.loaddata.table import BundleAverageTable
 from ballast.model.naming import NamespaceName
 from ballast.model.policies import IsolationPolicies
 
@@ -76,7 +77,7 @@ class ClusterImage:
     :meth:`preallocate`, :meth:`forget_bundle` or by assigning a whole new mapping."""
 
     brokers: dict[str, BrokerView] = field(default_factory=dict)
-    _bundle_data: dict[str, BundleData] = field(default_factory=dict)
+    _averages: BundleAverageTable = field(default_factory=BundleAverageTable)
     recently_unloaded_bundles: dict[str, int] = field(default_factory=dict)
     recently_unloaded_brokers: dict[str, int] = field(default_factory=dict)
     namespaces: dict[NamespaceName, NamespaceBundles] = field(default_factory=dict)
@@ -89,17 +90,17 @@ class ClusterImage:
     _owned_in: dict[str, set[str]] = field(default_factory=dict)  # namespace → bundles
     _owned_by: dict[str, set[str]] = field(default_factory=dict)  # broker → bundles
     moving: set[str] = field(default_factory=set)  # bundles with a move in flight
-    _frozen_bundle_data: Mapping[str, BundleData] | None = None  # a copy; None once changed
     _last_snapshot: LoadSnapshot | None = None
 
     @property
     def bundle_data(self) -> Mapping[str, BundleData]:
-        return self._bundle_data
+        """The bundles' time averages as they are now (a view that later changes leave as
+        it is)."""
+        return self._averages.view()
 
     @bundle_data.setter
     def bundle_data(self, data: Mapping[str, BundleData]) -> None:
-        self._bundle_data = dict(data)
-        self._frozen_bundle_data = None
+        self._averages = BundleAverageTable(data)
 
     # -- reports (Pulsar's updateAll) -------------------------------------------------------
 
@@ -117,8 +118,7 @@ class ClusterImage:
             else:
                 view.report, view.session = report, session
         views = list(self.brokers.values())
-        sums = add_report_samples(self._bundle_data, [view.report.last_stats for view in views])
-        self._frozen_bundle_data = None
+        sums = self._averages.fold([view.report.last_stats for view in views])
         for view, time_average in zip(views, sums, strict=True):
             if view.preallocated:  # reaped once the broker reports them (no set per update)
                 report = view.report
@@ -135,14 +135,12 @@ class ClusterImage:
         view = self.brokers.get(broker)
         if view is not None:
             view.preallocate(bundle, data)
-        if new and bundle not in self._bundle_data:
-            self._bundle_data[bundle] = data
-            self._frozen_bundle_data = None
+        if new and bundle not in self._averages:
+            self._averages.add(bundle, data)
 
     def forget_bundle(self, bundle: str) -> None:
         """A bundle that no longer exists (split): drop its data everywhere."""
-        if self._bundle_data.pop(bundle, None) is not None:
-            self._frozen_bundle_data = None
+        self._averages.remove(bundle)
         self.drop_owner(bundle)
         for view in self.brokers.values():
             view.drop_preallocated([bundle])
@@ -192,15 +190,13 @@ class ClusterImage:
             SetValue(paths.broker_time_average(broker), view.time_average.to_json())
             for broker, view in sorted(self.brokers.items())
         ]
-        data = sorted(
-            self._bundle_data.items(),
-            key=lambda item: -item[1].short_term_data.total_msg_throughput,
-        )
+        averages = self._averages.view()
+        busiest = averages.by_short_term_throughput()
         if top > 0:
-            data = data[: top * max(len(self.brokers), 1)]
+            busiest = busiest[: top * max(len(self.brokers), 1)]
         ops.extend(
-            SetValue(paths.bundle_data(BundleName.parse(bundle)), bundle_data.to_json())
-            for bundle, bundle_data in data
+            SetValue(paths.bundle_data(BundleName.parse(bundle)), averages[bundle].to_json())
+            for bundle in busiest
             if bundle.rpartition("/")[0] not in excluded
         )
         return ops
@@ -221,9 +217,7 @@ class ClusterImage:
         domains = {
             broker: domain for domain, members in self.failure_domains.items() for broker in members
         }
-        bundles = self._frozen_bundle_data
-        if bundles is None:
-            bundles = self._frozen_bundle_data = MappingProxyType(dict(self._bundle_data))
+        bundles = self._averages.view()
         last = self._last_snapshot
         if last is None:
             last = LoadSnapshot(brokers=MappingProxyType({}))
@@ -249,7 +243,7 @@ class ClusterImage:
         may read it while the image moves on."""
         return LoadData(
             broker_data={b: view.broker_data() for b, view in sorted(self.brokers.items())},
-            bundle_data=dict(self._bundle_data),
+            bundle_data=dict(self._averages.view()),
             recently_unloaded_bundles=dict(self.recently_unloaded_bundles),
         )
 
