@@ -96,11 +96,14 @@ class _Samples:
     """One report's stats as arrays (kept while the report is the same object: a broker
     writes a new report far less often than the leader folds them)."""
 
-    __slots__ = ("names", "report", "topics", "values")
+    __slots__ = ("names", "report", "rows", "rows_of", "topics", "values")
 
     def __init__(self, report: Mapping[str, NamespaceBundleStats]) -> None:
         self.report = report  # held so that its id stays its own
         self.names = list(report)
+        # the names' rows in the table, while its generation is ``rows_of``
+        self.rows: Ints | None = None
+        self.rows_of = -1
         stats = report.values()
         self.values: Floats = np.array(
             [
@@ -173,11 +176,11 @@ class BundleAverageView(Mapping[str, BundleData]):
         """The bundles from the highest short-term throughput (in + out) down; ties keep the
         mapping's order (a stable sort, as ``sorted`` over the objects would give)."""
         length = self._length
-        values = self._values[:length]
-        throughputs = (values[:, _SHORT + _T_IN] + values[:, _SHORT + _T_OUT]).tolist()
-        names = [(name, row) for name, row in self._rows.items() if row < length]
-        names.sort(key=lambda item: -throughputs[item[1]])
-        return [name for name, _ in names]
+        live = [(name, row) for name, row in self._rows.items() if row < length]
+        rows = np.array([row for _, row in live], dtype=np.int64)
+        values = self._values
+        keys = -(values[rows, _SHORT + _T_IN] + values[rows, _SHORT + _T_OUT])
+        return [live[i][0] for i in np.argsort(keys, kind="stable").tolist()]
 
 
 def long_term_totals(bundles: Mapping[str, BundleData]) -> Mapping[str, tuple[float, float]]:
@@ -201,6 +204,7 @@ class BundleAverageTable:
         self._rows_shared = False  # a view holds self._rows: copy it before removing a name
         self._arrays_shared = False  # a view holds the arrays: copy them before changing a row
         self._length = 0  # rows in use (live or removed)
+        self._generation = 0  # changes when a name loses its row (rows kept by samples)
         self._values: Floats = np.zeros((_MIN_CAPACITY, _VALUE_COLUMNS), dtype=np.float64)
         self._counts: Ints = np.zeros((_MIN_CAPACITY, _COUNT_COLUMNS), dtype=np.int64)
         self._view: BundleAverageView | None = None
@@ -244,6 +248,7 @@ class BundleAverageTable:
             self._rows = dict(self._rows)
             self._rows_shared = False
         del self._rows[bundle]
+        self._generation += 1
         self._view = None
         if self._length > _MIN_CAPACITY and len(self._rows) * 2 < self._length:
             self._compact()
@@ -258,24 +263,18 @@ class BundleAverageTable:
         its report's order as ``TimeAverageBrokerData.from_bundles`` adds them."""
         samples = [self._samples_of(report) for report in reports]
         self._samples = {id(s.report): s for s in samples}
-        names = [name for s in samples for name in s.names]
-        if not names:
+        if not any(s.names for s in samples):
             return [TimeAverageBrokerData() for _ in reports]
-        get = self._rows.get
-        rows_list = [get(name, -1) for name in names]
-        if -1 in rows_list:
-            for i, name in enumerate(names):
-                if rows_list[i] == -1:
-                    row = get(name)
-                    if row is None:
-                        row = self._append(name, _NEW_VALUES, _NEW_COUNTS)
-                    rows_list[i] = row
-        rows: Ints = np.array(rows_list, dtype=np.int64)
+        for s in samples:
+            if s.rows is None or s.rows_of != self._generation:
+                s.rows = self._rows_of(s.names)
+                s.rows_of = self._generation
+        rows: Ints = np.concatenate([s.rows for s in samples if s.rows is not None])
         sample_values: Floats = np.concatenate([s.values for s in samples])
         sample_topics: Ints = np.concatenate([s.topics for s in samples])
         self._own_arrays()  # the views taken so far keep the arrays they hold
         values, counts = self._values, self._counts
-        for wave in _waves(rows_list):
+        for wave in _waves(rows, self._length):
             at = rows if wave is None else rows[wave]
             x = sample_values if wave is None else sample_values[wave]
             for first, max_column, n_column in (
@@ -300,6 +299,19 @@ class BundleAverageTable:
         if found is not None and found.report is report:
             return found
         return _Samples(report)
+
+    def _rows_of(self, names: list[str]) -> Ints:
+        """The rows of ``names``, a new bundle appended at the defaults."""
+        get = self._rows.get
+        rows = [get(name, -1) for name in names]
+        if -1 in rows:
+            for i, name in enumerate(names):
+                if rows[i] == -1:
+                    row = get(name)
+                    if row is None:
+                        row = self._append(name, _NEW_VALUES, _NEW_COUNTS)
+                    rows[i] = row
+        return np.array(rows, dtype=np.int64)
 
     def _append(self, bundle: str, values: list[float], counts: list[int]) -> int:
         row = self._length
@@ -336,18 +348,19 @@ class BundleAverageTable:
         self._values, self._counts = values, counts
         self._rows = {name: row for row, name in enumerate(self._rows)}
         self._rows_shared = self._arrays_shared = False
+        self._generation += 1
         self._length = live.size
 
 
-def _waves(rows: list[int]) -> list[Ints | None]:
-    """Index arrays that split the samples into waves with each row at most once, in order:
-    a bundle in two reports (mid-transfer) takes its second sample after its first. One wave
-    (``None``: all samples) when no row repeats."""
-    if len(set(rows)) == len(rows):
+def _waves(rows: Ints, length: int) -> list[Ints | None]:
+    """Index arrays that split the samples into waves with each row (below ``length``) at
+    most once, in order: a bundle in two reports (mid-transfer) takes its second sample after
+    its first. One wave (``None``: all samples) when no row repeats."""
+    if int(np.bincount(rows, minlength=length).max()) <= 1:
         return [None]
     seen: dict[int, int] = {}
     waves: list[list[int]] = []
-    for i, row in enumerate(rows):
+    for i, row in enumerate(rows.tolist()):
         k = seen.get(row, 0)
         seen[row] = k + 1
         if k == len(waves):
