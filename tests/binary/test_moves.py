@@ -130,6 +130,20 @@ async def test_clients_follow_unload_transfer_and_split_under_load(clock: Clock)
         def closed_by_brokers() -> int:
             return sum(server.topics.closed_by_broker for server in cluster.binary.values())
 
+        def all_attached(topic: TopicName) -> Callable[[], bool]:
+            """The topic's producer and its three consumers are attached again, wherever."""
+
+            def check() -> bool:
+                producers = consumers = 0
+                for server in cluster.binary.values():
+                    found = server.topics.topics.get(topic)
+                    if found is not None:
+                        producers += found.meter.producers
+                        consumers += found.meter.consumers
+                return (producers, consumers) == (1, 3)
+
+            return check
+
         async def move(kind: str, topic: TopicName, path: str) -> Window:
             """Ask for a move through the admin API of a broker, as an operator would; wait
             until the topic flows again. Its producer and three consumers were closed."""
@@ -143,6 +157,9 @@ async def test_clients_follow_unload_transfer_and_split_under_load(clock: Clock)
             done = clock.monotonic()
             await eventually(flowing_since(topic, done), clock, timeout_s=15, what=f"{kind} done")
             window.end = clock.monotonic()
+            # One shared consumer receiving is enough for the flow; the move is over (and
+            # its lookups done) only when every client is back.
+            await eventually(all_attached(topic), clock, timeout_s=15, what=f"{kind}: clients back")
             assert closed_by_brokers() - closed == 4, kind
             return window
 
