@@ -65,24 +65,23 @@ def _row_values(data: BundleData) -> tuple[list[float], list[int]]:
     return values, counts
 
 
+def _term(
+    values: Sequence[float], counts: Sequence[int], first: int, max_column: int, n_column: int
+) -> TimeAverageMessageData:
+    return TimeAverageMessageData(
+        max_samples=counts[max_column],
+        num_samples=counts[n_column],
+        msg_throughput_in=values[first + _T_IN],
+        msg_throughput_out=values[first + _T_OUT],
+        msg_rate_in=values[first + _R_IN],
+        msg_rate_out=values[first + _R_OUT],
+    )
+
+
 def _bundle_data(values: Sequence[float], counts: Sequence[int]) -> BundleData:
     return BundleData(
-        short_term_data=TimeAverageMessageData(
-            max_samples=counts[_SHORT_MAX],
-            num_samples=counts[_SHORT_N],
-            msg_throughput_in=values[_SHORT + _T_IN],
-            msg_throughput_out=values[_SHORT + _T_OUT],
-            msg_rate_in=values[_SHORT + _R_IN],
-            msg_rate_out=values[_SHORT + _R_OUT],
-        ),
-        long_term_data=TimeAverageMessageData(
-            max_samples=counts[_LONG_MAX],
-            num_samples=counts[_LONG_N],
-            msg_throughput_in=values[_LONG + _T_IN],
-            msg_throughput_out=values[_LONG + _T_OUT],
-            msg_rate_in=values[_LONG + _R_IN],
-            msg_rate_out=values[_LONG + _R_OUT],
-        ),
+        short_term_data=_term(values, counts, _SHORT, _SHORT_MAX, _SHORT_N),
+        long_term_data=_term(values, counts, _LONG, _LONG_MAX, _LONG_N),
         topics=counts[_TOPICS],
     )
 
