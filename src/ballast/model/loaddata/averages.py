@@ -203,12 +203,14 @@ def add_report_samples(
     bundle_data: MutableMapping[str, BundleData],
     reports: Sequence[Mapping[str, NamespaceBundleStats]],
 ) -> list[TimeAverageBrokerData]:
-    """The leader's ``updateAll`` on bundle data: each report's stats, report after report,
-    become one sample of their bundles' averages (:meth:`BundleData.updated`; a bundle
-    without data starts at :meth:`BundleData.new_default`), stored in ``bundle_data``.
-    Returns each report's broker sums (:meth:`TimeAverageBrokerData.from_bundles` over its
-    keys, after all the updates: a bundle mid-transfer is in two reports, and both brokers
-    sum its latest averages)."""
+    """Pulsar's ``updateAll`` on bundle data, object by object: each report's stats, report
+    after report, become one sample of their bundles' averages (:meth:`BundleData.updated`;
+    a bundle without data starts at :meth:`BundleData.new_default`), stored in
+    ``bundle_data``. Returns each report's broker sums
+    (:meth:`TimeAverageBrokerData.from_bundles` over its keys, after all the updates: a
+    bundle mid-transfer is in two reports, and both brokers sum its latest averages). The
+    definition the leader's column-held table (:mod:`ballast.model.loaddata.table`) is held
+    to, bit for bit."""
     get = bundle_data.get
     for report in reports:
         for bundle, stats in report.items():
