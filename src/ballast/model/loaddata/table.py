@@ -150,8 +150,7 @@ class BundleAverageView(Mapping[str, BundleData]):
         return row is not None and row < self._length
 
     def __iter__(self) -> Iterator[str]:
-        length = self._length
-        return (name for name, row in self._rows.items() if row < length)
+        return (name for name, _ in self._live())
 
     def __len__(self) -> int:
         return self._size
@@ -160,26 +159,25 @@ class BundleAverageView(Mapping[str, BundleData]):
         """Each bundle's long-term message rate and throughput (in + out), as
         :func:`long_term_totals` says."""
         if self._totals is None:
-            length = self._length
-            values = self._values[:length]
+            values = self._values[: self._length]
             rates = (values[:, _LONG + _R_IN] + values[:, _LONG + _R_OUT]).tolist()
             throughputs = (values[:, _LONG + _T_IN] + values[:, _LONG + _T_OUT]).tolist()
-            self._totals = {
-                name: (rates[row], throughputs[row])
-                for name, row in self._rows.items()
-                if row < length
-            }
+            self._totals = {name: (rates[row], throughputs[row]) for name, row in self._live()}
         return self._totals
 
     def by_short_term_throughput(self) -> list[str]:
         """The bundles from the highest short-term throughput (in + out) down; ties keep the
         mapping's order (a stable sort, as ``sorted`` over the objects would give)."""
-        length = self._length
-        live = [(name, row) for name, row in self._rows.items() if row < length]
+        live = list(self._live())
         rows = np.array([row for _, row in live], dtype=np.int64)
         values = self._values
         keys = -(values[rows, _SHORT + _T_IN] + values[rows, _SHORT + _T_OUT])
         return [live[i][0] for i in np.argsort(keys, kind="stable").tolist()]
+
+    def _live(self) -> Iterator[tuple[str, int]]:
+        """Names and rows of this view, in the mapping's order."""
+        length = self._length
+        return ((name, row) for name, row in self._rows.items() if row < length)
 
 
 def long_term_totals(bundles: Mapping[str, BundleData]) -> Mapping[str, tuple[float, float]]:
@@ -213,9 +211,6 @@ class BundleAverageTable:
 
     def __contains__(self, bundle: str) -> bool:
         return bundle in self._rows
-
-    def __len__(self) -> int:
-        return len(self._rows)
 
     def view(self) -> BundleAverageView:
         """The table as it is now, read-only (the same object until the table changes)."""
@@ -264,16 +259,12 @@ class BundleAverageTable:
         self._samples = {id(s.report): s for s in samples}
         if not any(s.names for s in samples):
             return [TimeAverageBrokerData() for _ in reports]
-        for s in samples:
-            if s.rows is None or s.rows_of != self._generation:
-                s.rows = self._rows_of(s.names)
-                s.rows_of = self._generation
-        rows: Ints = np.concatenate([s.rows for s in samples if s.rows is not None])
+        rows: Ints = np.concatenate([self._rows_of(s) for s in samples])
         sample_values: Floats = np.concatenate([s.values for s in samples])
         sample_topics: Ints = np.concatenate([s.topics for s in samples])
         self._own_arrays()  # the views taken so far keep the arrays they hold
         values, counts = self._values, self._counts
-        for wave in _waves(rows, self._length):
+        for wave in _waves(rows):
             at = rows if wave is None else rows[wave]
             x = sample_values if wave is None else sample_values[wave]
             for first, max_column, n_column in (
@@ -299,8 +290,12 @@ class BundleAverageTable:
             return found
         return _Samples(report)
 
-    def _rows_of(self, names: list[str]) -> Ints:
-        """The rows of ``names``, a new bundle appended at the defaults."""
+    def _rows_of(self, samples: _Samples) -> Ints:
+        """The rows of the samples' bundles, a new bundle appended at the defaults; kept
+        with the samples until a bundle loses its row."""
+        if samples.rows is not None and samples.rows_of == self._generation:
+            return samples.rows
+        names = samples.names
         get = self._rows.get
         rows = [get(name, -1) for name in names]
         if -1 in rows:
@@ -310,7 +305,9 @@ class BundleAverageTable:
                     if row is None:
                         row = self._append(name, _NEW_VALUES, _NEW_COUNTS)
                     rows[i] = row
-        return np.array(rows, dtype=np.int64)
+        samples.rows = np.array(rows, dtype=np.int64)
+        samples.rows_of = self._generation
+        return samples.rows
 
     def _append(self, bundle: str, values: list[float], counts: list[int]) -> int:
         row = self._length
@@ -351,11 +348,11 @@ class BundleAverageTable:
         self._length = live.size
 
 
-def _waves(rows: Ints, length: int) -> list[Ints | None]:
-    """Index arrays that split the samples into waves with each row (below ``length``) at
-    most once, in order: a bundle in two reports (mid-transfer) takes its second sample after
-    its first. One wave (``None``: all samples) when no row repeats."""
-    if int(np.bincount(rows, minlength=length).max()) <= 1:
+def _waves(rows: Ints) -> list[Ints | None]:
+    """Index arrays that split the samples into waves with each row at most once, in order:
+    a bundle in two reports (mid-transfer) takes its second sample after its first. One wave
+    (``None``: all samples) when no row repeats."""
+    if int(np.bincount(rows).max()) <= 1:
         return [None]
     seen: dict[int, int] = {}
     waves: list[list[int]] = []
