@@ -71,11 +71,13 @@ def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:
         (["ls", "relative", "--store", store], "invalid path"),
         (["ls", "/", "--store", "nosuch:thing"], "invalid metadata store URL"),
         (["load", str(tmp_path / "none.json"), "--store", store], "cannot read"),
+        (["ls", "/", "--store", f"sqlite:{tmp_path / 'typo.db'}"], "no store at"),
     ):
         result = ballast("metadata", *args)
         assert result.returncode in (1, 2), args
         assert needle in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr
+    assert not (tmp_path / "typo.db").exists()  # reading a store never creates one
 
 
 @pytest.mark.integration

@@ -148,6 +148,25 @@ def test_bad_input_exits_2(ballast: Run, tmp_path: Path) -> None:
     negative = ballast("simulate", str(scenario), "--seed", "-1")
     assert negative.returncode == 2 and "--seed" in negative.stderr
     assert "internal error" not in negative.stderr
+    a_file = tmp_path / "a-file"
+    a_file.write_text("", encoding="utf-8")
+    for out, said in ((a_file, "is a file"), (a_file / "sub", "cannot create --out")):
+        unwritable = ballast("simulate", str(scenario), "--out", str(out))
+        assert unwritable.returncode == 2 and said in unwritable.stderr
+        assert "internal error" not in unwritable.stderr
+
+
+def test_a_failed_write_keeps_the_summaries(ballast: Run, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "threshold").write_text("", encoding="utf-8")  # where the run's directory goes
+    done = ballast(
+        "simulate", str(write(tmp_path)), "--strategy", "threshold", "--no-plots", "--out", str(out)
+    )
+    assert done.returncode == 1, done.stderr
+    assert "cannot write to --out" in done.stderr and "internal error" not in done.stderr
+    (summary,) = json.loads(done.stdout)
+    assert summary["strategy"] == "threshold" and summary["final"]["std"] >= 0
 
 
 def test_library_names_resolve_from_any_directory(

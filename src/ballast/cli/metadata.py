@@ -35,11 +35,17 @@ StoreOption = Annotated[
 PathArgument = Annotated[str, typer.Argument(help="Record path, e.g. /loadbalance/brokers.")]
 
 
-def _with_store(url: str, action: Callable[[MetadataStore], Awaitable[T]]) -> T:
+def _with_store(
+    url: str, action: Callable[[MetadataStore], Awaitable[T]], *, create: bool = False
+) -> T:
+    """Run ``action`` on the store at ``url``. A ``sqlite:`` file must exist unless
+    ``create``: opening one makes it, so a misspelt path would read as an empty store."""
     try:
-        parse_store_url(url)
+        parsed = parse_store_url(url)
     except InvalidStoreUrlError as exc:
         fail(str(exc))
+    if parsed.scheme == "sqlite" and not create and not Path(parsed.target).is_file():
+        fail(f"no store at {url}: {parsed.target} is not a file")
 
     async def run() -> T:
         stores = MetadataStores(SystemClock())
@@ -143,5 +149,5 @@ def load_command(
         fail(f"{dump_file} is not JSON: {exc}")
     if not isinstance(dumped, dict):
         fail(f"{dump_file}: a dump is a JSON object")
-    result = _with_store(store, lambda s: load_tree(s, dumped, overwrite=overwrite))
+    result = _with_store(store, lambda s: load_tree(s, dumped, overwrite=overwrite), create=True)
     typer.echo(f"{result.written} records written, {result.unchanged} unchanged", err=True)

@@ -75,6 +75,30 @@ def _strategies(strategy: str | None, compare: str | None) -> list[str | None]:
     return names
 
 
+def _prepare_out(out: Path) -> None:
+    """Make ``--out`` before any run, so that an unwritable directory fails in a moment, not
+    after a long simulation whose results would then be lost."""
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out} is a file, not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"cannot create --out {out}: {exc.strerror or exc}")
+
+
+def _write_outputs(
+    out: Path, results: list[RunResult], summaries: list[dict[str, Any]], fmt: str, plots: bool
+) -> None:
+    for result, summary in zip(results, summaries, strict=True):
+        write_run(result, summary, out / result.strategy, fmt=fmt, plots=plots)
+    if len(results) > 1:
+        write_json(summaries, out / "comparison.json")
+        if plots:
+            from ballast.sim.plots import plot_comparison  # matplotlib only when drawing
+
+            plot_comparison(results, summaries, out / "comparison.png")
+
+
 def _row(summary: dict[str, Any]) -> list[str]:
     final = summary["final"]
     converged = summary["convergenceS"]
@@ -161,6 +185,8 @@ def simulate_command(
     except ScenarioError as exc:
         fail(str(exc))
     names = _strategies(strategy, compare)
+    if out is not None:
+        _prepare_out(out)
     logging.getLogger("ballast").setLevel(logging.ERROR)
     results: list[RunResult] = []
     summaries: list[dict[str, Any]] = []
@@ -198,14 +224,13 @@ def simulate_command(
             results.append(result)
             summaries.append(summarize(result))
     if out is not None:
-        for result, summary in zip(results, summaries, strict=True):
-            write_run(result, summary, out / result.strategy, fmt=timeline_format, plots=plots)
-        if len(results) > 1:
-            write_json(summaries, out / "comparison.json")
-            if plots:
-                from ballast.sim.plots import plot_comparison  # matplotlib only when drawing
-
-                plot_comparison(results, summaries, out / "comparison.png")
+        try:
+            _write_outputs(out, results, summaries, timeline_format, plots)
+        except OSError as exc:
+            # The summaries still reach stdout below the error, so the run is not lost.
+            typer.echo(f"error: cannot write to --out {out}: {exc}", err=True)
+            typer.echo(json.dumps(summaries, indent=2))
+            raise typer.Exit(1) from None
     if as_json:
         typer.echo(json.dumps(summaries if compare is not None else summaries[0], indent=2))
     else:
