@@ -91,7 +91,8 @@ def spark_child(args: argparse.Namespace) -> None:
     for job in args.jobs.split(","):
         started = time.perf_counter()
         if job == "generate":
-            summary = generate(spark, spec_for(args.size, args.snapshots), args.history)
+            spec = spec_for(args.size, args.snapshots)
+            summary = generate(spark, spec, args.history, replace=True)  # the run's own work dir
         else:
             paths = JobPaths(history=args.history, out=str(Path(args.out) / job))
             summary = load(job).run(spark, paths, settings)

@@ -270,3 +270,13 @@ def test_a_job_on_a_missing_history_exits_2(ballast: Ballast, tmp_path: Path) ->
     assert scheme.returncode == 2
     assert 'No FileSystem for scheme "nofs"' in scheme.stderr
     assert "Traceback" not in scheme.stderr and "\tat org.apache" not in scheme.stderr
+
+
+def test_generate_never_writes_over_a_history(ballast: Ballast, history: Path) -> None:
+    """A history given to generate by mistake (a leader's, say) is kept unless --replace."""
+    before = {p: p.stat().st_mtime_ns for p in history.rglob("*") if p.is_file()}
+    again = ballast("pipeline", "generate", "--out", str(history), *GENERATE)
+    assert again.returncode == 2
+    assert "already holds a history (brokers/, bundles/, topics/)" in again.stderr
+    assert "--replace" in again.stderr
+    assert {p: p.stat().st_mtime_ns for p in history.rglob("*") if p.is_file()} == before

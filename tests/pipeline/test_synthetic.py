@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from ballast.model.bundles import BundleName, hash_key
 from ballast.pipeline.jobs.generate import generate
 from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS
-from ballast.pipeline.sparkio import read_history
+from ballast.pipeline.sparkio import PathError, read_history
 from ballast.pipeline.synthetic_arrays import static_plan, xxhash64
 from ballast.pipeline.synthetic_spec import (
     GenerateSpec,
@@ -153,6 +153,9 @@ def test_same_spec_same_history_on_any_partitioning(
     spark.conf.set("spark.sql.shuffle.partitions", "5")  # broker sums in other groupings
     try:
         generate(spark, SPEC, str(tmp_path))
+        with pytest.raises(PathError, match="already holds a history"):
+            generate(spark, SPEC, str(tmp_path))  # never over a history without asking
+        generate(spark, SPEC, str(tmp_path), replace=True)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", "2")
     for table, keys in (

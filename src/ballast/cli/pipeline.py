@@ -182,7 +182,10 @@ def import_command(
 
 @pipeline_app.command("generate")
 def generate_command(
-    out: Annotated[str, typer.Option("--out", help="History root to write (replaced).")],
+    out: Annotated[
+        str,
+        typer.Option("--out", help="History root to write (refused if it holds one already)."),
+    ],
     brokers: Annotated[int, typer.Option("--brokers", help="Brokers.")] = 10,
     bundles: Annotated[int, typer.Option("--bundles", help="Bundles (all namespaces).")] = 64,
     namespaces: Annotated[int, typer.Option("--namespaces", help="Namespaces.")] = 8,
@@ -214,6 +217,12 @@ def generate_command(
         float, typer.Option("--mean-bundle-msg-rate", help="Mean msg/s in per bundle.")
     ] = 500.0,
     cluster: Annotated[str, typer.Option("--cluster", help="Cluster name.")] = "synthetic",
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace", help="Replace the brokers, bundles and topics tables --out holds."
+        ),
+    ] = False,
     master: MasterOption = None,
     conf: ConfOption = None,
 ) -> None:
@@ -242,7 +251,7 @@ def generate_command(
         fail(str(exc))
     with spark_session(master, conf) as spark:
         try:
-            summary = generate(spark, spec, out)
+            summary = generate(spark, spec, out, replace=replace)
         except _user_errors() as exc:
             fail(str(exc))
     print_json(dict(summary))

@@ -84,6 +84,18 @@ def require_history(spark: SparkSession, root: str, tables: Sequence[Table]) -> 
         raise PathError(f"no history at {root}: the path {where}")
 
 
+def refuse_history(spark: SparkSession, root: str, tables: Sequence[Table]) -> None:
+    """Raise :class:`PathError` if ``root`` already holds one of ``tables``: a writer that
+    replaces tables would otherwise delete a history (say, one a leader wrote) given by
+    mistake."""
+    exists = _exists_on(spark, root)
+    held = [f"{t.name}/" for t in tables if exists(table_path(root, t))]
+    if held:
+        raise PathError(
+            f"{root} already holds a history ({', '.join(held)}); give --replace to write over it"
+        )
+
+
 def require_file_system(spark: SparkSession, path: str) -> None:
     """Raise :class:`PathError` if Spark has no file system for ``path`` (an unknown URI
     scheme, a host it cannot reach), before a job spends its time on the reads."""

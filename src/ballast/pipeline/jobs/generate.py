@@ -2,7 +2,8 @@
 computed by Spark tasks, each a range of snapshots, so the largest sizes need no
 single-process memory.
 
-Replaces the ``brokers``, ``bundles`` and ``topics`` tables under the output path. On a
+Writes the ``brokers``, ``bundles`` and ``topics`` tables under the output path, replacing
+them only when asked (a history already there is refused otherwise). On a
 local file system the tasks write their Parquet files themselves with pyarrow
 (:mod:`ballast.pipeline.taskio`); elsewhere (HDFS, S3) their rows go to Spark's writer.
 """
@@ -20,7 +21,12 @@ from pyspark.sql import functions as F
 
 from ballast.pipeline.jobs.base import Summary
 from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS, Table
-from ballast.pipeline.sparkio import require_file_system, table_path, write_history
+from ballast.pipeline.sparkio import (
+    refuse_history,
+    require_file_system,
+    table_path,
+    write_history,
+)
 from ballast.pipeline.synthetic_arrays import StaticPlan, history_rows, static_plan
 from ballast.pipeline.synthetic_spec import GenerateSpec
 from ballast.pipeline.taskio import local_root, write_in_tasks
@@ -56,8 +62,14 @@ def _rows(
     return history_rows(spec, plan.value, snapshots)
 
 
-def generate(spark: SparkSession, spec: GenerateSpec, out: str) -> Summary:
+def generate(
+    spark: SparkSession, spec: GenerateSpec, out: str, *, replace: bool = False
+) -> Summary:
+    """Write the history ``spec`` describes to ``out``; its tables there are replaced only
+    with ``replace`` (else :class:`~ballast.pipeline.sparkio.PathError`)."""
     require_file_system(spark, out)
+    if not replace:
+        refuse_history(spark, out, (BROKERS, BUNDLES, TOPICS))
     tables = (BROKERS, BUNDLES, *((TOPICS,) if spec.topic_snapshots else ()))
     # The plan (every bundle's and topic's traits) is small next to the rows: computed once
     # here and shipped to the tasks.
