@@ -70,3 +70,20 @@ def test_a_master_spark_refuses_is_named_before_a_jvm_starts() -> None:
     for master in ("bogus://x", "", "YARN", "mesos://h:5050"):
         with pytest.raises(SparkUnavailable, match="is not a Spark master URL"):
             check_master(master)
+
+
+def test_the_class_archive_is_used_only_when_there_and_not_overridden(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    archive = tmp_path / "spark-classes.jsa"
+    option = "spark.driver.extraJavaOptions"
+    assert option not in session_conf(SessionOptions(class_archive=archive))  # not recorded
+    archive.write_bytes(b"")
+    used = session_conf(SessionOptions(class_archive=archive))
+    assert used[option] == f"-XX:SharedArchiveFile={archive}"
+    assert option not in session_conf(SessionOptions(class_archive=None))
+    mine = SessionOptions(class_archive=archive, conf={option: "-Dmine=1"})
+    assert session_conf(mine)[option] == "-Dmine=1"  # the caller's options replace it
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40000")  # spark-submit started the JVM
+    assert option not in session_conf(SessionOptions(class_archive=archive))

@@ -22,9 +22,12 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
+
+from ballast.pipeline.class_archive import archive_java_options, default_archive
 
 APP_NAME = "ballast-pipeline"
 
@@ -64,11 +67,13 @@ def check_master(master: str) -> None:
 @dataclass(frozen=True, slots=True)
 class SessionOptions:
     """``master`` None means: spark-submit's master if launched by it, else local mode.
-    ``conf`` entries override everything else."""
+    ``conf`` entries override everything else. ``class_archive``: the JVM's class-data-sharing
+    archive (:mod:`ballast.pipeline.class_archive`), used if the file is there; None: never."""
 
     master: str | None = None
     conf: Mapping[str, str] = field(default_factory=dict)
     app_name: str = APP_NAME
+    class_archive: Path | None = field(default_factory=default_archive)
 
 
 def launched_by_spark_submit() -> bool:
@@ -142,6 +147,12 @@ def session_conf(options: SessionOptions) -> dict[str, str]:
         conf.update(local_conf(os.cpu_count() or 1, machine_memory_bytes()))
     if options.master is not None:
         conf["spark.master"] = options.master
+    if not launched_by_spark_submit() and options.class_archive is not None:
+        # The JVM this process starts maps the recorded classes in (class_archive); a
+        # driver option the caller gives replaces this one.
+        java_options = archive_java_options(options.class_archive)
+        if java_options is not None:
+            conf["spark.driver.extraJavaOptions"] = java_options
     conf.update(options.conf)
     return conf
 
