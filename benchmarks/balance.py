@@ -1,7 +1,7 @@
 """Balance: every strategy profile on every library scenario, side by side, in one run; and the
 simulator's speed on a day of a large cluster.
 
-    .venv/bin/python benchmarks/balance.py [--scenarios a,b,...] [--strategies a,b,...]
+    .venv/bin/python benchmarks/balance.py [--scenarios a,b,...] [--strategies a,b:k=v,...]
                                            [--out DIR] [--speed-only]
 
 Each (scenario, strategy) pair is replayed through the real runtime on virtual time, exactly as
@@ -14,6 +14,12 @@ brokers waited for load, and the wall seconds the run took. Then it checks Balla
 the same results (see ``check_goals``) and states which hold. Writes ``balance.md`` (the
 tables) and ``balance.json`` (every summary, the goals and the timings) to ``--out``, and
 prints the Markdown.
+
+A strategy may carry settings: ``transfer:loadBalancerBrokerLoadTargetStd=0.05`` is Pulsar's
+TransferShedder asked for the same std-dev as Ballast's goal (its default target is 0.25, so
+on its defaults it stops moving long before that goal). By default the run includes that
+variant beside every profile, so the moves of ``ballast`` can be compared with what
+TransferShedder makes when it aims at the same balance.
 
 The speed benchmark is the ``day-100-brokers`` row (24 h of 100 brokers, 10,000 bundles,
 100,000 topics): its wall time with Ballast's strategy, against a target of 60 s.
@@ -32,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ballast.model.config.loader import ConfigError, load_settings
 from ballast.sim.runner import RunOptions, simulate
 from ballast.sim.scenario import load_scenario
 from ballast.sim.strategies import PROFILES
@@ -43,6 +50,8 @@ SPEED_SCENARIO = "day-100-brokers"
 SPEED_TARGET_S = 60.0
 OURS = "ballast"
 REFERENCE = "transfer"
+# TransferShedder asked for the std-dev of Ballast's goal: its moves at the same target
+REFERENCE_AT_GOAL = "transfer:loadBalancerBrokerLoadTargetStd=0.05"
 STD_GOAL = 0.05
 RATIO_GOAL = 1.10
 SCALE_UP = "scale-up-5-to-10"
@@ -70,11 +79,25 @@ class Row:
         return sum(int(count) for count in drain.values())
 
 
+def parse_strategy(spec: str) -> tuple[str, tuple[str, ...]]:
+    """``PROFILE`` or ``PROFILE:key=value:key=value``: the profile and its setting overrides."""
+    profile, *settings = spec.split(":")
+    overrides = tuple(item for item in settings if item)
+    if profile not in PROFILES:
+        raise SystemExit(f'error: unknown strategy "{profile}" (valid: {", ".join(PROFILES)})')
+    try:
+        load_settings(overrides=list(overrides), strict=True)
+    except ConfigError as error:
+        raise SystemExit(f'error: settings of "{spec}": {error}') from None
+    return profile, overrides
+
+
 def run_one(path: Path, strategy: str) -> Row:
     scenario = load_scenario(path)
+    profile, overrides = parse_strategy(strategy)
     gc.collect()
     started = time.perf_counter()
-    result = simulate(scenario, RunOptions(strategy=strategy))
+    result = simulate(scenario, RunOptions(strategy=profile, overrides=overrides))
     wall_s = time.perf_counter() - started
     summary = summarize(result)
     del result
@@ -163,6 +186,19 @@ def check_goals(rows: list[Row]) -> list[dict[str, Any]]:
         misses,
         len(drained),
     )
+    at_goal = {r.scenario: r for r in rows if r.strategy == REFERENCE_AT_GOAL}
+    pairs = [(s, r, at_goal[s]) for s, r in ours.items() if s in at_goal]
+    misses = [
+        f"{s}: {r.moves} vs {ref.moves}{_reference_note(ref)}"
+        for s, r, ref in pairs
+        if r.moves > ref.moves
+    ]
+    goal(
+        f"moves <= `{REFERENCE_AT_GOAL}`'s, TransferShedder aiming at the goal's std-dev "
+        "(a measure beside the goal above)",
+        misses,
+        len(pairs),
+    )
     misses = [f"{s}: {r.summary['bounces']}" for s, r in ours.items() if r.summary["bounces"]]
     goal("no bounces", misses, len(ours))
     arrivals = {s: r for s, r in ours.items() if r.summary["newBrokers"]}
@@ -178,7 +214,7 @@ def check_goals(rows: list[Row]) -> list[dict[str, Any]]:
 
 def _reference_note(reference: Row) -> str:
     failed = [n for n, check in reference.summary["expectations"].items() if not check["ok"]]
-    return f" ({REFERENCE} missed {', '.join(failed)})" if failed else ""
+    return f" ({reference.strategy} missed {', '.join(failed)})" if failed else ""
 
 
 def goals_markdown(goals: list[dict[str, Any]]) -> str:
@@ -211,7 +247,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--scenarios", help="comma-separated names (default: all of scenarios/)")
-    parser.add_argument("--strategies", help="comma-separated profiles (default: all)")
+    parser.add_argument(
+        "--strategies",
+        help="comma-separated profiles, each optionally with settings as "
+        f"PROFILE:key=value:key=value (default: every profile and {REFERENCE_AT_GOAL})",
+    )
     parser.add_argument(
         "--out",
         type=Path,
@@ -231,7 +271,11 @@ def main() -> None:
             if args.scenarios
             else sorted(p.stem for p in LIBRARY.glob("*.toml"))
         )
-        strategies = args.strategies.split(",") if args.strategies else list(PROFILES)
+        strategies = (
+            args.strategies.split(",") if args.strategies else [*PROFILES, REFERENCE_AT_GOAL]
+        )
+    for strategy in strategies:
+        parse_strategy(strategy)
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     rows: list[Row] = []
