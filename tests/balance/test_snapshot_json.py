@@ -175,3 +175,37 @@ def test_dump_directory_layout() -> None:
     with pytest.raises(ModelError, match="brokers/x: not valid JSON") as caught:
         dump_to_object({"brokers/x": b"{"})
     assert caught.value.path == '$.brokers["x"]'
+
+
+def test_a_metadata_dump_is_a_snapshot() -> None:
+    """``ballast metadata dump /loadbalance`` (or of ``/``): its load records read as the
+    directory layout does; the leader and intermediate nodes are skipped without a word."""
+    broker = {"json": BROKER, "ephemeral": True}
+    for root in ("/loadbalance", "/"):
+        dump = {
+            "root": root,
+            "records": {
+                "/loadbalance": {"text": ""},
+                "/loadbalance/brokers": {"text": ""},
+                "/loadbalance/brokers/10.0.0.1:8080": broker,
+                "/loadbalance/broker-time-average/10.0.0.1:8080": {
+                    "json": {"longTermMsgRateIn": 1.0}
+                },
+                "/loadbalance/bundle-data/t/ns/0x00000000_0x8000000A": {"json": BUNDLE},
+                "/loadbalance/leader": {"json": {"serviceUrl": "http://10.0.0.1:8080"}},
+                "/admin/policies/t/ns": {"json": {}},
+            },
+        }
+        parsed = parse_snapshot(json.dumps(dump))
+        assert parsed.warnings == ()
+        files = {
+            "brokers/10.0.0.1:8080": json.dumps(BROKER).encode(),
+            "broker-time-average/10.0.0.1:8080": b'{"longTermMsgRateIn": 1.0}',
+            "bundle-data/t/ns/0x00000000_0x8000000A": json.dumps(BUNDLE).encode(),
+        }
+        expected = snapshot_from_object(dump_to_object(files)[0]).snapshot
+        assert parsed.snapshot.brokers == expected.brokers
+        assert parsed.snapshot.bundles == expected.bundles
+        assert list(parsed.snapshot.bundles) == ["t/ns/0x00000000_0x8000000a"]
+    with pytest.raises(ModelError, match="records"):
+        parse_snapshot(json.dumps({"root": "/", "records": []}))

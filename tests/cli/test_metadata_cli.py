@@ -53,6 +53,14 @@ def test_load_ls_get_dump_round_trip(ballast: Run, tmp_path: Path) -> None:
     }
     again = ballast("metadata", "load", str(dump_file), "--store", store)
     assert "0 records written, 4 unchanged" in again.stderr
+    # The dump is a load snapshot too: ballast decide (and a simulation's [copy]) read it.
+    dumped_file = tmp_path / "dumped.json"
+    dumped_file.write_text(json.dumps(dumped), encoding="utf-8")
+    placed = ballast(
+        "decide", "place", str(dumped_file), "--bundle", "public/default/0x40000000_0x80000000"
+    )
+    assert placed.returncode == 0, placed.stderr
+    assert json.loads(placed.stdout)["decisions"][0]["broker"] == "10.0.0.1:8080"
 
 
 def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:

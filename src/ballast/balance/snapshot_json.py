@@ -57,11 +57,16 @@ def _object(value: Any, path: str) -> dict[str, Any]:
 
 
 def parse_snapshot(data: bytes | str) -> ParsedSnapshot:
-    """Parse a snapshot document; raises :class:`ModelError` naming the path."""
+    """Parse a snapshot document, or a ``ballast metadata dump`` of ``/loadbalance`` (or of a
+    path above it); raises :class:`ModelError` naming the path."""
     try:
         obj = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         raise ModelError("$", f"not valid JSON ({exc})") from None
+    if isinstance(obj, dict) and obj.keys() == METADATA_DUMP_KEYS:
+        assembled, warnings = dump_to_object(metadata_dump_files(obj))
+        parsed = snapshot_from_object(assembled)
+        return ParsedSnapshot(parsed.snapshot, parsed.state, (*warnings, *parsed.warnings))
     return snapshot_from_object(obj)
 
 
@@ -217,6 +222,27 @@ _DUMP_PARTS = {
     "broker-time-average": "timeAverages",
     "bundle-data": "bundles",
 }
+
+
+# `ballast metadata dump` writes {"root": PATH, "records": {PATH: {"json": ...}, ...}}
+METADATA_DUMP_KEYS = frozenset({"root", "records"})
+LOADBALANCE_ROOT = "/loadbalance/"
+
+
+def metadata_dump_files(dump: Mapping[str, Any]) -> dict[str, bytes]:
+    """The records of a ``ballast metadata dump`` that a ``/loadbalance`` dump holds
+    (``brokers/``, ``broker-time-average/``, ``bundle-data/``), as the files of
+    :func:`dump_to_object`. Other records (the leader, intermediate nodes) are skipped."""
+    records = _object(dump.get("records"), "$.records")
+    files: dict[str, bytes] = {}
+    for path, entry in records.items():
+        if not path.startswith(LOADBALANCE_ROOT) or not isinstance(entry, dict):
+            continue
+        relative = path[len(LOADBALANCE_ROOT) :]
+        section, _, name = relative.partition("/")
+        if section in _DUMP_PARTS and name and "json" in entry:
+            files[relative] = msgspec.json.encode(entry["json"])
+    return files
 
 
 def dump_to_object(files: Mapping[str, bytes]) -> tuple[dict[str, Any], list[str]]:
