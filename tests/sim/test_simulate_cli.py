@@ -193,3 +193,21 @@ def test_the_table_is_whole_when_piped(ballast: Run, tmp_path: Path) -> None:
     for column in ("final std", "max/bound", "converged", "unowned topic-s", "lookups"):
         assert column in header
     assert "threshold" in done.stdout and "transfer" in done.stdout
+
+
+def test_a_copied_cluster_is_simulated(ballast: Run, tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "cluster-snapshot.json"
+    scenario = tmp_path / "copied.toml"
+    scenario.write_text(
+        f'duration = "3m"\nstep = "15s"\n[copy]\nsource = "{example}"\n', encoding="utf-8"
+    )
+    done = ballast("simulate", str(scenario), "--strategy", "ballast", "--json")
+    assert done.returncode == 0, done.stderr
+    assert f"note: copied 7 bundles on 3 brokers from {example}" in done.stderr
+    summary = json.loads(done.stdout)  # one strategy: one summary
+    assert summary["final"]["brokers"] == 3
+    assert summary["lookups"]["clientFailures"] == 0
+    missing = tmp_path / "missing.toml"
+    missing.write_text('duration = "1m"\n[copy]\nsource = "nowhere.json"\n', encoding="utf-8")
+    bad = ballast("simulate", str(missing))
+    assert bad.returncode == 2 and "copy.source:" in bad.stderr and "nowhere.json" in bad.stderr

@@ -7,7 +7,8 @@ import numpy as np
 
 from ballast.broker.host_usage import BrokerCapacity
 from ballast.model.bundles import BundleName
-from ballast.sim.scenario import NamespaceSpec, Scenario
+from ballast.sim.namespace_spec import NamespaceSpec
+from ballast.sim.scenario import Scenario
 from ballast.sim.traffic import SimTraffic
 from ballast.sim.workload import Workload
 

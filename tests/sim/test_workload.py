@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from ballast.broker.host_usage import BrokerCapacity
+from ballast.sim.namespace_spec import NamespaceSpec
 from ballast.sim.processes import Bursts, Diurnal, HotSpot, RandomWalk, make_process
-from ballast.sim.scenario import NamespaceSpec, Scenario
+from ballast.sim.scenario import Scenario
 from ballast.sim.workload import Workload
 
 

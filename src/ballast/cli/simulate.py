@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -184,6 +185,8 @@ def simulate_command(
         loaded = load_scenario(find_scenario(scenario))
     except ScenarioError as exc:
         fail(str(exc))
+    for note in loaded.notes:
+        print(f"note: {note}", file=sys.stderr)
     names = _strategies(strategy, compare)
     if out is not None:
         _prepare_out(out)

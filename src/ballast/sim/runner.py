@@ -41,6 +41,7 @@ from ballast.sim import metrics
 from ballast.sim.clients import SimClients
 from ballast.sim.invariants import check_settled
 from ballast.sim.metrics import Capacities, Decision
+from ballast.sim.namespace_spec import NamespaceSpec
 from ballast.sim.scenario import (
     AddBrokers,
     BrokerSelection,
@@ -48,7 +49,6 @@ from ballast.sim.scenario import (
     CreateNamespace,
     CreateTopics,
     Event,
-    NamespaceSpec,
     RestartBrokers,
     ScaleRates,
     Scenario,

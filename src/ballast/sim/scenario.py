@@ -18,29 +18,10 @@ from typing import Any
 
 from ballast.broker.host_usage import BrokerCapacity
 from ballast.model.config import SETTINGS_BY_KEY, nearest_key
+from ballast.sim.copy import CopiedLoad, CopySpec, copy_load, read_source
+from ballast.sim.namespace_spec import NamespaceSpec
 from ballast.sim.processes import ProcessSpec, parse_process
 from ballast.sim.schema import ScenarioError, Table, parse_duration
-
-
-@dataclass(frozen=True, slots=True)
-class NamespaceSpec:
-    """A namespace and its topics. ``rate`` is the mean publish rate per topic (msg/s),
-    ``size`` the mean message size (bytes; log-normal with ``size_sigma`` when above 0),
-    ``popularity`` the Zipf exponent of topic rates (0: every topic alike), ``processes`` what
-    the rates do over time (multiplied together)."""
-
-    name: str
-    bundles: int
-    topics: int
-    rate: float = 10.0
-    size: float = 1024.0
-    size_sigma: float = 0.0
-    fan_out: float = 1.0
-    producers: int = 1
-    consumers: int = 1
-    popularity: float = 0.0
-    processes: tuple[ProcessSpec, ...] = ()
-    anti_affinity_group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +147,7 @@ class Scenario:
     target_std: float = 0.05
     expect: Expectations = Expectations()
     tenant: str = "sim"
+    notes: tuple[str, ...] = ()
 
     def settings_overrides(self) -> list[str]:
         """The ``[settings]`` table as ``key=value`` overrides."""
@@ -196,21 +178,40 @@ def _capacity(table: Table, base: BrokerCapacity) -> BrokerCapacity:
     return capacity
 
 
+def _processes(table: Table) -> tuple[ProcessSpec, ...]:
+    """A table's ``processes``: one process table or a list of them."""
+    raw = table.raw("processes", [])
+    if isinstance(raw, dict):
+        raw = [raw]
+    if not isinstance(raw, list):
+        raise ScenarioError(f"{table.path('processes')}: expected a list of tables")
+    return tuple(
+        parse_process(Table(item, f"{table.path('processes')}[{i}]")) for i, item in enumerate(raw)
+    )
+
+
+def _copy(table: Table, tenant: str, base_dir: Path | None) -> tuple[CopiedLoad, str]:
+    """The ``[copy]`` table read and its source copied; the source's full path."""
+    spec = CopySpec(
+        source=table.text("source"),
+        rate_multiplier=table.number("rate_multiplier", 1.0),
+        popularity=table.number("popularity", 0.0),
+        processes=_processes(table),
+    )
+    table.finish()
+    path = Path(spec.source).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    return copy_load(read_source(path), spec, tenant), str(path.resolve())
+
+
 def _namespace(table: Table, tenant: str) -> NamespaceSpec:
     name = table.text("name")
     if name.count("/") != 1:
         name = f"{tenant}/{name}"
     if not name.startswith(f"{tenant}/"):
         raise ScenarioError(f"{table.path('name')}: namespaces belong to tenant {tenant!r}")
-    processes_raw = table.raw("processes", [])
-    if isinstance(processes_raw, dict):
-        processes_raw = [processes_raw]
-    if not isinstance(processes_raw, list):
-        raise ScenarioError(f"{table.path('processes')}: expected a list of tables")
-    processes = tuple(
-        parse_process(Table(item, f"{table.path('processes')}[{i}]"))
-        for i, item in enumerate(processes_raw)
-    )
+    processes = _processes(table)
     group = table.raw("anti_affinity_group")
     spec = NamespaceSpec(
         name=name,
@@ -348,18 +349,27 @@ def _expectations(table: Table) -> Expectations:
     return expect
 
 
-def parse_scenario(data: Mapping[str, Any], *, name: str = "scenario") -> Scenario:
-    """A scenario from parsed TOML; raises :class:`ScenarioError` naming the bad key."""
+def parse_scenario(
+    data: Mapping[str, Any], *, name: str = "scenario", base_dir: Path | None = None
+) -> Scenario:
+    """A scenario from parsed TOML; raises :class:`ScenarioError` naming the bad key. A
+    ``[copy]`` table reads its source (relative paths from ``base_dir``, the scenario file's
+    directory)."""
     root = Table(dict(data), "")
     tenant = root.text("tenant", "sim")
+    copied: CopiedLoad | None = None
+    notes: tuple[str, ...] = ()
+    if root.has("copy"):
+        copied, source = _copy(root.sub("copy"), tenant, base_dir)
+        notes = copied.notes(source)
     cluster = root.sub("cluster")
-    brokers = cluster.integer("brokers", minimum=1)
+    brokers = cluster.integer("brokers", copied.brokers if copied else None, minimum=1)
     capacity = _capacity(cluster.sub("capacity"), BrokerCapacity())
     cluster.finish()
     raw_namespaces = root.raw("namespaces", [])
     if not isinstance(raw_namespaces, list):
         raise ScenarioError("namespaces: expected a list of tables ([[namespaces]])")
-    namespaces = tuple(
+    namespaces = (copied.namespaces if copied else ()) + tuple(
         _namespace(Table(item, f"namespaces[{i}]"), tenant) for i, item in enumerate(raw_namespaces)
     )
     raw_events = root.raw("events", [])
@@ -399,6 +409,7 @@ def parse_scenario(data: Mapping[str, Any], *, name: str = "scenario") -> Scenar
         target_std=target_std,
         expect=_expectations(root.sub("expect")),
         tenant=tenant,
+        notes=notes,
     )
     root.finish()
     if scenario.step_s <= 0:
@@ -419,4 +430,4 @@ def load_scenario(path: Path) -> Scenario:
         raise ScenarioError(f"{path}: {exc}") from None
     except OSError as exc:
         raise ScenarioError(f"{path}: {exc.strerror or exc}") from None
-    return parse_scenario(data, name=path.stem)
+    return parse_scenario(data, name=path.stem, base_dir=path.parent)

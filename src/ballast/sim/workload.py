@@ -16,8 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ballast.model.naming import TopicName
+from ballast.sim.namespace_spec import NamespaceSpec
 from ballast.sim.processes import RateProcess, make_process
-from ballast.sim.scenario import NamespaceSpec, Scenario
+from ballast.sim.scenario import Scenario
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]

@@ -1,0 +1,200 @@
+"""A cluster's load copied into a scenario, as Pulsar's load-simulation controller copies a
+live cluster (its ``copy`` command): every bundle of the source becomes a namespace of one
+bundle whose topics carry the bundle's traffic, so that a strategy can be tried on the load a
+real cluster has.
+
+The source is a load snapshot (what ``ballast decide`` reads: a snapshot JSON file or a dump
+of Pulsar's ``/loadbalance`` tree). A bundle's traffic is what its broker last reported for it
+(``lastStats``: rates, throughputs, topics, connections); a bundle only the leader's bundle
+data knows (``bundle-data``) is copied from its long-term averages. Beyond Pulsar's copy,
+which gives each bundle one topic at the mean of its in and out rates, the copy keeps the
+topic count, the publish rate, the message size (throughput in over rate in) and the fan-out
+(rate out over rate in), so the simulated bundle reports the source's rates and throughput
+in again (and throughput out as rate out times that size).
+
+Not copied: which broker owns which bundle (the simulated cluster places them itself, as
+Pulsar's copy does), the brokers' capacities (the scenario's ``[cluster.capacity]``), the
+namespaces' policies (every copied namespace is an ordinary one of the scenario's tenant),
+and traffic out of a bundle nothing is published to (consumers reading a backlog): the
+simulated load comes from publishing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ballast.balance.snapshot import LoadSnapshot
+from ballast.balance.snapshot_json import (
+    ParsedSnapshot,
+    dump_to_object,
+    parse_snapshot,
+    snapshot_from_object,
+)
+from ballast.model.bundles import BundleName, BundleRange, InvalidBundle
+from ballast.model.codec import ModelError
+from ballast.model.loaddata import NamespaceBundleStats
+from ballast.model.naming import InvalidNameError, NamespaceName
+from ballast.sim.namespace_spec import NamespaceSpec
+from ballast.sim.processes import ProcessSpec
+from ballast.sim.schema import ScenarioError
+
+DEFAULT_SIZE = 1024.0
+
+
+@dataclass(frozen=True, slots=True)
+class CopySpec:
+    """The ``[copy]`` table: where the load comes from and what to do with it.
+    ``rate_multiplier`` scales every rate (Pulsar's ``--rate-multiplier``); ``popularity``
+    and ``processes`` apply to the topics of every copied bundle as in ``[[namespaces]]``."""
+
+    source: str
+    rate_multiplier: float = 1.0
+    popularity: float = 0.0
+    processes: tuple[ProcessSpec, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CopiedLoad:
+    """What a copy gives the scenario: the source's broker count, one namespace per bundle,
+    the bundles left out (no topic and no traffic; stale bundle data) and those whose
+    traffic out was not copied (nothing published to them)."""
+
+    brokers: int
+    namespaces: tuple[NamespaceSpec, ...]
+    idle_bundles: int
+    outbound_only_bundles: int
+    stale_bundles: int
+
+    def notes(self, source: str) -> tuple[str, ...]:
+        """What the user should know of the copy (shown by ``ballast simulate``)."""
+        notes = [f"copied {len(self.namespaces)} bundles on {self.brokers} brokers from {source}"]
+        if self.outbound_only_bundles:
+            notes.append(
+                f"{self.outbound_only_bundles} bundles had traffic out but none in; their "
+                "topics are copied without it"
+            )
+        if self.idle_bundles:
+            notes.append(f"{self.idle_bundles} bundles without topics or traffic left out")
+        if self.stale_bundles:
+            notes.append(
+                f"{self.stale_bundles} bundles of bundle data left out: their ranges overlap "
+                "bundles taken already (stale data of split or moved bundles)"
+            )
+        return tuple(notes)
+
+
+def copied_namespace_name(tenant: str, bundle: str) -> str:
+    """``public/default/0x00000000_0x40000000`` → ``TENANT/public.default.0x00000000_0x40000000``:
+    the source's tenant, namespace and range, kept readable in one namespace name."""
+    return f"{tenant}/{bundle.replace('/', '.')}"
+
+
+def _overlaps(bundle: BundleName, taken: Sequence[BundleRange]) -> bool:
+    return any(bundle.range.lower < r.upper and r.lower < bundle.range.upper for r in taken)
+
+
+def bundle_traffic(snapshot: LoadSnapshot) -> tuple[dict[str, NamespaceBundleStats], int]:
+    """Every bundle's traffic, and how many bundles were left out as stale: as its broker
+    reported it, else the leader's long-term averages (with its topic count). A bundle two
+    brokers report is taken from the first, as ``ballast decide`` takes its owner. Bundle
+    data whose range overlaps a bundle already taken is stale (Pulsar keeps the data of a
+    bundle after it is split or unloaded) and left out, so no load is counted twice."""
+    traffic: dict[str, NamespaceBundleStats] = {}
+    taken: dict[NamespaceName, list[BundleRange]] = {}
+    for data in snapshot.brokers.values():
+        for bundle, stats in data.local_data.last_stats.items():
+            if bundle not in traffic:
+                traffic[bundle] = stats
+                parsed = BundleName.parse(bundle)
+                taken.setdefault(parsed.namespace, []).append(parsed.range)
+    stale = 0
+    for bundle, averaged in sorted(snapshot.bundles.items()):
+        if bundle in traffic:
+            continue
+        parsed = BundleName.parse(bundle)
+        ranges = taken.setdefault(parsed.namespace, [])
+        if _overlaps(parsed, ranges):
+            stale += 1
+            continue
+        ranges.append(parsed.range)
+        long_term = averaged.long_term_data
+        traffic[bundle] = NamespaceBundleStats(
+            msg_rate_in=long_term.msg_rate_in,
+            msg_rate_out=long_term.msg_rate_out,
+            msg_throughput_in=long_term.msg_throughput_in,
+            msg_throughput_out=long_term.msg_throughput_out,
+            topics=averaged.topics,
+        )
+    return traffic, stale
+
+
+def copy_load(snapshot: LoadSnapshot, spec: CopySpec, tenant: str) -> CopiedLoad:
+    """The scenario's share of ``snapshot`` (pure): per bundle with topics or traffic, a
+    namespace of one bundle whose topics together publish its rate in (times the
+    multiplier), at its message size, each message delivered rate-out / rate-in times;
+    connections per topic rounded from the bundle's counts (at least one producer where
+    messages come in, one consumer where they go out)."""
+    traffic, stale = bundle_traffic(snapshot)
+    namespaces: list[NamespaceSpec] = []
+    idle = outbound_only = 0
+    for bundle, stats in sorted(traffic.items()):
+        rate_in = stats.msg_rate_in
+        if rate_in <= 0.0 and stats.msg_rate_out > 0.0:
+            outbound_only += 1  # its topics are copied, the backlog they drain is not
+        elif rate_in <= 0.0 and stats.topics == 0:
+            idle += 1
+            continue
+        topics = max(stats.topics, 1)
+        published = rate_in > 0.0
+        namespaces.append(
+            NamespaceSpec(
+                name=copied_namespace_name(tenant, bundle),
+                bundles=1,
+                topics=topics,
+                rate=rate_in * spec.rate_multiplier / topics,
+                size=max(stats.msg_throughput_in / rate_in, 1.0) if published else DEFAULT_SIZE,
+                fan_out=stats.msg_rate_out / rate_in if published else 1.0,
+                # a topic published to has a producer, one read from a consumer
+                producers=max(round(stats.producer_count / topics), int(published)),
+                consumers=max(round(stats.consumer_count / topics), int(stats.msg_rate_out > 0)),
+                popularity=spec.popularity,
+                processes=spec.processes,
+            )
+        )
+    for namespace in namespaces:
+        try:
+            NamespaceName.parse(namespace.name)
+        except InvalidNameError as exc:
+            raise ScenarioError(f"copy: bundle copied as {namespace.name!r}: {exc}") from None
+    return CopiedLoad(len(snapshot.brokers), tuple(namespaces), idle, outbound_only, stale)
+
+
+def _dump_files(directory: Path) -> dict[str, bytes]:
+    """The files of a ``/loadbalance`` dump by path relative to it (hidden ones left out)."""
+    return {
+        path.relative_to(directory).as_posix(): path.read_bytes()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file()
+        and not any(part.startswith(".") for part in path.relative_to(directory).parts)
+    }
+
+
+def read_source(path: Path) -> LoadSnapshot:
+    """The snapshot at ``path``: a snapshot JSON file or a dump directory. Problems are
+    :class:`ScenarioError` naming ``copy.source`` and the file or JSON path."""
+    try:
+        parsed: ParsedSnapshot
+        if path.is_dir():
+            obj, _warnings = dump_to_object(_dump_files(path))
+            parsed = snapshot_from_object(obj)
+        else:
+            parsed = parse_snapshot(path.read_bytes())
+    except OSError as exc:
+        raise ScenarioError(f"copy.source: {path}: {exc.strerror or exc}") from None
+    except (ModelError, InvalidBundle, ValueError) as exc:
+        raise ScenarioError(f"copy.source: {path}: malformed snapshot: {exc}") from None
+    if not parsed.snapshot.brokers:
+        raise ScenarioError(f"copy.source: {path}: the snapshot has no brokers")
+    return parsed.snapshot

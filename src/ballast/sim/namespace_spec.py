@@ -1,0 +1,28 @@
+"""A namespace of a scenario's workload: its bundles, topics and their traffic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ballast.sim.processes import ProcessSpec
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceSpec:
+    """A namespace and its topics. ``rate`` is the mean publish rate per topic (msg/s),
+    ``size`` the mean message size (bytes; log-normal with ``size_sigma`` when above 0),
+    ``popularity`` the Zipf exponent of topic rates (0: every topic alike), ``processes`` what
+    the rates do over time (multiplied together)."""
+
+    name: str
+    bundles: int
+    topics: int
+    rate: float = 10.0
+    size: float = 1024.0
+    size_sigma: float = 0.0
+    fan_out: float = 1.0
+    producers: int = 1
+    consumers: int = 1
+    popularity: float = 0.0
+    processes: tuple[ProcessSpec, ...] = ()
+    anti_affinity_group: str | None = None
