@@ -204,6 +204,18 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
             "[[namespaces]]\nname = 'other/n'\ntopics = 1",
             r"namespaces\[0\].name: namespaces belong to tenant",
         ),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\nrate = 5\nrate_max = 4",
+            r"namespaces\[0\].rate_max: must be at least rate \(5\)",
+        ),
+        (
+            "[[events]]\nat = 1\nscale_rates = { namespace = 'n' }",
+            r"events\[0\].scale_rates.factor: give factor, size_factor or both",
+        ),
+        (
+            "[[events]]\nat = 1\nscale_rates = { size_factor = 0 }",
+            r"events\[0\].scale_rates.size_factor: must be above 0",
+        ),
         ("[expect]\nmoves_max = 1.5", "expect.moves_max: expected an integer"),
         (
             "[settings]\nloadBalancerSheddingIntervalMinute = 1",
@@ -215,3 +227,10 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
 def test_errors_name_the_key(extra: str, message: str) -> None:
     with pytest.raises(ScenarioError, match=message):
         parse_scenario(tomllib.loads(MINIMAL + extra))
+
+
+def test_a_size_change_alone_keeps_the_rates() -> None:
+    text = MINIMAL + "[[events]]\nat = 1\nscale_rates = { size_factor = 2, share = 0.5 }\n"
+    (event,) = parse_scenario(tomllib.loads(text)).events
+    assert isinstance(event.action, ScaleRates)
+    assert (event.action.factor, event.action.size_factor, event.action.share) == (1.0, 2.0, 0.5)

@@ -108,3 +108,28 @@ def test_sizes_scale_and_growth() -> None:
     assert [str(t) for t in added][-1] == "persistent://sim/s/t020004"
     assert workload.count == 20005 and workload.rates(0.0).size == 20005
     assert math.isclose(float(workload.rates(0.0)[-1]), 1.0)
+
+
+def test_random_rates_are_uniform_between_rate_and_rate_max() -> None:
+    spec = NamespaceSpec(name="sim/r", bundles=4, topics=20000, rate=10.0, rate_max=50.0)
+    rates = Workload(scenario(spec)).rates(0.0)
+    assert rates.min() >= 10.0 and rates.max() <= 50.0
+    assert rates.mean() == pytest.approx(30.0, rel=0.01)
+    assert np.histogram(rates, bins=4, range=(10.0, 50.0))[0] == pytest.approx([5000] * 4, rel=0.05)
+    assert np.array_equal(Workload(scenario(spec)).rates(0.0), rates)
+    # Drawn after the sizes: a namespace that also has random sizes keeps the same sizes.
+    sized = NamespaceSpec(name="sim/r", bundles=4, topics=100, size=500.0, size_sigma=0.5)
+    with_rates = NamespaceSpec(
+        name="sim/r", bundles=4, topics=100, size=500.0, size_sigma=0.5, rate_max=20.0
+    )
+    assert np.array_equal(Workload(scenario(sized)).size, Workload(scenario(with_rates)).size)
+
+
+def test_sizes_change_from_an_event_on() -> None:
+    spec = NamespaceSpec(name="sim/s", bundles=4, topics=10, size=1000.0)
+    workload = Workload(scenario(spec))
+    chosen = np.array([1, 3], dtype=np.int64)
+    workload.scale_sizes(chosen, 2.5)
+    assert workload.size.tolist() == [2500.0 if i in (1, 3) else 1000.0 for i in range(10)]
+    workload.scale_sizes(chosen, 1e-9)
+    assert workload.size[1] == 1.0  # never below a byte

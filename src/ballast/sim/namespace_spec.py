@@ -9,8 +9,10 @@ from ballast.sim.processes import ProcessSpec
 
 @dataclass(frozen=True, slots=True)
 class NamespaceSpec:
-    """A namespace and its topics. ``rate`` is the mean publish rate per topic (msg/s),
-    ``size`` the mean message size (bytes; log-normal with ``size_sigma`` when above 0),
+    """A namespace and its topics. ``rate`` is the mean publish rate per topic (msg/s), or
+    with ``rate_max`` the lower end of a uniform draw per topic (Pulsar's load-simulation
+    ``--rand-rate``), ``size`` the mean message size (bytes; log-normal with ``size_sigma``
+    when above 0),
     ``popularity`` the Zipf exponent of topic rates (0: every topic alike), ``processes`` what
     the rates do over time (multiplied together)."""
 
@@ -26,3 +28,4 @@ class NamespaceSpec:
     popularity: float = 0.0
     processes: tuple[ProcessSpec, ...] = ()
     anti_affinity_group: str | None = None
+    rate_max: float | None = None

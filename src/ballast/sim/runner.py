@@ -349,6 +349,8 @@ class Simulation:
         else:
             topics = self.workload.most_popular(action.namespace, action.share)
         self.workload.scale_rates(topics.astype(np.int64), action.factor)
+        if action.size_factor != 1.0:
+            self.workload.scale_sizes(topics.astype(np.int64), action.size_factor)
         self.traffic.set_rates(self.workload.rates(self.clock.monotonic()))
 
     async def _stop(self, broker: str, graceful: bool) -> None:

@@ -89,14 +89,15 @@ class CreateTopics:
 
 @dataclass(frozen=True, slots=True)
 class ScaleRates:
-    """Multiply the rates of some topics by ``factor`` from now on: of a namespace (or all),
-    optionally only the ``share`` most popular, or only those served now by the selected
-    brokers (a hot broker)."""
+    """Multiply the rates of some topics by ``factor`` and their message sizes by
+    ``size_factor`` from now on: of a namespace (or all), optionally only the ``share`` most
+    popular, or only those served now by the selected brokers (a hot broker)."""
 
     factor: float
     namespace: str | None = None
     share: float = 1.0
     brokers: BrokerSelection | None = None
+    size_factor: float = 1.0
 
 
 Action = (
@@ -226,8 +227,11 @@ def _namespace(table: Table, tenant: str) -> NamespaceSpec:
         popularity=table.number("popularity", 0.0),
         processes=processes,
         anti_affinity_group=str(group) if group is not None else None,
+        rate_max=table.number("rate_max") if table.has("rate_max") else None,
     )
     table.finish()
+    if spec.rate_max is not None and spec.rate_max < spec.rate:
+        raise ScenarioError(f"{table.path('rate_max')}: must be at least rate ({spec.rate:g})")
     return spec
 
 
@@ -292,8 +296,14 @@ def _event(table: Table, tenant: str, base: BrokerCapacity) -> Event:
         if not 0 < share <= 1:
             raise ScenarioError(f"{sub.path('share')}: a fraction in (0, 1]")
         brokers = _selection(sub, "brokers") if sub.has("brokers") else None
+        if not sub.has("factor") and not sub.has("size_factor"):
+            raise ScenarioError(f"{sub.path('factor')}: give factor, size_factor or both")
+        size_factor = sub.number("size_factor", 1.0)
+        if size_factor <= 0:
+            raise ScenarioError(f"{sub.path('size_factor')}: must be above 0")
         action = ScaleRates(
-            factor=sub.number("factor"),
+            factor=sub.number("factor", 1.0),
+            size_factor=size_factor,
             namespace=None
             if namespace is None
             else (namespace if "/" in namespace else f"{tenant}/{namespace}"),

@@ -133,6 +133,12 @@ class Workload:
             sizes = spec.size * np.exp(rng.standard_normal(count) * sigma - sigma * sigma / 2)
         else:
             sizes = np.full(count, spec.size)
+        # drawn after the sizes, so that a namespace without rate_max keeps its draws
+        rates = (
+            np.full(count, spec.rate)
+            if spec.rate_max is None
+            else rng.uniform(spec.rate, spec.rate_max, count)
+        )
         self.names.extend(new_names)
         for offset, name in enumerate(new_names):
             self.index[name] = start + offset
@@ -143,7 +149,7 @@ class Workload:
             [self.namespace_of, np.full(count, entry.position, dtype=np.int64)]
         )
         self.hashes = np.concatenate([self.hashes, hashes])
-        self.base_rate = np.concatenate([self.base_rate, spec.rate * weights])
+        self.base_rate = np.concatenate([self.base_rate, rates * weights])
         self.size = np.concatenate([self.size, np.maximum(sizes, 1.0)])
         self.fan_out = np.concatenate([self.fan_out, np.full(count, spec.fan_out)])
         self.producers = np.concatenate(
@@ -159,6 +165,11 @@ class Workload:
     def scale_rates(self, topics: Ints, factor: float) -> None:
         """Multiply the rates of ``topics`` by ``factor`` from now on."""
         self.scale[topics] *= factor
+
+    def scale_sizes(self, topics: Ints, factor: float) -> None:
+        """Multiply the message sizes of ``topics`` by ``factor`` from now on (at least a
+        byte)."""
+        self.size[topics] = np.maximum(self.size[topics] * factor, 1.0)
 
     def most_popular(self, namespace: str | None, share: float) -> Ints:
         """The ``share`` of topics (of a namespace, or all) with the highest base rates."""
