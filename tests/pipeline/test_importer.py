@@ -149,7 +149,7 @@ def test_decide_snapshot_errors_name_the_json_path(tmp_path: Path) -> None:
         read_decide_snapshot(bad, ImportOptions("c"))
     other = tmp_path / "other.json"
     other.write_text("[1, 2]")
-    with pytest.raises(HistoryError, match="not a ballast decide snapshot"):
+    with pytest.raises(HistoryError, match="neither a ballast decide snapshot"):
         detect_format(other)
     with pytest.raises(HistoryError, match="does not exist"):
         detect_format(tmp_path / "missing.json")
@@ -165,3 +165,16 @@ def test_import_command_takes_a_decide_snapshot(ballast: Run, tmp_path: Path) ->
     assert "namespaces is not kept" in result.stderr
     rows = read_table(tmp_path, BROKERS, cluster="demo")
     assert rows.num_rows == 3
+
+
+def test_a_metadata_dump_imports_as_its_snapshot(ballast: Run, tmp_path: Path) -> None:
+    source = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    records = {f"/loadbalance/brokers/{b}": {"json": r} for b, r in source["brokers"].items()}
+    records["/loadbalance/leader"] = {"json": {"serviceUrl": "http://10.0.0.1:8080"}}
+    dump = tmp_path / "loadbalance.json"
+    dump.write_text(json.dumps({"root": "/loadbalance", "records": records}), encoding="utf-8")
+    assert detect_format(dump) == "metadata-dump"
+    result = ballast("pipeline", "import", str(dump), "--history", str(tmp_path / "h"))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["format"], summary["brokers"], summary["bundles"]) == ("metadata-dump", 3, 7)

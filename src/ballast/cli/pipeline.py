@@ -121,8 +121,9 @@ def import_command(
         str,
         typer.Option(
             "--format",
-            help="auto (by content), pulsar-dump (a /loadbalance tree) or decide-snapshot "
-            "(a ballast decide snapshot file).",
+            help="auto (by content), pulsar-dump (a /loadbalance tree), decide-snapshot "
+            "(a ballast decide snapshot file) or metadata-dump (what ballast metadata dump "
+            "/loadbalance writes).",
         ),
     ] = "auto",
     cluster: Annotated[
@@ -157,7 +158,7 @@ def import_command(
     )
     try:
         chosen = detect_format(source) if source_format == "auto" else source_format
-        if chosen == "decide-snapshot":
+        if chosen in ("decide-snapshot", "metadata-dump"):
             snapshot, warnings = read_decide_snapshot(source, options)
             for message in warnings:
                 warn(message)

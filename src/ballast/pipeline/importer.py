@@ -33,7 +33,7 @@ from pathlib import Path
 
 import msgspec
 
-from ballast.balance.snapshot_json import KNOWN_KEYS, parse_snapshot
+from ballast.balance.snapshot_json import KNOWN_KEYS, METADATA_DUMP_KEYS, parse_snapshot
 from ballast.model.bundles import InvalidBundle, canonical_bundle
 from ballast.model.codec import ModelError
 from ballast.model.loaddata import (
@@ -194,7 +194,8 @@ def import_decide_snapshot(path: Path, options: ImportOptions) -> HistorySnapsho
 
 def detect_format(path: Path) -> str:
     """The importer for ``path`` by its content: a directory is a ``pulsar-dump``; a file
-    holding a JSON object with ``brokers`` is a ``decide-snapshot``."""
+    holding a JSON object with ``brokers`` is a ``decide-snapshot``, one with ``root`` and
+    ``records`` a ``metadata-dump`` (``ballast metadata dump /loadbalance``)."""
     if path.is_dir():
         return "pulsar-dump"
     if not path.is_file():
@@ -205,7 +206,11 @@ def detect_format(path: Path) -> str:
         raise HistoryError(f"{path} is neither a dump directory nor a JSON snapshot") from None
     if isinstance(obj, dict) and "brokers" in obj:
         return "decide-snapshot"
-    raise HistoryError(f"{path} is JSON but not a ballast decide snapshot (no brokers)")
+    if isinstance(obj, dict) and obj.keys() == METADATA_DUMP_KEYS:
+        return "metadata-dump"
+    raise HistoryError(
+        f"{path} is JSON but neither a ballast decide snapshot (no brokers) nor a metadata dump"
+    )
 
 
 Importer = Callable[[Path, ImportOptions], HistorySnapshot]
@@ -213,6 +218,8 @@ Importer = Callable[[Path, ImportOptions], HistorySnapshot]
 IMPORTERS: dict[str, Importer] = {
     "pulsar-dump": import_pulsar_dump,
     "decide-snapshot": import_decide_snapshot,
+    # read as ballast decide reads it: its /loadbalance records make the snapshot
+    "metadata-dump": import_decide_snapshot,
 }
 
 
