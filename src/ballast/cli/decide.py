@@ -33,6 +33,7 @@ from ballast.balance.snapshot_json import (
 )
 from ballast.balance.split import find_bundles_to_split, run_split_cycle
 from ballast.cli.common import fail, print_json, read_text_arg, settings_from, warn
+from ballast.dump_files import read_dump_directory
 from ballast.model.bundles import InvalidBundle, canonical_bundle
 from ballast.model.codec import ModelError, json_safe
 from ballast.model.config import PlacementConfig, SheddingConfig, SplitConfig
@@ -76,15 +77,10 @@ def _wall_clock_ms() -> int:
 
 
 def _read_dump(directory: Path) -> dict[str, bytes]:
-    files: dict[str, bytes] = {}
-    for path in sorted(directory.rglob("*")):
-        relative = path.relative_to(directory)
-        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
-            try:
-                files[relative.as_posix()] = path.read_bytes()
-            except OSError as exc:
-                fail(f"cannot read {path}: {exc.strerror or exc}")
-    return files
+    try:
+        return read_dump_directory(directory)
+    except OSError as exc:
+        fail(f"cannot read {exc.filename or directory}: {exc.strerror or exc}")
 
 
 def load_snapshot(argument: str) -> ParsedSnapshot:

@@ -32,6 +32,7 @@ from ballast.balance.snapshot_json import (
     parse_snapshot,
     snapshot_from_object,
 )
+from ballast.dump_files import read_dump_directory
 from ballast.model.bundles import BundleName, BundleRange, InvalidBundle
 from ballast.model.codec import ModelError
 from ballast.model.loaddata import NamespaceBundleStats
@@ -171,23 +172,13 @@ def copy_load(snapshot: LoadSnapshot, spec: CopySpec, tenant: str) -> CopiedLoad
     return CopiedLoad(len(snapshot.brokers), tuple(namespaces), idle, outbound_only, stale)
 
 
-def _dump_files(directory: Path) -> dict[str, bytes]:
-    """The files of a ``/loadbalance`` dump by path relative to it (hidden ones left out)."""
-    return {
-        path.relative_to(directory).as_posix(): path.read_bytes()
-        for path in sorted(directory.rglob("*"))
-        if path.is_file()
-        and not any(part.startswith(".") for part in path.relative_to(directory).parts)
-    }
-
-
 def read_source(path: Path) -> LoadSnapshot:
     """The snapshot at ``path``: a snapshot JSON file or a dump directory. Problems are
     :class:`ScenarioError` naming ``copy.source`` and the file or JSON path."""
     try:
         parsed: ParsedSnapshot
         if path.is_dir():
-            obj, _warnings = dump_to_object(_dump_files(path))
+            obj, _warnings = dump_to_object(read_dump_directory(path))
             parsed = snapshot_from_object(obj)
         else:
             parsed = parse_snapshot(path.read_bytes())
