@@ -33,7 +33,7 @@ SCENARIOS: dict[Path, tuple[str, tuple[str, ...]]] = {
     LIBRARY / "rolling-restart-10.toml": ("transfer", ()),
     # Ballast's shedding with a placement that does not know where a bundle came from.
     LIBRARY / "bundles-bounce-back.toml": ("ballast", BLIND_PLACEMENT),
-    # A snapshot's load copied in: TransferShedder sees a std-dev under its 0.25 and waits.
+    # A snapshot's load copied in: TransferShedder ends at std-dev 0.13 (under its 0.25).
     LIBRARY / "copied-cluster.toml": ("transfer", ()),
     DATA / "restart-10-brokers.toml": ("ballast", SHEDDING_OFF),
     # The same at about 1% load: judged by ratios, which absolute margins never see.

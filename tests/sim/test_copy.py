@@ -13,7 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ballast.balance.snapshot_json import parse_snapshot
+from ballast.broker.host_usage import BrokerCapacity, ModelledHostUsage
 from ballast.model.bundles import BundleName
+from ballast.model.loaddata import NamespaceBundleStats
 from ballast.sim.copy import copied_namespace_name
 from ballast.sim.scenario import Scenario, load_scenario, parse_scenario
 from ballast.sim.schema import ScenarioError
@@ -204,3 +207,43 @@ def test_bad_sources_name_the_problem(
         (tmp_path / "snapshot.json").write_text(snapshot, encoding="utf-8")
     with pytest.raises(ScenarioError, match=message.replace(".", r"\.")):
         parse_scenario(tomllib.loads(scenario_text("snapshot.json", extra)), base_dir=tmp_path)
+
+
+def test_the_capacity_makes_the_copy_as_loaded_as_the_source() -> None:
+    """The modelled host usage of the copied traffic, broker by broker as the source placed
+    it, adds up to the CPU and NIC use the source reports."""
+    scenario = load_scenario_text(EXAMPLE)
+    source = parse_snapshot(EXAMPLE.read_bytes()).snapshot
+    capacity = scenario.capacity
+    assert capacity.cores == 8.0 and capacity.memory_mb == 4096.0  # the brokers' limits
+    model = ModelledHostUsage(capacity)
+    cpu = bandwidth = 0.0
+    for data in source.brokers.values():
+        report = data.local_data
+        stats = list(report.last_stats.values())
+        total = NamespaceBundleStats(
+            msg_rate_in=sum(s.msg_rate_in for s in stats),
+            msg_rate_out=sum(s.msg_rate_out for s in stats),
+            msg_throughput_in=sum(s.msg_throughput_in for s in stats),
+            msg_throughput_out=sum(s.msg_throughput_out for s in stats),
+        )
+        usage = model.sample(total)
+        cpu += usage.cpu.usage
+        bandwidth += usage.bandwidth_in.usage / usage.bandwidth_in.limit
+    reported = list(source.brokers.values())
+    assert cpu == pytest.approx(sum(d.local_data.cpu.usage for d in reported))
+    reported_in = sum(d.local_data.bandwidth_in.usage for d in reported) / sum(
+        d.local_data.bandwidth_in.limit for d in reported
+    )
+    assert bandwidth / len(reported) == pytest.approx(reported_in)
+
+
+def test_the_scenario_capacity_wins_and_can_be_left_alone(tmp_path: Path) -> None:
+    own = load_scenario_text(EXAMPLE, "[cluster.capacity]\ncores = 2\n")
+    fitted = load_scenario_text(EXAMPLE)
+    assert own.capacity.cores == 2.0  # the scenario's key over the source's 8
+    assert own.capacity.cpu_per_msg_s == fitted.capacity.cpu_per_msg_s  # the rest still fitted
+    assert load_scenario_text(EXAMPLE, "capacity = false\n").capacity == BrokerCapacity()
+    # A snapshot without host figures leaves the capacity as it is.
+    bare = {"brokers": {"b1": {"lastStats": {"t/n/0x00000000_0xffffffff": stats(1, 1, 1, 1)}}}}
+    assert copy_of(tmp_path, bare).capacity == BrokerCapacity()

@@ -12,17 +12,21 @@ topic count, the publish rate, the message size (throughput in over rate in) and
 (rate out over rate in), so the simulated bundle reports the source's rates and throughput
 in again (and throughput out as rate out times that size).
 
+The brokers' capacity follows the source's reports (cores, NIC and memory from their limits,
+the CPU cost of traffic scaled to the CPU they report using), so a copied cluster starts as
+loaded as the source; ``[cluster.capacity]`` overrides any of it.
+
 Not copied: which broker owns which bundle (the simulated cluster places them itself, as
-Pulsar's copy does), the brokers' capacities (the scenario's ``[cluster.capacity]``), the
-namespaces' policies (every copied namespace is an ordinary one of the scenario's tenant),
-and traffic out of a bundle nothing is published to (consumers reading a backlog): the
-simulated load comes from publishing.
+Pulsar's copy does), the namespaces' policies (every copied namespace is an ordinary one of
+the scenario's tenant), and traffic out of a bundle nothing is published to (consumers
+reading a backlog): the simulated load comes from publishing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ballast.balance.snapshot import LoadSnapshot
@@ -32,28 +36,33 @@ from ballast.balance.snapshot_json import (
     parse_snapshot,
     snapshot_from_object,
 )
+from ballast.broker.host_usage import BrokerCapacity
 from ballast.dump_files import read_dump_directory
 from ballast.model.bundles import BundleName, BundleRange, InvalidBundle
 from ballast.model.codec import ModelError
-from ballast.model.loaddata import NamespaceBundleStats
+from ballast.model.loaddata import NamespaceBundleStats, ResourceUsage
 from ballast.model.naming import InvalidNameError, NamespaceName
 from ballast.sim.namespace_spec import NamespaceSpec
 from ballast.sim.processes import ProcessSpec
 from ballast.sim.schema import ScenarioError
 
 DEFAULT_SIZE = 1024.0
+DEFAULT_CAPACITY = BrokerCapacity()
 
 
 @dataclass(frozen=True, slots=True)
 class CopySpec:
     """The ``[copy]`` table: where the load comes from and what to do with it.
     ``rate_multiplier`` scales every rate (Pulsar's ``--rate-multiplier``); ``popularity``
-    and ``processes`` apply to the topics of every copied bundle as in ``[[namespaces]]``."""
+    and ``processes`` apply to the topics of every copied bundle as in ``[[namespaces]]``;
+    ``capacity``: the brokers' capacity follows the source's reports
+    (:func:`source_capacity`)."""
 
     source: str
     rate_multiplier: float = 1.0
     popularity: float = 0.0
     processes: tuple[ProcessSpec, ...] = ()
+    capacity: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +73,7 @@ class CopiedLoad:
 
     brokers: int
     namespaces: tuple[NamespaceSpec, ...]
+    capacity: BrokerCapacity | None
     idle_bundles: int
     outbound_only_bundles: int
     stale_bundles: int
@@ -169,7 +179,63 @@ def copy_load(snapshot: LoadSnapshot, spec: CopySpec, tenant: str) -> CopiedLoad
             NamespaceName.parse(namespace.name)
         except InvalidNameError as exc:
             raise ScenarioError(f"copy: bundle copied as {namespace.name!r}: {exc}") from None
-    return CopiedLoad(len(snapshot.brokers), tuple(namespaces), idle, outbound_only, stale)
+    capacity = source_capacity(snapshot, traffic.values()) if spec.capacity else None
+    return CopiedLoad(
+        len(snapshot.brokers), tuple(namespaces), capacity, idle, outbound_only, stale
+    )
+
+
+def _median(values: Sequence[float]) -> float | None:
+    known = sorted(v for v in values if v > 0.0)
+    return statistics.median(known) if known else None
+
+
+def source_capacity(
+    snapshot: LoadSnapshot,
+    traffic: Iterable[NamespaceBundleStats],
+    base: BrokerCapacity = DEFAULT_CAPACITY,
+) -> BrokerCapacity:
+    """``base`` fitted to the source's reports, so that the copied traffic loads the
+    simulated brokers as much as the source's brokers report (a cluster at 60% CPU
+    simulates at 60%): cores and memory from the median broker's limits; the CPU costs of a
+    message and a byte scaled so that the traffic costs the CPU the brokers report using in
+    all; the NIC set so that the traffic fills it as much as the brokers report their NICs
+    filled (the busier of in and out). What the reports leave at 0 stays as in ``base``."""
+    reports = [data.local_data for data in snapshot.brokers.values()]
+    stats = list(traffic)
+    cores = _median([r.cpu.limit / 100.0 for r in reports])
+    memory_mb = _median([r.memory.limit for r in reports])
+    used_cores = sum(r.cpu.usage for r in reports) / 100.0
+    modelled_cores = sum(
+        (s.msg_rate_in + s.msg_rate_out) * base.cpu_per_msg_s
+        + (s.msg_throughput_in + s.msg_throughput_out) * base.cpu_per_byte_s
+        for s in stats
+    )
+    scale = used_cores / modelled_cores if used_cores > 0.0 and modelled_cores > 0.0 else 1.0
+    directions = (
+        ([r.bandwidth_in for r in reports], [s.msg_throughput_in for s in stats]),
+        ([r.bandwidth_out for r in reports], [s.msg_throughput_out for s in stats]),
+    )
+    nics = [nic for nic in (_nic_bytes_per_s(*d) for d in directions) if nic is not None]
+    return replace(
+        base,
+        cores=cores if cores is not None else base.cores,
+        nic_bytes_per_s=min(nics) if nics else base.nic_bytes_per_s,
+        memory_mb=memory_mb if memory_mb is not None else base.memory_mb,
+        cpu_per_msg_s=base.cpu_per_msg_s * scale,
+        cpu_per_byte_s=base.cpu_per_byte_s * scale,
+    )
+
+
+def _nic_bytes_per_s(usage: Sequence[ResourceUsage], throughput: Sequence[float]) -> float | None:
+    """The NIC (bytes/s, every broker alike) that ``throughput`` in all fills as much as the
+    brokers report theirs filled (``usage`` in kbit/s of a limit); None without figures."""
+    used = sum(u.usage for u in usage if u.limit > 0.0)
+    limit = sum(u.limit for u in usage if u.limit > 0.0)
+    total = sum(throughput)
+    if used <= 0.0 or limit <= 0.0 or total <= 0.0:
+        return None
+    return total / (len(usage) * used / limit)
 
 
 def read_source(path: Path) -> LoadSnapshot:

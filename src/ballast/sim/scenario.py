@@ -198,6 +198,7 @@ def _copy(table: Table, tenant: str, base_dir: Path | None) -> tuple[CopiedLoad,
         rate_multiplier=table.number("rate_multiplier", 1.0),
         popularity=table.number("popularity", 0.0),
         processes=_processes(table),
+        capacity=table.flag("capacity", True),
     )
     table.finish()
     path = Path(spec.source).expanduser()
@@ -374,7 +375,8 @@ def parse_scenario(
         notes = copied.notes(source)
     cluster = root.sub("cluster")
     brokers = cluster.integer("brokers", copied.brokers if copied else None, minimum=1)
-    capacity = _capacity(cluster.sub("capacity"), BrokerCapacity())
+    base = copied.capacity if copied and copied.capacity else BrokerCapacity()
+    capacity = _capacity(cluster.sub("capacity"), base)
     cluster.finish()
     raw_namespaces = root.raw("namespaces", [])
     if not isinstance(raw_namespaces, list):
