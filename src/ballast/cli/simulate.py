@@ -141,7 +141,11 @@ def _print_table(scenario: Scenario, summaries: list[dict[str, Any]]) -> None:
 
 def simulate_command(
     scenario: Annotated[
-        str, typer.Argument(help="Scenario file (TOML), or the name of one in scenarios/.")
+        str,
+        typer.Argument(
+            help="Scenario file (TOML), or the name of one in scenarios/. Its workload is "
+            "written out or copied from a cluster's load snapshot ([copy]; docs/simulator.md)."
+        ),
     ],
     strategy: Annotated[
         str | None,
