@@ -38,13 +38,13 @@ def stats(rate_in: float, rate_out: float, size: float, topics: int, **counts: i
     }
 
 
-def long_term(rate_in: float, size: float, topics: int) -> Any:
+def long_term(rate_in: float, size: float, topics: int, samples: int = 10) -> Any:
     data = {
         "msgRateIn": rate_in,
         "msgRateOut": rate_in,
         "msgThroughputIn": rate_in * size,
         "msgThroughputOut": rate_in * size,
-        "numSamples": 10,
+        "numSamples": samples,
         "maxSamples": 1000,
     }
     return {"shortTermData": data, "longTermData": data, "topics": topics}
@@ -151,6 +151,8 @@ def test_stale_idle_and_outbound_only_bundles(tmp_path: Path) -> None:
             "t/n/0x00000000_0xffffffff": long_term(30.0, 100.0, 4),
             # a bundle no broker reports (unloaded, not looked up since)
             "t/other/0x00000000_0xffffffff": long_term(5.0, 400.0, 0),
+            # never sampled: Pulsar's default figures, not load
+            "t/fresh/0x00000000_0xffffffff": long_term(50.0, 1000.0, 0, samples=0),
         },
     }
     scenario = copy_of(tmp_path, snapshot)

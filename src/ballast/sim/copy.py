@@ -108,10 +108,11 @@ def _overlaps(bundle: BundleName, taken: Sequence[BundleRange]) -> bool:
 
 def bundle_traffic(snapshot: LoadSnapshot) -> tuple[dict[str, NamespaceBundleStats], int]:
     """Every bundle's traffic, and how many bundles were left out as stale: as its broker
-    reported it, else the leader's long-term averages (with its topic count). A bundle two
-    brokers report is taken from the first, as ``ballast decide`` takes its owner. Bundle
-    data whose range overlaps a bundle already taken is stale (Pulsar keeps the data of a
-    bundle after it is split or unloaded) and left out, so no load is counted twice."""
+    reported it, else the leader's long-term averages (with its topic count) if they hold a
+    sample. A bundle two brokers report is taken from the first, as ``ballast decide`` takes
+    its owner. Bundle data whose range overlaps a bundle already taken is stale (Pulsar keeps
+    the data of a bundle after it is split or unloaded) and left out, so no load is counted
+    twice."""
     traffic: dict[str, NamespaceBundleStats] = {}
     taken: dict[NamespaceName, list[BundleRange]] = {}
     for data in snapshot.brokers.values():
@@ -122,8 +123,8 @@ def bundle_traffic(snapshot: LoadSnapshot) -> tuple[dict[str, NamespaceBundleSta
                 taken.setdefault(parsed.namespace, []).append(parsed.range)
     stale = 0
     for bundle, averaged in sorted(snapshot.bundles.items()):
-        if bundle in traffic:
-            continue
+        if bundle in traffic or averaged.long_term_data.num_samples == 0:
+            continue  # reported, or never sampled (Pulsar's default figures, not load)
         parsed = BundleName.parse(bundle)
         ranges = taken.setdefault(parsed.namespace, [])
         if _overlaps(parsed, ranges):
