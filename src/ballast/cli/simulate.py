@@ -144,7 +144,8 @@ def simulate_command(
         str,
         typer.Argument(
             help="Scenario file (TOML), or the name of one in scenarios/. Its workload is "
-            "written out or copied from a cluster's load snapshot ([copy]; docs/simulator.md)."
+            "written out, or copied from a cluster's load snapshot or load history ([copy]; "
+            "docs/simulator.md)."
         ),
     ],
     strategy: Annotated[

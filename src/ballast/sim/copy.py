@@ -25,9 +25,10 @@ reading a backlog): the simulated load comes from publishing.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import MappingProxyType
 
 from ballast.balance.snapshot import LoadSnapshot
 from ballast.balance.snapshot_json import (
@@ -43,11 +44,12 @@ from ballast.model.codec import ModelError
 from ballast.model.loaddata import NamespaceBundleStats, ResourceUsage
 from ballast.model.naming import InvalidNameError, NamespaceName
 from ballast.sim.namespace_spec import NamespaceSpec
-from ballast.sim.processes import ProcessSpec
+from ballast.sim.processes import ProcessSpec, Recorded
 from ballast.sim.schema import ScenarioError
 
 DEFAULT_SIZE = 1024.0
 DEFAULT_CAPACITY = BrokerCapacity()
+EMPTY_SERIES: Mapping[str, Recorded] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +58,16 @@ class CopySpec:
     ``rate_multiplier`` scales every rate (Pulsar's ``--rate-multiplier``); ``popularity``
     and ``processes`` apply to the topics of every copied bundle as in ``[[namespaces]]``;
     ``capacity``: the brokers' capacity follows the source's reports
-    (:func:`source_capacity`)."""
+    (:func:`source_capacity`); ``cluster`` and ``replay``: for a load history, which cluster,
+    and whether the rates follow its snapshots (:mod:`ballast.sim.history_source`)."""
 
     source: str
     rate_multiplier: float = 1.0
     popularity: float = 0.0
     processes: tuple[ProcessSpec, ...] = ()
     capacity: bool = True
+    cluster: str | None = None
+    replay: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,12 +147,18 @@ def bundle_traffic(snapshot: LoadSnapshot) -> tuple[dict[str, NamespaceBundleSta
     return traffic, stale
 
 
-def copy_load(snapshot: LoadSnapshot, spec: CopySpec, tenant: str) -> CopiedLoad:
+def copy_load(
+    snapshot: LoadSnapshot,
+    spec: CopySpec,
+    tenant: str,
+    series: Mapping[str, Recorded] = EMPTY_SERIES,
+) -> CopiedLoad:
     """The scenario's share of ``snapshot`` (pure): per bundle with topics or traffic, a
     namespace of one bundle whose topics together publish its rate in (times the
     multiplier), at its message size, each message delivered rate-out / rate-in times;
     connections per topic rounded from the bundle's counts (at least one producer where
-    messages come in, one consumer where they go out)."""
+    messages come in, one consumer where they go out). A bundle with a recorded ``series``
+    follows it over time, after the copy's own processes."""
     traffic, stale = bundle_traffic(snapshot)
     namespaces: list[NamespaceSpec] = []
     idle = outbound_only = 0
@@ -172,7 +183,7 @@ def copy_load(snapshot: LoadSnapshot, spec: CopySpec, tenant: str) -> CopiedLoad
                 producers=max(round(stats.producer_count / topics), int(published)),
                 consumers=max(round(stats.consumer_count / topics), int(stats.msg_rate_out > 0)),
                 popularity=spec.popularity,
-                processes=spec.processes,
+                processes=(*spec.processes, series[bundle]) if bundle in series else spec.processes,
             )
         )
     for namespace in namespaces:
@@ -237,6 +248,12 @@ def _nic_bytes_per_s(usage: Sequence[ResourceUsage], throughput: Sequence[float]
     if used <= 0.0 or limit <= 0.0 or total <= 0.0:
         return None
     return total / (len(usage) * used / limit)
+
+
+def is_history(path: Path) -> bool:
+    """Whether ``path`` is a load history root (it has the ``bundles`` table's directory; a
+    ``/loadbalance`` dump has ``bundle-data`` instead)."""
+    return (path / "bundles").is_dir()
 
 
 def read_source(path: Path) -> LoadSnapshot:

@@ -10,6 +10,8 @@ namespace; a namespace's rates are its topics' base rates times the product of i
   within ``[min, max]``; the walk advances with time (the same steps give the same walk).
 - ``hot_spot``: a window of ``share`` of the topics, contiguous in hash order (so it lands in
   one or a few bundles), runs at ``factor``; every ``move_every`` it moves on to the next window.
+- recorded (not a ``kind`` of scenario files): a series of multipliers over time, one for all
+  topics, as a copied load history gives it.
 
 Randomness comes only from generators seeded with the scenario's seed and the namespace's
 position; a burst's draw is seeded by its number, so it does not depend on when it is asked.
@@ -65,7 +67,17 @@ class HotSpot:
     move_every_s: float = 3600.0
 
 
-ProcessSpec = Constant | Diurnal | Bursts | RandomWalk | HotSpot
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A recorded series: from ``times_s[i]`` on, every topic runs at ``factors[i]`` (before
+    the first time, at the first factor). Made by a scenario's ``[copy]`` of a load history,
+    not written in scenario files."""
+
+    times_s: tuple[float, ...]
+    factors: tuple[float, ...]
+
+
+ProcessSpec = Constant | Diurnal | Bursts | RandomWalk | HotSpot | Recorded
 
 
 def parse_process(table: Table) -> ProcessSpec:
@@ -131,6 +143,20 @@ class _ConstantProcess:
 
     def factors(self, t_s: float) -> Floats:
         return np.ones(self._count)
+
+    def grow(self, count: int) -> None:
+        self._count += count
+
+
+class _RecordedProcess:
+    def __init__(self, spec: Recorded, count: int) -> None:
+        self._times = np.asarray(spec.times_s, dtype=np.float64)
+        self._factors = np.asarray(spec.factors, dtype=np.float64)
+        self._count = count
+
+    def factors(self, t_s: float) -> Floats:
+        index = max(int(np.searchsorted(self._times, t_s, side="right")) - 1, 0)
+        return np.full(self._count, self._factors[index])
 
     def grow(self, count: int) -> None:
         self._count += count
@@ -241,4 +267,6 @@ def make_process(
         return _BurstsProcess(spec, count, seed)
     if isinstance(spec, RandomWalk):
         return _RandomWalkProcess(spec, count, rng)
+    if isinstance(spec, Recorded):
+        return _RecordedProcess(spec, count)
     return _HotSpotProcess(spec, hash_order)

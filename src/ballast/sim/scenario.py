@@ -18,7 +18,7 @@ from typing import Any
 
 from ballast.broker.host_usage import BrokerCapacity
 from ballast.model.config import SETTINGS_BY_KEY, nearest_key
-from ballast.sim.copy import CopiedLoad, CopySpec, copy_load, read_source
+from ballast.sim.copy import CopiedLoad, CopySpec, copy_load, is_history, read_source
 from ballast.sim.namespace_spec import NamespaceSpec
 from ballast.sim.processes import ProcessSpec, parse_process
 from ballast.sim.schema import ScenarioError, Table, parse_duration
@@ -191,20 +191,40 @@ def _processes(table: Table) -> tuple[ProcessSpec, ...]:
     )
 
 
-def _copy(table: Table, tenant: str, base_dir: Path | None) -> tuple[CopiedLoad, str]:
-    """The ``[copy]`` table read and its source copied; the source's full path."""
+def _copy(table: Table, tenant: str, base_dir: Path | None) -> tuple[CopiedLoad, tuple[str, ...]]:
+    """The ``[copy]`` table read and its source copied, with the notes for the user."""
+    cluster = table.raw("cluster")
+    if cluster is not None and not isinstance(cluster, str):
+        raise ScenarioError(f"{table.path('cluster')}: expected a string")
     spec = CopySpec(
         source=table.text("source"),
         rate_multiplier=table.number("rate_multiplier", 1.0),
         popularity=table.number("popularity", 0.0),
         processes=_processes(table),
         capacity=table.flag("capacity", True),
+        cluster=cluster,
+        replay=table.flag("replay", True),
     )
     table.finish()
     path = Path(spec.source).expanduser()
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
-    return copy_load(read_source(path), spec, tenant), str(path.resolve())
+    shown = str(path.resolve())
+    if not is_history(path):
+        for key in ("cluster", "replay"):
+            if table.has(key):
+                raise ScenarioError(f"{table.path(key)}: only for a load history source")
+        copied = copy_load(read_source(path), spec, tenant)
+        return copied, copied.notes(shown)
+    # Imported here: the history reader brings pyarrow and PySpark's types (a second to
+    # load), which only a history source needs.
+    from ballast.sim.history_source import read_history
+
+    history = read_history(path, spec.cluster, replay=spec.replay)
+    copied = copy_load(history.snapshot, spec, tenant, history.series)
+    span = f"{history.snapshots} snapshots of cluster {history.cluster} over {history.span_s:g} s"
+    said = f"replaying {span}" if spec.replay else f"the first of {span}"
+    return copied, (*copied.notes(shown), said)
 
 
 def _namespace(table: Table, tenant: str) -> NamespaceSpec:
@@ -371,8 +391,7 @@ def parse_scenario(
     copied: CopiedLoad | None = None
     notes: tuple[str, ...] = ()
     if root.has("copy"):
-        copied, source = _copy(root.sub("copy"), tenant, base_dir)
-        notes = copied.notes(source)
+        copied, notes = _copy(root.sub("copy"), tenant, base_dir)
     cluster = root.sub("cluster")
     brokers = cluster.integer("brokers", copied.brokers if copied else None, minimum=1)
     base = copied.capacity if copied and copied.capacity else BrokerCapacity()

@@ -1,0 +1,130 @@
+"""A load history as the source of a scenario's ``[copy]``: the Parquet dataset a leader writes
+(``loadBalancerHistoryPath``), ``ballast pipeline import`` adds to or ``ballast pipeline
+generate`` makes (docs/pipeline.md). Its first snapshot is copied as a snapshot file is; replayed,
+each copied bundle's publish rate then follows the history, snapshot by snapshot, as a
+:class:`~ballast.sim.processes.Recorded` multiplier — the virtual-time counterpart of Pulsar's
+load-simulation ``stream``, which mirrors a live cluster's changing rates.
+
+A copied bundle's rate at a snapshot is the sum over the history's bundles inside its range
+(so the children of a later split still count for it). A snapshot without any of them (the
+bundle between owners, reported by nobody) keeps the multiplier before it. Bundles with no
+publish traffic in the first snapshot have no rate to multiply and stay without; namespaces
+that appear later are not added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ballast.balance.snapshot import LoadSnapshot
+from ballast.balance.snapshot_json import snapshot_from_object
+from ballast.model.bundles import BundleName, InvalidBundle
+from ballast.pipeline.history import read_table
+from ballast.pipeline.schema import BROKERS, BUNDLES
+from ballast.pipeline.shedding import snapshot_object
+from ballast.sim.processes import Recorded
+from ballast.sim.schema import ScenarioError
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySource:
+    """The first snapshot of one cluster's history, and per bundle of it with publish
+    traffic its multipliers over time (empty when not replayed); ``snapshots`` and
+    ``span_s``: how many snapshots the history holds and the time they cover."""
+
+    cluster: str
+    snapshot: LoadSnapshot
+    series: Mapping[str, Recorded]
+    snapshots: int
+    span_s: float
+
+
+def read_history(path: Path, cluster: str | None, *, replay: bool) -> HistorySource:
+    """Read the history at ``path`` (one cluster: ``cluster``, or the only one it holds).
+    Problems are :class:`ScenarioError` naming the key."""
+    try:
+        brokers = read_table(path, BROKERS, cluster=cluster)
+        bundles = read_table(path, BUNDLES, cluster=cluster)
+    except (OSError, pa.ArrowException) as exc:
+        raise ScenarioError(f"copy.source: {path}: cannot read the history: {exc}") from None
+    clusters = sorted(set(brokers.column("cluster").to_pylist()))
+    if not clusters:
+        where = f" of cluster {cluster}" if cluster is not None else ""
+        raise ScenarioError(f"copy.source: {path}: the history has no broker rows{where}")
+    if len(clusters) > 1:
+        raise ScenarioError(
+            f"copy.cluster: the history holds clusters {', '.join(clusters)}; name one"
+        )
+    first_ms = int(pc.min(brokers.column("snapshot_ms")).as_py())
+    last_ms = int(pc.max(brokers.column("snapshot_ms")).as_py())
+    at_first = [
+        table.filter(pc.equal(table.column("snapshot_ms"), first_ms)).to_pylist()
+        for table in (brokers, bundles)
+    ]
+    snapshot = snapshot_from_object(snapshot_object(at_first[0], at_first[1], (), ())).snapshot
+    base = {
+        bundle: stats.msg_rate_in
+        for data in snapshot.brokers.values()
+        for bundle, stats in data.local_data.last_stats.items()
+        if stats.msg_rate_in > 0.0
+    }
+    return HistorySource(
+        cluster=clusters[0],
+        snapshot=snapshot,
+        series=_series(bundles, first_ms, base) if replay else {},
+        snapshots=len(pc.unique(brokers.column("snapshot_ms"))),
+        span_s=(last_ms - first_ms) / 1000.0,
+    )
+
+
+def _owners(names: Sequence[str], copied: Sequence[str]) -> np.ndarray:
+    """Per history bundle name, the index of the copied bundle whose range holds it (same
+    namespace), or -1."""
+    ranges: dict[str, list[tuple[int, int, int]]] = {}
+    for index, name in enumerate(copied):
+        parsed = BundleName.parse(name)
+        ranges.setdefault(str(parsed.namespace), []).append(
+            (parsed.range.lower, parsed.range.upper, index)
+        )
+    owners = np.full(len(names), -1, dtype=np.int64)
+    for position, name in enumerate(names):
+        try:
+            parsed = BundleName.parse(name)
+        except InvalidBundle:
+            continue
+        for lower, upper, index in ranges.get(str(parsed.namespace), ()):
+            if lower <= parsed.range.lower and parsed.range.upper <= upper:
+                owners[position] = index
+                break
+    return owners
+
+
+def _series(bundles: pa.Table, first_ms: int, base: Mapping[str, float]) -> dict[str, Recorded]:
+    """Each copied bundle's rate in at every snapshot over its rate in at the first."""
+    if not base or bundles.num_rows == 0:
+        return {}
+    copied = sorted(base)
+    encoded = pc.dictionary_encode(bundles.column("bundle")).combine_chunks()
+    owners = _owners(encoded.dictionary.to_pylist(), copied)
+    owner = owners[encoded.indices.to_numpy(zero_copy_only=False)]
+    times, snapshot_of = np.unique(bundles.column("snapshot_ms").to_numpy(), return_inverse=True)
+    rates = bundles.column("msg_rate_in").to_numpy(zero_copy_only=False).astype(np.float64)
+    kept = owner >= 0
+    keys = snapshot_of[kept] * len(copied) + owner[kept]
+    shape = (times.size, len(copied))
+    sums = np.bincount(keys, weights=rates[kept], minlength=times.size * len(copied))
+    seen = np.bincount(keys, minlength=times.size * len(copied)).reshape(shape) > 0
+    factors = sums.reshape(shape) / np.array([base[name] for name in copied])
+    for row in range(1, times.size):  # nobody reported it: as before
+        factors[row, ~seen[row]] = factors[row - 1, ~seen[row]]
+    offsets = tuple(float(t - first_ms) / 1000.0 for t in times)
+    return {
+        name: Recorded(offsets, tuple(float(f) for f in factors[:, column]))
+        for column, name in enumerate(copied)
+    }

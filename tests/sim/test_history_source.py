@@ -1,0 +1,117 @@
+"""A load history as a ``[copy]`` source: its first snapshot copied, then each copied
+bundle's rate following the history (split children summed, a snapshot without the bundle
+keeping the rate before), through the simulator's own workload."""
+
+from __future__ import annotations
+
+import copy
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ballast.pipeline.history import write_snapshot
+from ballast.pipeline.importer import ImportOptions, read_decide_snapshot
+from ballast.sim.copy import copied_namespace_name
+from ballast.sim.processes import Recorded
+from ballast.sim.scenario import Scenario, parse_scenario
+from ballast.sim.schema import ScenarioError
+from ballast.sim.workload import Workload
+
+T0 = 1_767_571_200_000  # 2026-01-05 00:00 UTC
+A = "public/default/0x00000000_0x40000000"
+B = "public/default/0x40000000_0x80000000"
+
+
+def snapshot_file(tmp_path: Path, name: str, body: dict[str, Any]) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    return path
+
+
+def write_history(tmp_path: Path, cluster: str = "prod") -> Path:
+    """Three snapshots a minute apart of a cluster whose A and B double, then A splits (its
+    two halves at three times A's first rate in all) while B is reported by nobody."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "cluster-snapshot.json"
+    first = json.loads(example.read_text(encoding="utf-8"))
+    owner = next(b for b, r in first["brokers"].items() if A in r["lastStats"])
+    holder = next(b for b, r in first["brokers"].items() if B in r["lastStats"])
+    rate = first["brokers"][owner]["lastStats"][A]["msgRateIn"]
+    second = copy.deepcopy(first)
+    second["brokers"][owner]["lastStats"][A]["msgRateIn"] = 2 * rate
+    second["brokers"][holder]["lastStats"][B]["msgRateIn"] *= 2
+    third = copy.deepcopy(first)
+    stats = third["brokers"][owner]["lastStats"].pop(A)
+    for child in ("0x00000000_0x20000000", "0x20000000_0x40000000"):
+        third["brokers"][owner]["lastStats"][f"public/default/{child}"] = {
+            **stats,
+            "msgRateIn": 1.5 * rate,
+        }
+    del third["brokers"][holder]["lastStats"][B]
+    report = third["brokers"][holder]
+    report["bundles"] = [b for b in report.get("bundles", []) if b != B]
+    root = tmp_path / "history"
+    for minute, body in enumerate((first, second, third)):
+        source = snapshot_file(tmp_path, f"s{minute}", body)
+        options = ImportOptions(cluster, snapshot_ms=T0 + minute * 60_000)
+        write_snapshot(root, read_decide_snapshot(source, options)[0])
+    return root
+
+
+def copy_of(root: Path, extra: str = "") -> Scenario:
+    text = f'duration = "5m"\nstep = "30s"\n[copy]\nsource = "{root}"\n{extra}'
+    return parse_scenario(tomllib.loads(text))
+
+
+def recorded(scenario: Scenario, bundle: str) -> Recorded:
+    name = copied_namespace_name("sim", bundle)
+    (spec,) = [s for s in scenario.namespaces if s.name == name]
+    (process,) = [p for p in spec.processes if isinstance(p, Recorded)]
+    return process
+
+
+def test_the_rates_follow_the_history(tmp_path: Path) -> None:
+    scenario = copy_of(write_history(tmp_path))
+    assert len(scenario.namespaces) == 7 and scenario.brokers == 3  # the first snapshot
+    assert recorded(scenario, A) == Recorded((0.0, 60.0, 120.0), (1.0, 2.0, 3.0))
+    assert recorded(scenario, B) == Recorded((0.0, 60.0, 120.0), (1.0, 2.0, 2.0))
+    assert any("replaying 3 snapshots of cluster prod over 120 s" in n for n in scenario.notes)
+    workload = Workload(scenario)
+    topics = workload.topics_of(copied_namespace_name("sim", A))
+    base = workload.rates(0.0)[topics].sum()
+    assert workload.rates(30.0)[topics].sum() == pytest.approx(base)
+    assert workload.rates(90.0)[topics].sum() == pytest.approx(2 * base)
+    assert workload.rates(400.0)[topics].sum() == pytest.approx(3 * base)  # the last holds
+
+
+def test_without_replay_only_the_first_snapshot_is_copied(tmp_path: Path) -> None:
+    scenario = copy_of(write_history(tmp_path), "replay = false\n")
+    assert all(not s.processes for s in scenario.namespaces)
+    assert any("the first of 3 snapshots" in n for n in scenario.notes)
+    rates = Workload(scenario).rates(90.0)
+    assert np.array_equal(rates, Workload(scenario).rates(0.0))
+
+
+def test_clusters_are_named(tmp_path: Path) -> None:
+    root = write_history(tmp_path / "one", cluster="east")
+    other = write_history(tmp_path / "two", cluster="west")
+    for path in sorted(other.rglob("*.parquet")):  # both clusters in one history
+        target = root / path.relative_to(other)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    clusters = r"copy\.cluster: the history holds clusters east, west"
+    with pytest.raises(ScenarioError, match=clusters):
+        copy_of(root)
+    assert copy_of(root, 'cluster = "west"\n').brokers == 3
+    with pytest.raises(ScenarioError, match="no broker rows of cluster north"):
+        copy_of(root, 'cluster = "north"\n')
+
+
+def test_history_keys_need_a_history(tmp_path: Path) -> None:
+    source = snapshot_file(tmp_path, "snap", {"brokers": {"b1": {}}})
+    with pytest.raises(ScenarioError, match=r"copy\.replay: only for a load history source"):
+        copy_of(source, "replay = true\n")
