@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from ballast.pipeline.history import write_snapshot
@@ -115,3 +116,18 @@ def test_history_keys_need_a_history(tmp_path: Path) -> None:
     source = snapshot_file(tmp_path, "snap", {"brokers": {"b1": {}}})
     with pytest.raises(ScenarioError, match=r"copy\.replay: only for a load history source"):
         copy_of(source, "replay = true\n")
+
+
+def test_a_bad_history_is_a_named_error(tmp_path: Path) -> None:
+    root = write_history(tmp_path)
+    first = sorted((root / "bundles").rglob("*.parquet"))[0]
+    rows = pq.read_table(first)
+    names = rows.column("bundle").to_pylist()
+    names[0] = "not a bundle"
+    pq.write_table(rows.set_column(rows.schema.get_field_index("bundle"), "bundle", [names]), first)
+    with pytest.raises(ScenarioError, match=r"copy\.source: .*its first snapshot"):
+        copy_of(root)
+    empty = tmp_path / "empty-history"
+    (empty / "bundles").mkdir(parents=True)  # a history root, but nothing written yet
+    with pytest.raises(ScenarioError, match="the history has no broker rows"):
+        copy_of(empty)

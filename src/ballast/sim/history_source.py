@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from ballast.balance.snapshot import LoadSnapshot
 from ballast.balance.snapshot_json import snapshot_from_object
 from ballast.model.bundles import BundleName, InvalidBundle
+from ballast.model.codec import ModelError
 from ballast.pipeline.history import read_table
 from ballast.pipeline.schema import BROKERS, BUNDLES
 from ballast.pipeline.shedding import snapshot_object
@@ -67,7 +68,10 @@ def read_history(path: Path, cluster: str | None, *, replay: bool) -> HistorySou
         table.filter(pc.equal(table.column("snapshot_ms"), first_ms)).to_pylist()
         for table in (brokers, bundles)
     ]
-    snapshot = snapshot_from_object(snapshot_object(at_first[0], at_first[1], (), ())).snapshot
+    try:
+        snapshot = snapshot_from_object(snapshot_object(at_first[0], at_first[1], (), ())).snapshot
+    except (ModelError, ValueError) as exc:
+        raise ScenarioError(f"copy.source: {path}: its first snapshot: {exc}") from None
     base = {
         bundle: stats.msg_rate_in
         for data in snapshot.brokers.values()
