@@ -211,3 +211,39 @@ def test_a_copied_cluster_is_simulated(ballast: Run, tmp_path: Path) -> None:
     missing.write_text('duration = "1m"\n[copy]\nsource = "nowhere.json"\n', encoding="utf-8")
     bad = ballast("simulate", str(missing))
     assert bad.returncode == 2 and "copy.source:" in bad.stderr and "nowhere.json" in bad.stderr
+
+
+def test_a_simulated_leader_writes_a_history_that_replays(ballast: Run, tmp_path: Path) -> None:
+    """With loadBalancerHistoryPath the simulated leader keeps the load history a running
+    cluster keeps: the same seed writes the same files, compared runs keep theirs apart, and
+    the history replays as another scenario's [copy] source."""
+    scenario = write(tmp_path)
+    histories = [tmp_path / "h1", tmp_path / "h2"]
+    for history in histories:
+        done = ballast(
+            "simulate", str(scenario), "--strategy", "threshold", "--no-plots",
+            "--set", f"loadBalancerHistoryPath={history}",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    files = [sorted(p.relative_to(h) for p in h.rglob("*.parquet")) for h in histories]
+    assert files[0] == files[1] and any(p.parts[0] == "bundles" for p in files[0])
+    for relative in files[0]:
+        assert (histories[0] / relative).read_bytes() == (histories[1] / relative).read_bytes()
+    compared = tmp_path / "compared"
+    done = ballast(
+        "simulate", str(scenario), "--compare", "threshold,ballast", "--no-plots",
+        "--set", f"loadBalancerHistoryPath={compared}",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in compared.iterdir()) == ["ballast", "threshold"]
+    replay = tmp_path / "replay.toml"
+    replay.write_text(
+        f'duration = "4m"\nstep = "20s"\n[copy]\nsource = "{histories[0]}"\n', encoding="utf-8"
+    )
+    done = ballast("simulate", str(replay), "--strategy", "ballast", "--no-plots")
+    assert done.returncode == 0, done.stderr
+    assert "note: replaying 4 snapshots of cluster standalone" in done.stderr
+    unwritable = tmp_path / "a-file"
+    unwritable.write_text("", encoding="utf-8")
+    bad = ballast("simulate", str(scenario), "--set", f"loadBalancerHistoryPath={unwritable / 'h'}")
+    assert bad.returncode == 2 and "loadBalancerHistoryPath" in bad.stderr

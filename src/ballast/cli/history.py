@@ -1,30 +1,20 @@
 """The leader's history writer as the runtime commands (``standalone``, ``broker``) build it
-from the setting ``loadBalancerHistoryPath``: the runtime only knows a
-:class:`~ballast.controller.history.HistorySink`; the Parquet writer comes from the pipeline
-layer, which sits above it."""
+from the setting ``loadBalancerHistoryPath`` (:mod:`ballast.pipeline.leader_sink`), with a
+path that cannot be written refused at startup."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from ballast.cli.common import fail
 from ballast.controller.history import HistorySink
 from ballast.model.config import Settings
+from ballast.pipeline.leader_sink import leader_history_sink
 
 
 def history_sink(settings: Settings) -> HistorySink | None:
-    """The sink for ``loadBalancerHistoryPath`` (None when it is empty). The directory is
-    created now, so that a path the broker cannot write exits 2 at startup instead of failing
-    every cycle."""
-    text = settings.get_str("loadBalancerHistoryPath").strip()
-    if not text:
-        return None
-    root = Path(text).expanduser()
+    """The sink for ``loadBalancerHistoryPath`` (None when it is empty); a directory that
+    cannot be made exits 2 at startup instead of failing every cycle."""
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        return leader_history_sink(settings)
     except OSError as exc:
+        text = settings.get_str("loadBalancerHistoryPath").strip()
         fail(f"loadBalancerHistoryPath {text}: {exc.strerror or exc}")
-    # pyarrow loads only when a history is kept.
-    from ballast.pipeline.history import LeaderHistoryWriter
-
-    return HistorySink(write=LeaderHistoryWriter(root, settings.get_str("clusterName")))

@@ -220,6 +220,8 @@ def simulate_command(
                 overrides=tuple(overrides or ()),
                 check_invariants=check_invariants,
                 progress=advance,
+                # side by side, each run keeps its own history (loadBalancerHistoryPath)
+                history_subdir=label if len(names) > 1 else None,
             )
             try:
                 result = simulate(loaded, options)

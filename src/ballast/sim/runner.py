@@ -31,12 +31,14 @@ from ballast.broker.identity import BrokerIdentity
 from ballast.broker.node import BrokerNode
 from ballast.broker.topics import NamespaceTopicIndex
 from ballast.clock import Clock, run_virtual
+from ballast.controller.history import HistorySink, inline
 from ballast.controller.requests import CreateNamespace as CreateNamespaceRequest
 from ballast.controller.requests import CreateTenant, SetAntiAffinityGroup
 from ballast.metadata.store import MetadataStore
-from ballast.model.config import Settings, load_settings, resource_weights
+from ballast.model.config import ConfigError, Settings, load_settings, resource_weights
 from ballast.model.loaddata.usage import ResourceWeights
 from ballast.model.naming import TopicName
+from ballast.pipeline.leader_sink import leader_history_sink
 from ballast.sim import metrics
 from ballast.sim.clients import SimClients
 from ballast.sim.invariants import check_settled
@@ -70,13 +72,16 @@ class SimulationError(RuntimeError):
 class RunOptions:
     """``strategy``: a profile of :mod:`ballast.sim.strategies` (None: the settings as the
     scenario and ``overrides`` give them); ``seed``: replaces the scenario's; ``overrides``:
-    ``key=value`` settings applied last; ``check_invariants``: check them at every step."""
+    ``key=value`` settings applied last; ``check_invariants``: check them at every step;
+    ``history_subdir``: with ``loadBalancerHistoryPath`` set, the leader writes its history
+    in this directory under it (runs compared side by side keep theirs apart)."""
 
     strategy: str | None = None
     seed: int | None = None
     overrides: tuple[str, ...] = ()
     check_invariants: bool = False
     progress: Progress | None = None
+    history_subdir: str | None = None
 
     def __post_init__(self) -> None:
         # numpy's generators take no negative seed; say so before a run starts
@@ -157,6 +162,18 @@ def effective_settings(scenario: Scenario, options: RunOptions) -> tuple[Setting
     return settings, options.strategy or settings.get_str("loadBalancerLoadSheddingStrategy")
 
 
+def history_sink(settings: Settings, subdir: str | None) -> HistorySink | None:
+    """The leader's load history as a running cluster keeps it (``loadBalancerHistoryPath``;
+    None when empty), written inline: on virtual time a write takes no simulated time, and
+    every cycle's snapshot is written (none skipped), so the same seed gives the same
+    history. Raises :class:`ConfigError` if the directory cannot be made."""
+    try:
+        return leader_history_sink(settings, subdir=subdir, run_blocking=inline)
+    except OSError as exc:
+        text = settings.get_str("loadBalancerHistoryPath").strip()
+        raise ConfigError(f"loadBalancerHistoryPath {text}: {exc.strerror or exc}") from None
+
+
 class Simulation:
     """One run of one scenario."""
 
@@ -181,6 +198,7 @@ class Simulation:
             host_usage=self._host_usage,
             seed=self.seed,
             on_node=self._attach,
+            history=history_sink(self.settings, options.history_subdir),
         )
         self.clients = SimClients(
             self.cluster,
