@@ -248,11 +248,14 @@ def test_bad_input_exits_2_before_spark(ballast: Ballast, tmp_path: Path) -> Non
     assert '--master "x://y" is not a Spark master URL' in master.stderr
 
 
-def test_a_setting_spark_cannot_start_with_exits_2(ballast: Ballast) -> None:
+def test_a_setting_spark_cannot_start_with_exits_2(ballast: Ballast, tmp_path: Path) -> None:
     """Spark's launcher prints why it stopped; the command then ends with a plain error."""
+    history = tmp_path / "h"
+    (history / "bundles").mkdir(parents=True)  # passes the check made before Spark starts
     memory = ballast(
-        "pipeline", "report", "--history", "h", "--out", "o", "--conf", "spark.driver.memory=lots"
-    )
+        "pipeline", "report", "--history", str(history), "--out", str(tmp_path / "o"),
+        "--conf", "spark.driver.memory=lots",
+    )  # fmt: skip
     assert memory.returncode == 2
     assert "Could not create the Java Virtual Machine" in memory.stderr
     assert "error: Spark did not start (master local[" in memory.stderr
@@ -265,7 +268,15 @@ def test_a_job_on_a_missing_history_exits_2(ballast: Ballast, tmp_path: Path) ->
     plan = ballast("pipeline", "split-plan", "--history", str(absent), "--out", str(tmp_path))
     assert plan.returncode == 2
     assert f"error: no history at {absent}: the path does not exist" in plan.stderr
+    assert "log4j" not in plan.stderr  # a local path is checked before Spark starts
     assert not (tmp_path / "split_plan").exists()
+    # Where the default file system may not be local, Spark's own check says the same.
+    hdfs_maybe = ballast(
+        "pipeline", "report", "--history", str(absent), "--out", str(tmp_path),
+        "--conf", "spark.hadoop.fs.defaultFS=file:///",
+    )  # fmt: skip
+    assert hdfs_maybe.returncode == 2 and "log4j" in hdfs_maybe.stderr
+    assert f"error: no history at {absent}: the path does not exist" in hdfs_maybe.stderr
     scheme = ballast("pipeline", "generate", "--out", "nofs://h", "--snapshots", "1")
     assert scheme.returncode == 2
     assert 'No FileSystem for scheme "nofs"' in scheme.stderr

@@ -10,6 +10,7 @@ command). Each command prints a JSON summary.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -89,6 +90,18 @@ def parse_conf(pairs: list[str] | None) -> dict[str, str]:
             fail(f'--conf "{pair}" is not key=value')
         conf[key.strip()] = value.strip()
     return conf
+
+
+def check_history_early(history: str, master: str | None, conf: list[str] | None) -> None:
+    """Exit 2 at once when ``--history`` is surely a local path without a history, before a
+    JVM starts (Spark checks every other path itself)."""
+    from ballast.pipeline.local_paths import local_history_problem
+
+    problem = local_history_problem(
+        history, master=master, conf=parse_conf(conf), environ=os.environ
+    )
+    if problem is not None:
+        fail(problem)
 
 
 @contextmanager
@@ -288,6 +301,7 @@ def _run_job(
         loaded.check_settings(settings)
     except JobError as exc:
         fail(str(exc))
+    check_history_early(paths.history, master, conf)
     with spark_session(master, conf) as spark:
         try:
             summary = (runner or loaded.run)(spark, paths, settings)
@@ -411,6 +425,7 @@ def shed_command(
         except Unreachable as exc:
             fail(str(exc), code=1)
     options = ShedOptions(strategy=name, scope=Scope(scope), now_ms=now_ms, seed=seed)
+    check_history_early(history, master, conf)
     from ballast.pipeline.jobs.shed import shed_history
 
     with spark_session(master, conf) as spark:

@@ -17,6 +17,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ballast.pipeline.local_paths import missing_history
 from ballast.pipeline.schema import PARTITION_NAMES, Table
 
 MS_PER_DAY = 86_400_000
@@ -79,9 +80,7 @@ def require_history(spark: SparkSession, root: str, tables: Sequence[Table]) -> 
     results. The check goes through Hadoop's file system of the path, as Spark's reads do."""
     exists = _exists_on(spark, root)
     if not any(exists(table_path(root, t)) for t in tables):
-        names = ", ".join(f"{t.name}/" for t in tables)
-        where = f"holds none of {names}" if exists(root) else "does not exist"
-        raise PathError(f"no history at {root}: the path {where}")
+        raise PathError(missing_history(root, [t.name for t in tables], exists(root)))
 
 
 def refuse_history(spark: SparkSession, root: str, tables: Sequence[Table]) -> None:

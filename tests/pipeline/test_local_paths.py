@@ -1,0 +1,52 @@
+"""The history check made before Spark starts: only for paths surely on this machine, with
+the message Spark's own check gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ballast.pipeline.local_paths import local_history_problem, surely_local
+
+LOCAL: dict[str, str] = {}
+
+
+def test_plain_and_file_paths_are_local_unless_something_points_elsewhere(tmp_path: Path) -> None:
+    plain = str(tmp_path / "h")
+    assert surely_local(plain, master=None, conf={}, environ=LOCAL) == tmp_path / "h"
+    assert surely_local(f"file://{plain}", master=None, conf={}, environ=LOCAL) == Path(plain)
+    assert surely_local(plain, master="local[2]", conf={}, environ=LOCAL) is not None
+    for master, conf, environ in (
+        ("spark://host:7077", {}, LOCAL),
+        ("yarn", {}, LOCAL),
+        (None, {"spark.hadoop.fs.defaultFS": "hdfs://nn:8020"}, LOCAL),
+        (None, {}, {"HADOOP_CONF_DIR": "/etc/hadoop"}),
+        (None, {}, {"SPARK_CONF_DIR": "/etc/spark"}),
+    ):
+        assert surely_local(plain, master=master, conf=conf, environ=environ) is None
+    assert surely_local("hdfs://nn/h", master=None, conf={}, environ=LOCAL) is None
+    assert surely_local("s3a://bucket/h", master=None, conf={}, environ=LOCAL) is None
+
+
+@pytest.mark.parametrize(
+    ("layout", "problem"),
+    [
+        (None, "the path does not exist"),
+        ((), "the path holds none of brokers/, bundles/"),
+        (("bundles",), None),
+        (("brokers",), None),
+    ],
+)
+def test_the_problem_is_named_as_spark_would(
+    tmp_path: Path, layout: tuple[str, ...] | None, problem: str | None
+) -> None:
+    root = tmp_path / "h"
+    if layout is not None:
+        root.mkdir()
+        for name in layout:
+            (root / name).mkdir()
+    found = local_history_problem(str(root), master=None, conf={}, environ=LOCAL)
+    assert found == (None if problem is None else f"no history at {root}: {problem}")
+    # Not surely local: only Spark can tell, so no problem is reported here.
+    assert local_history_problem(str(root), master="yarn", conf={}, environ=LOCAL) is None
