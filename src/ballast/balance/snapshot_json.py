@@ -8,7 +8,7 @@ JSON path of the problem (``$.brokers["b1"].cpu.usage``). Every part is optional
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -63,8 +63,8 @@ def parse_snapshot(data: bytes | str) -> ParsedSnapshot:
         obj = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         raise ModelError("$", f"not valid JSON ({exc})") from None
-    if isinstance(obj, dict) and obj.keys() == METADATA_DUMP_KEYS:
-        assembled, warnings = dump_to_object(metadata_dump_files(obj))
+    if is_metadata_dump(obj):
+        assembled, warnings = metadata_dump_to_object(obj)
         parsed = snapshot_from_object(assembled)
         return ParsedSnapshot(parsed.snapshot, parsed.state, (*warnings, *parsed.warnings))
     return snapshot_from_object(obj)
@@ -229,20 +229,26 @@ METADATA_DUMP_KEYS = frozenset({"root", "records"})
 LOADBALANCE_ROOT = "/loadbalance/"
 
 
-def metadata_dump_files(dump: Mapping[str, Any]) -> dict[str, bytes]:
-    """The records of a ``ballast metadata dump`` that a ``/loadbalance`` dump holds
-    (``brokers/``, ``broker-time-average/``, ``bundle-data/``), as the files of
-    :func:`dump_to_object`. Other records (the leader, intermediate nodes) are skipped."""
+def is_metadata_dump(obj: object) -> bool:
+    """Whether decoded JSON is what ``ballast metadata dump`` writes."""
+    return isinstance(obj, dict) and obj.keys() == METADATA_DUMP_KEYS
+
+
+def metadata_dump_to_object(dump: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """:func:`dump_to_object` for a ``ballast metadata dump`` of ``/loadbalance`` (or of a path
+    above it): its ``brokers/``, ``broker-time-average/`` and ``bundle-data/`` records, whose
+    values are decoded already. Other records (the leader, intermediate nodes) are skipped
+    without a warning: they are part of the tree, just not of a snapshot."""
     records = _object(dump.get("records"), "$.records")
-    files: dict[str, bytes] = {}
+    values: dict[str, Any] = {}
     for path, entry in records.items():
         if not path.startswith(LOADBALANCE_ROOT) or not isinstance(entry, dict):
             continue
         relative = path[len(LOADBALANCE_ROOT) :]
         section, _, name = relative.partition("/")
         if section in _DUMP_PARTS and name and "json" in entry:
-            files[relative] = msgspec.json.encode(entry["json"])
-    return files
+            values[relative] = entry["json"]
+    return _assemble_dump(values, lambda _relative, _where, value: value)
 
 
 def dump_to_object(files: Mapping[str, bytes]) -> tuple[dict[str, Any], list[str]]:
@@ -250,9 +256,24 @@ def dump_to_object(files: Mapping[str, bytes]) -> tuple[dict[str, Any], list[str
     each file's path relative to the dump (``brokers/10.0.0.1:8080``,
     ``broker-time-average/10.0.0.1:8080``, ``bundle-data/tenant/ns/0x00000000_0x40000000``; a
     ``.json`` suffix is ignored) to its bytes. Files elsewhere are skipped with a warning."""
+    return _assemble_dump(files, _decode_dump_file)
+
+
+def _decode_dump_file(relative: str, where: str, data: bytes) -> Any:
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ModelError(where, f"{relative}: not valid JSON ({exc})") from None
+
+
+def _assemble_dump(
+    entries: Mapping[str, T], value_of: Callable[[str, str, T], Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """The snapshot object of a dump's entries (path relative to ``/loadbalance`` → what
+    ``value_of(relative, json_path, entry)`` makes the decoded value of), and warnings."""
     obj: dict[str, dict[str, Any]] = {part: {} for part in _DUMP_PARTS.values()}
     warnings: list[str] = []
-    for relative in sorted(files):
+    for relative in sorted(entries):
         parts = relative.split("/")
         section = _DUMP_PARTS.get(parts[0])
         if section is None or len(parts) < 2:
@@ -261,13 +282,7 @@ def dump_to_object(files: Mapping[str, bytes]) -> tuple[dict[str, Any], list[str
         name = "/".join(parts[1:])
         if name.endswith(".json"):
             name = name[: -len(".json")]
-        try:
-            value = msgspec.json.decode(files[relative])
-        except msgspec.DecodeError as exc:
-            raise ModelError(
-                f"$.{section}{key_path(name)}", f"{relative}: not valid JSON ({exc})"
-            ) from None
-        obj[section][name] = value
+        obj[section][name] = value_of(relative, f"$.{section}{key_path(name)}", entries[relative])
     if not obj["brokers"]:
         warnings.append("the dump has no brokers/ entries")
     return {key: value for key, value in obj.items()}, warnings

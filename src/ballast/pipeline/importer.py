@@ -33,7 +33,7 @@ from pathlib import Path
 
 import msgspec
 
-from ballast.balance.snapshot_json import KNOWN_KEYS, METADATA_DUMP_KEYS, parse_snapshot
+from ballast.balance.snapshot_json import KNOWN_KEYS, is_metadata_dump, parse_snapshot
 from ballast.model.bundles import InvalidBundle, canonical_bundle
 from ballast.model.codec import ModelError
 from ballast.model.loaddata import (
@@ -206,7 +206,7 @@ def detect_format(path: Path) -> str:
         raise HistoryError(f"{path} is neither a dump directory nor a JSON snapshot") from None
     if isinstance(obj, dict) and "brokers" in obj:
         return "decide-snapshot"
-    if isinstance(obj, dict) and obj.keys() == METADATA_DUMP_KEYS:
+    if is_metadata_dump(obj):
         return "metadata-dump"
     raise HistoryError(
         f"{path} is JSON but neither a ballast decide snapshot (no brokers) nor a metadata dump"
