@@ -186,8 +186,10 @@ def test_a_dump_directory_is_a_source(tmp_path: Path) -> None:
     )
     scenario_file = tmp_path / "copied.toml"
     scenario_file.write_text(scenario_text("dump", "rate_multiplier = 2\n"), encoding="utf-8")
+    (dump / "leader").write_text("{}", encoding="utf-8")
     scenario = load_scenario(scenario_file)  # "dump" is found beside the scenario file
     assert scenario.brokers == 1
+    assert "leader: not part of a /loadbalance dump, skipped" in scenario.notes  # said, not lost
     assert [(s.topics, s.rate) for s in scenario.namespaces] == [(4, 4.0), (3, 4.0)]
 
 

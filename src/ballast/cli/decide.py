@@ -25,19 +25,17 @@ from ballast.balance.placement.strategies import (
 from ballast.balance.shedding.registry import UnknownStrategy, shedding_strategy
 from ballast.balance.snapshot_json import (
     ParsedSnapshot,
-    dump_to_object,
     parse_snapshot,
-    snapshot_from_object,
     state_with,
     strategy_state,
 )
 from ballast.balance.split import find_bundles_to_split, run_split_cycle
 from ballast.cli.common import fail, print_json, read_text_arg, settings_from, warn
-from ballast.dump_files import read_dump_directory
 from ballast.model.bundles import InvalidBundle, canonical_bundle
 from ballast.model.codec import ModelError, json_safe
 from ballast.model.config import PlacementConfig, SheddingConfig, SplitConfig
 from ballast.model.config.settings import PLACEMENT_ALIASES
+from ballast.snapshot_files import read_snapshot_path
 
 decide_app = typer.Typer(
     help="What Pulsar's load manager would decide on a load snapshot (nothing is carried out).",
@@ -76,24 +74,16 @@ def _wall_clock_ms() -> int:
     return int(datetime.now(UTC).timestamp() * 1000)
 
 
-def _read_dump(directory: Path) -> dict[str, bytes]:
-    try:
-        return read_dump_directory(directory)
-    except OSError as exc:
-        fail(f"cannot read {exc.filename or directory}: {exc.strerror or exc}")
-
-
 def load_snapshot(argument: str) -> ParsedSnapshot:
     """Read and parse SNAPSHOT; exit 2 naming the JSON path of a problem. Warnings go to
     stderr."""
     try:
-        if argument != "-" and Path(argument).is_dir():
-            obj, warnings = dump_to_object(_read_dump(Path(argument)))
-            for message in warnings:
-                warn(message)
-            parsed = snapshot_from_object(obj)
-        else:
+        if argument == "-":
             parsed = parse_snapshot(read_text_arg(argument))
+        else:
+            parsed = read_snapshot_path(Path(argument))
+    except OSError as exc:
+        fail(f"cannot read {exc.filename or argument}: {exc.strerror or exc}")
     except ModelError as exc:
         fail(f"malformed snapshot: {exc}")
     except InvalidBundle as exc:

@@ -31,14 +31,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ballast.balance.snapshot import LoadSnapshot
-from ballast.balance.snapshot_json import (
-    ParsedSnapshot,
-    dump_to_object,
-    parse_snapshot,
-    snapshot_from_object,
-)
+from ballast.balance.snapshot_json import ParsedSnapshot
 from ballast.broker.host_usage import BrokerCapacity
-from ballast.dump_files import read_dump_directory
 from ballast.model.bundles import BundleName, BundleRange, InvalidBundle
 from ballast.model.codec import ModelError
 from ballast.model.loaddata import NamespaceBundleStats, ResourceUsage
@@ -46,6 +40,7 @@ from ballast.model.naming import InvalidNameError, NamespaceName
 from ballast.sim.namespace_spec import NamespaceSpec
 from ballast.sim.processes import ProcessSpec, Recorded
 from ballast.sim.schema import ScenarioError
+from ballast.snapshot_files import read_snapshot_path
 
 DEFAULT_SIZE = 1024.0
 DEFAULT_CAPACITY = BrokerCapacity()
@@ -256,20 +251,16 @@ def is_history(path: Path) -> bool:
     return (path / "bundles").is_dir()
 
 
-def read_source(path: Path) -> LoadSnapshot:
-    """The snapshot at ``path``: a snapshot JSON file or a dump directory. Problems are
-    :class:`ScenarioError` naming ``copy.source`` and the file or JSON path."""
+def read_source(path: Path) -> ParsedSnapshot:
+    """The snapshot at ``path``: a snapshot JSON file, a metadata dump file or a dump
+    directory. Problems are :class:`ScenarioError` naming ``copy.source`` and the file or
+    JSON path."""
     try:
-        parsed: ParsedSnapshot
-        if path.is_dir():
-            obj, _warnings = dump_to_object(read_dump_directory(path))
-            parsed = snapshot_from_object(obj)
-        else:
-            parsed = parse_snapshot(path.read_bytes())
+        parsed = read_snapshot_path(path)
     except OSError as exc:
         raise ScenarioError(f"copy.source: {path}: {exc.strerror or exc}") from None
     except (ModelError, InvalidBundle, ValueError) as exc:
         raise ScenarioError(f"copy.source: {path}: malformed snapshot: {exc}") from None
     if not parsed.snapshot.brokers:
         raise ScenarioError(f"copy.source: {path}: the snapshot has no brokers")
-    return parsed.snapshot
+    return parsed

@@ -214,8 +214,9 @@ def _copy(table: Table, tenant: str, base_dir: Path | None) -> tuple[CopiedLoad,
         for key in ("cluster", "replay"):
             if table.has(key):
                 raise ScenarioError(f"{table.path(key)}: only for a load history source")
-        copied = copy_load(read_source(path), spec, tenant)
-        return copied, copied.notes(shown)
+        parsed = read_source(path)
+        copied = copy_load(parsed.snapshot, spec, tenant)
+        return copied, (*copied.notes(shown), *parsed.warnings)
     # Imported here: the history reader brings pyarrow and PySpark's types (a second to
     # load), which only a history source needs.
     from ballast.sim.history_source import read_history
