@@ -36,7 +36,7 @@ from ballast.broker.host_usage import BrokerCapacity
 from ballast.model.bundles import BundleName, BundleRange, InvalidBundle
 from ballast.model.codec import ModelError
 from ballast.model.loaddata import NamespaceBundleStats, ResourceUsage
-from ballast.model.naming import InvalidNameError, NamespaceName
+from ballast.model.naming import NamespaceName
 from ballast.sim.namespace_spec import NamespaceSpec
 from ballast.sim.processes import ProcessSpec, Recorded
 from ballast.sim.schema import ScenarioError
@@ -98,7 +98,9 @@ class CopiedLoad:
 
 def copied_namespace_name(tenant: str, bundle: str) -> str:
     """``public/default/0x00000000_0x40000000`` → ``TENANT/public.default.0x00000000_0x40000000``:
-    the source's tenant, namespace and range, kept readable in one namespace name."""
+    the source's tenant, namespace and range, kept readable in one namespace name (valid
+    whenever the source's bundle name is: every part's characters, and ``.``, are allowed in a
+    namespace name)."""
     return f"{tenant}/{bundle.replace('/', '.')}"
 
 
@@ -181,11 +183,6 @@ def copy_load(
                 processes=(*spec.processes, series[bundle]) if bundle in series else spec.processes,
             )
         )
-    for namespace in namespaces:
-        try:
-            NamespaceName.parse(namespace.name)
-        except InvalidNameError as exc:
-            raise ScenarioError(f"copy: bundle copied as {namespace.name!r}: {exc}") from None
     capacity = source_capacity(snapshot, traffic.values()) if spec.capacity else None
     return CopiedLoad(
         len(snapshot.brokers), tuple(namespaces), capacity, idle, outbound_only, stale
