@@ -72,16 +72,18 @@ def read_history(path: Path, cluster: str | None, *, replay: bool) -> HistorySou
         snapshot = snapshot_from_object(snapshot_object(at_first[0], at_first[1], (), ())).snapshot
     except (ModelError, ValueError) as exc:
         raise ScenarioError(f"copy.source: {path}: its first snapshot: {exc}") from None
-    base = {
-        bundle: stats.msg_rate_in
-        for data in snapshot.brokers.values()
-        for bundle, stats in data.local_data.last_stats.items()
-        if stats.msg_rate_in > 0.0
-    }
+    published = sorted(
+        {
+            bundle
+            for data in snapshot.brokers.values()
+            for bundle, stats in data.local_data.last_stats.items()
+            if stats.msg_rate_in > 0.0
+        }
+    )
     return HistorySource(
         cluster=clusters[0],
         snapshot=snapshot,
-        series=_series(bundles, first_ms, base) if replay else {},
+        series=_series(bundles, first_ms, published) if replay else {},
         snapshots=len(pc.unique(brokers.column("snapshot_ms"))),
         span_s=(last_ms - first_ms) / 1000.0,
     )
@@ -109,11 +111,11 @@ def _owners(names: Sequence[str], copied: Sequence[str]) -> np.ndarray:
     return owners
 
 
-def _series(bundles: pa.Table, first_ms: int, base: Mapping[str, float]) -> dict[str, Recorded]:
-    """Each copied bundle's rate in at every snapshot over its rate in at the first."""
-    if not base or bundles.num_rows == 0:
+def _series(bundles: pa.Table, first_ms: int, copied: Sequence[str]) -> dict[str, Recorded]:
+    """Each of the ``copied`` bundles' rate in at every snapshot over its rate in at the
+    first (the same rows' sum, so a bundle two brokers reported counts alike at both)."""
+    if not copied or bundles.num_rows == 0:
         return {}
-    copied = sorted(base)
     encoded = pc.dictionary_encode(bundles.column("bundle")).combine_chunks()
     owners = _owners(encoded.dictionary.to_pylist(), copied)
     owner = owners[encoded.indices.to_numpy(zero_copy_only=False)]
@@ -124,7 +126,7 @@ def _series(bundles: pa.Table, first_ms: int, base: Mapping[str, float]) -> dict
     shape = (times.size, len(copied))
     sums = np.bincount(keys, weights=rates[kept], minlength=times.size * len(copied))
     seen = np.bincount(keys, minlength=times.size * len(copied)).reshape(shape) > 0
-    factors = sums.reshape(shape) / np.array([base[name] for name in copied])
+    factors = sums.reshape(shape) / sums.reshape(shape)[0]
     for row in range(1, times.size):  # nobody reported it: as before
         factors[row, ~seen[row]] = factors[row - 1, ~seen[row]]
     offsets = tuple(float(t - first_ms) / 1000.0 for t in times)
