@@ -7,7 +7,7 @@ from __future__ import annotations
 from ballast.cli.common import fail
 from ballast.controller.history import HistorySink
 from ballast.model.config import Settings
-from ballast.pipeline.leader_sink import leader_history_sink
+from ballast.pipeline.leader_sink import HistoryPathError, leader_history_sink
 
 
 def history_sink(settings: Settings) -> HistorySink | None:
@@ -15,6 +15,5 @@ def history_sink(settings: Settings) -> HistorySink | None:
     cannot be made exits 2 at startup instead of failing every cycle."""
     try:
         return leader_history_sink(settings)
-    except OSError as exc:
-        text = settings.get_str("loadBalancerHistoryPath").strip()
-        fail(f"loadBalancerHistoryPath {text}: {exc.strerror or exc}")
+    except HistoryPathError as exc:
+        fail(str(exc))

@@ -11,17 +11,25 @@ from ballast.controller.history import BlockingRunner, HistorySink, in_thread
 from ballast.model.config import Settings
 
 
+class HistoryPathError(ValueError):
+    """``loadBalancerHistoryPath`` names a directory that cannot be made (the message says
+    why)."""
+
+
 def leader_history_sink(
     settings: Settings, *, subdir: str | None = None, run_blocking: BlockingRunner = in_thread
 ) -> HistorySink | None:
     """The sink for ``loadBalancerHistoryPath`` (None when it is empty), writing under
     ``subdir`` of it when given. The directory is made now, so that a path that cannot be
-    written fails at startup (:class:`OSError`) rather than at every cycle."""
+    written fails at startup (:class:`HistoryPathError`) rather than at every cycle."""
     text = settings.get_str("loadBalancerHistoryPath").strip()
     if not text:
         return None
     root = Path(text).expanduser() / (subdir or "")
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HistoryPathError(f"loadBalancerHistoryPath {text}: {exc.strerror or exc}") from None
     # pyarrow loads only when a history is kept.
     from ballast.pipeline.history import LeaderHistoryWriter
 

@@ -38,7 +38,7 @@ from ballast.metadata.store import MetadataStore
 from ballast.model.config import ConfigError, Settings, load_settings, resource_weights
 from ballast.model.loaddata.usage import ResourceWeights
 from ballast.model.naming import TopicName
-from ballast.pipeline.leader_sink import leader_history_sink
+from ballast.pipeline.leader_sink import HistoryPathError, leader_history_sink
 from ballast.sim import metrics
 from ballast.sim.clients import SimClients
 from ballast.sim.invariants import check_settled
@@ -169,9 +169,8 @@ def history_sink(settings: Settings, subdir: str | None) -> HistorySink | None:
     history. Raises :class:`ConfigError` if the directory cannot be made."""
     try:
         return leader_history_sink(settings, subdir=subdir, run_blocking=inline)
-    except OSError as exc:
-        text = settings.get_str("loadBalancerHistoryPath").strip()
-        raise ConfigError(f"loadBalancerHistoryPath {text}: {exc.strerror or exc}") from None
+    except HistoryPathError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 class Simulation:
