@@ -128,6 +128,62 @@ def test_hysteresis_a_mild_spread_waits_one_run_an_idle_broker_does_not() -> Non
     assert moves == [] and state.hit_count == 0
 
 
+def test_a_spread_that_came_with_a_swing_waits_the_swing_hit_count() -> None:
+    # The loads settle at an even spread; then a burst takes broker a up by 0.2 (half the
+    # mean, far more than the swing fraction): the spread is beyond the trigger, but it is
+    # acted on only after SWING_RUNS runs, not after the usual two.
+    calm = cluster(a=(0.1,) * 5, b=(0.1,) * 5, c=(0.1,) * 5)
+    _, state, _ = run(calm)
+    assert state.settled == {"a": 0.5, "b": 0.5, "c": 0.5} and state.swung_runs_ago is None
+    burst = cluster(a=(0.1,) * 4 + (0.3,), b=(0.1,) * 5, c=(0.1,) * 5)
+    runs = CONFIG.swing_hit_count_threshold
+    for hit in range(1, runs + 1):
+        moves, state, stats = run(burst, state)
+        assert moves == [] and state.hit_count == hit, hit
+        assert stats["swungRunsAgo"] == hit - 1 and "swinging" in str(stats["detail"])
+    assert state.settled["a"] == pytest.approx(0.7)  # the swung broker settled anew
+    moves, state, _ = run(burst, state)
+    assert moves, "an imbalance that outlasts the swing hit count is acted on"
+    # The strategy's own moves are not swings: the settled loads move with them.
+    assert state.settled == pytest.approx(loads_after(burst, moves))
+
+
+def test_a_burst_that_passes_in_time_causes_no_move() -> None:
+    calm = cluster(a=(0.1,) * 5, b=(0.1,) * 5, c=(0.1,) * 5)
+    burst = cluster(a=(0.1,) * 4 + (0.3,), b=(0.1,) * 5, c=(0.1,) * 5)
+    _, state, _ = run(calm)
+    for _ in range(CONFIG.swing_hit_count_threshold - 1):
+        moves, state, _ = run(burst, state)
+        assert moves == []
+    moves, state, stats = run(calm, state)  # the burst is over: a swing back, within triggers
+    assert moves == [] and state.hit_count == 0 and stats["swungRunsAgo"] == 0
+
+
+def test_steady_loads_are_balanced_after_the_usual_hit_count() -> None:
+    # No swing: a spread the loads settled at (a snapshot as the leader first sees it, or
+    # one that stayed) waits loadBalancerBallastHitCountThreshold runs, not the swing count.
+    mild = cluster(a=(0.1,) * 6, b=(0.1,) * 5, c=(0.1,) * 4)
+    _, state, _ = run(mild)
+    moves, _, stats = run(mild, state)
+    assert moves and stats["swungRunsAgo"] is None
+    # A swing long enough ago no longer holds it back either.
+    old_swing = dataclasses.replace(CONFIG, swing_hit_count_threshold=3)
+    settled = BallastState(settled={"a": 0.6, "b": 0.5, "c": 0.4}, swung_runs_ago=2, hit_count=1)
+    moves, state, _ = run(mild, settled, old_swing)
+    assert moves and state.swung_runs_ago == 3
+
+
+def test_idle_and_overloaded_brokers_do_not_wait_for_a_swing() -> None:
+    calm = cluster(a=(0.1,) * 5, b=(0.1,) * 5, c=(0.1,) * 5)
+    _, state, _ = run(calm)
+    emptied = cluster(a=(0.1,) * 5, b=(0.1,) * 5, c=(0.1,) * 5, d=())
+    moves, _, _ = run(emptied, state)
+    assert moves and moves[0].reason.kind is ReasonKind.UNDERLOADED
+    hot = cluster(a=(0.1,) * 4 + (0.55,), b=(0.1,) * 5, c=(0.1,) * 5)  # a at 0.95 > 0.85
+    moves, _, _ = run(hot, state)
+    assert moves and moves[0].reason.kind is ReasonKind.OVERLOADED
+
+
 def test_a_lightly_loaded_cluster_is_balanced_by_its_ratios_too() -> None:
     # A cluster at 2% load: the std-dev is tiny, yet one broker carries twice the mean and
     # another nothing (a restarted broker). Predicted loads come from traffic, so a relative

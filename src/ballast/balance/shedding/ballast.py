@@ -22,6 +22,14 @@ and forth, and new brokers loaded at once (emptied ones within two runs). Rules:
   ratios: predicted loads carry the traffic's relative noise, so a broker at twice the mean
   is as real an imbalance at 2% load as at 50%; below a mean of ``MIN_MEAN_LOAD`` there is
   nothing to balance.
+- **Swings pass first.** Each broker's load has a settled value; a broker whose load moves
+  away from it by more than ``loadBalancerBallastSwingLoadFraction`` (0.1) of the mean has
+  swung, and its current load becomes the settled one. Within
+  ``loadBalancerBallastSwingHitCountThreshold`` (12) runs of a swing, a spread beyond the
+  trigger is acted on only once it has lasted that many runs: a burst that passes sooner
+  is not chased (each chase costs moves now and again when the burst ends), one that lasts
+  is followed. This strategy's own moves shift the settled loads with them, so they are no
+  swings. Idle and overloaded brokers never wait.
 - **An emptied broker waits one run.** A broker idle with less than half the bundles it held
   at the last run was drained and restarted: in a rolling restart the next drain places its
   bundles on the emptiest broker, so this run leaves it out (neither trigger nor
@@ -125,13 +133,17 @@ class BallastState(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """What the strategy remembers: the learnt traffic costs, its moves the reports have not
     confirmed yet, how many runs in a row found the spread above the trigger, whether a
     balancing that has not reached the target yet is under way (it goes on at the next run),
-    and how many bundles each broker reported at the last run (to tell an emptied broker)."""
+    how many bundles each broker reported at the last run (to tell an emptied broker), each
+    broker's settled load and how many runs ago one of them last swung away from it (to tell
+    swinging loads; ``None``: no swing seen)."""
 
     costs: Costs | None = None
     pending: dict[str, PendingMove] = {}
     hit_count: int = 0
     balancing: bool = False
     held: dict[str, int] = {}
+    settled: dict[str, float] = {}
+    swung_runs_ago: int | None = None
 
 
 @dataclass(slots=True)
@@ -297,16 +309,33 @@ def find_bundles_to_unload(
     heaviest = max(load.values())
     hit = state.hit_count + 1 if _beyond(config, spread, heaviest, mean, trigger=True) else 0
     figures["hitCount"] = hit
+    settled, swing = _settle(load, state.settled, config.swing_load_fraction * mean)
+    swung = 0 if swing else None if state.swung_runs_ago is None else state.swung_runs_ago + 1
+    swinging = swung is not None and swung < config.swing_hit_count_threshold
+    figures["swungRunsAgo"] = swung
+    threshold = config.hit_count_threshold
+    if swinging:
+        threshold = max(threshold, config.swing_hit_count_threshold)
     unfinished = state.balancing and _beyond(config, spread, heaviest, mean, trigger=False)
     urgent = bool(idle or overloaded) or unfinished
-    if not urgent and hit <= config.hit_count_threshold:
-        detail = (
-            f"load std {spread:.4f}, max {heaviest:.3f} over mean {mean:.3f}: within the triggers"
-            if hit == 0
-            else f"load spread above the trigger for {hit} run(s), threshold "
-            f"{config.hit_count_threshold}"
+    if not urgent and hit <= threshold:
+        if hit == 0:
+            detail = (
+                f"load std {spread:.4f}, max {heaviest:.3f} over mean {mean:.3f}: "
+                "within the triggers"
+            )
+        else:
+            detail = f"load spread above the trigger for {hit} run(s), threshold {threshold}"
+            if swinging:
+                detail += f" (loads swinging: a broker's load swung {swung} run(s) ago)"
+        kept = BallastState(
+            costs=costs,
+            pending=pending,
+            hit_count=hit,
+            held=held,
+            settled=settled,
+            swung_runs_ago=swung,
         )
-        kept = BallastState(costs=costs, pending=pending, hit_count=hit, held=held)
         body = {**outcome(False, ReasonKind.HIT_COUNT, detail), **figures}
         return SheddingResult((), kept, body)
     if idle:
@@ -316,7 +345,7 @@ def find_bundles_to_unload(
             ReasonKind.OVERLOADED,
             f"broker {overloaded[0]} is overloaded ({load[overloaded[0]]:.3f})",
         )
-    elif hit > config.hit_count_threshold:
+    elif hit > threshold:
         reason = Reason(
             ReasonKind.OVERLOADED,
             f"load std {spread:.4f}, max {heaviest:.3f} over mean {mean:.3f}: beyond the triggers",
@@ -326,6 +355,7 @@ def find_bundles_to_unload(
             ReasonKind.OVERLOADED,
             f"balancing goes on: load std {spread:.4f}, max {heaviest:.3f} over mean {mean:.3f}",
         )
+    before = dict(load)
     plan = _Plan(
         snapshot=snapshot,
         config=config,
@@ -356,6 +386,8 @@ def find_bundles_to_unload(
         balancing=bool(decisions)
         and _beyond(config, after, max(plan.load.values()), mean, trigger=False),
         held=held,
+        settled={b: value + plan.load[b] - before[b] for b, value in settled.items()},
+        swung_runs_ago=swung,
     )
     if decisions:
         return SheddingResult(
@@ -363,6 +395,26 @@ def find_bundles_to_unload(
         )
     detail = "no bundle move improves the balance enough"
     return SheddingResult((), kept, {**outcome(False, ReasonKind.NO_BUNDLES, detail), **figures})
+
+
+def _settle(
+    load: dict[BrokerId, float], settled: dict[str, float], limit: float
+) -> tuple[dict[str, float], bool]:
+    """Each broker's settled load after this run, and whether one swung: its load moved away
+    from its settled load by more than ``limit``, which makes the current load its settled
+    one. A broker without a settled load (new, restarted, or left waiting at the last run)
+    takes its current load, and that is no swing. This strategy's moves shift the settled
+    loads with them (the caller), so they are never swings."""
+    now: dict[str, float] = {}
+    swing = False
+    for broker, value in load.items():
+        earlier = settled.get(broker)
+        if earlier is None or abs(value - earlier) <= limit:
+            now[broker] = value if earlier is None else earlier
+        else:
+            now[broker] = value
+            swing = True
+    return now, swing
 
 
 def _emptied(

@@ -191,6 +191,8 @@ class BallastShedderConfig:
     target_max_over_mean: float
     trigger_max_over_mean: float
     hit_count_threshold: int
+    swing_hit_count_threshold: int
+    swing_load_fraction: float  # of the mean load
     idle_load_fraction: float
     max_load_moved_per_broker: float  # fraction of a broker's capacity, per run
     max_moves_per_cycle: int  # <= 0: no cap
@@ -209,6 +211,8 @@ class BallastShedderConfig:
             target_max_over_mean=settings.get_float("loadBalancerBallastTargetMaxOverMean"),
             trigger_max_over_mean=settings.get_float("loadBalancerBallastTriggerMaxOverMean"),
             hit_count_threshold=settings.get_int("loadBalancerBallastHitCountThreshold"),
+            swing_hit_count_threshold=settings.get_int("loadBalancerBallastSwingHitCountThreshold"),
+            swing_load_fraction=settings.get_float("loadBalancerBallastSwingLoadFraction"),
             idle_load_fraction=settings.get_float("loadBalancerBallastIdleLoadFraction"),
             max_load_moved_per_broker=settings.get_float(
                 "loadBalancerBallastMaxLoadMovedPerBroker"

@@ -122,6 +122,25 @@ STRATEGY_SETTINGS: tuple[Setting, ...] = (
         minimum=0,
     ),
     Setting(
+        "loadBalancerBallastSwingHitCountThreshold",
+        INT,
+        12,
+        "runs",
+        "ballast: runs above the trigger before acting within this many runs of a swing (a "
+        "broker's load moving away from where it had settled by more than "
+        "loadBalancerBallastSwingLoadFraction of the mean): a passing burst is not chased.",
+        minimum=0,
+    ),
+    Setting(
+        "loadBalancerBallastSwingLoadFraction",
+        FLOAT,
+        0.1,
+        "",
+        "ballast: a broker's load that moves away from where it had settled by more than "
+        "this fraction of the mean load is a swing (see the swing hit count).",
+        minimum=0,
+    ),
+    Setting(
         "loadBalancerBallastIdleLoadFraction",
         FLOAT,
         0.25,
