@@ -184,6 +184,20 @@ def test_idle_and_overloaded_brokers_do_not_wait_for_a_swing() -> None:
     assert moves and moves[0].reason.kind is ReasonKind.OVERLOADED
 
 
+def test_an_overloaded_broker_is_relieved_at_once_and_only_that() -> None:
+    # Broker a is over the overload threshold (0.95 > 0.85) at the first run: it is relieved
+    # at once, but only until no broker is overloaded; the rest of the spread waits for the
+    # hit count like any other (under bursts, an overload is often the burst's peak).
+    snap = cluster(a=(0.1,) * 4 + (0.55,), b=(0.1,) * 5, c=(0.1,) * 2)
+    moves, state, _ = run(snap)
+    assert [(m.source, m.destination) for m in moves] == [("a", "c")]
+    assert loads_after(snap, moves) == {"a": 0.85, "b": 0.5, "c": 0.3}  # 0.55 > the 0.3 cap
+    assert moves[0].reason.kind is ReasonKind.OVERLOADED and not state.balancing
+    # A spread that has lasted past the hit count is balanced all the way, overload or not.
+    more, _, _ = run(snap, BallastState(hit_count=5))
+    assert len(more) > 1
+
+
 def test_a_lightly_loaded_cluster_is_balanced_by_its_ratios_too() -> None:
     # A cluster at 2% load: the std-dev is tiny, yet one broker carries twice the mean and
     # another nothing (a restarted broker). Predicted loads come from traffic, so a relative

@@ -18,7 +18,10 @@ and forth, and new brokers loaded at once (emptied ones within two runs). Rules:
   new or restarted broker, but see the emptied broker below) or overloaded (above the
   overload threshold and the mean by more than the trigger). Once acting, it moves load until the
   predicted deviation is at most the target, going on at the next runs (without waiting for
-  the trigger again) when the limits per run stopped it short. The rules on the mean are
+  the trigger again) when the limits per run stopped it short. An overload alone (the spread
+  has not yet outlasted its hit count) is only relieved: the moves stop once no broker is
+  overloaded, and the rest of the spread waits for the hit count like any other — under
+  bursty load an overload is often a burst's peak. The rules on the mean are
   ratios: predicted loads carry the traffic's relative noise, so a broker at twice the mean
   is as real an imbalance at 2% load as at 50%; below a mean of ``MIN_MEAN_LOAD`` there is
   nothing to balance.
@@ -365,7 +368,8 @@ def find_bundles_to_unload(
         load=load,
         blocked=set(snapshot.recently_unloaded_bundles) | set(pending),
     )
-    decisions = _balance(plan, reason, idle)
+    relief = bool(overloaded) and not idle and not unfinished and hit <= threshold
+    decisions = _balance(plan, reason, idle, relief=relief)
     new_pending = dict(pending)
     for move in decisions:
         if isinstance(move, Transfer):
@@ -384,6 +388,7 @@ def find_bundles_to_unload(
         pending=new_pending,
         hit_count=0 if decisions else hit,
         balancing=bool(decisions)
+        and not relief
         and _beyond(config, after, max(plan.load.values()), mean, trigger=False),
         held=held,
         settled={b: value + plan.load[b] - before[b] for b, value in settled.items()},
@@ -460,7 +465,9 @@ def _beyond(
     return mean > MIN_MEAN_LOAD and heaviest > mean * ratio
 
 
-def _balance(plan: _Plan, reason: Reason, idle: Sequence[BrokerId]) -> list[Move]:
+def _balance(
+    plan: _Plan, reason: Reason, idle: Sequence[BrokerId], *, relief: bool = False
+) -> list[Move]:
     config = plan.config
     decisions: list[Move] = []
     limit = config.max_moves_per_cycle
@@ -471,6 +478,10 @@ def _balance(plan: _Plan, reason: Reason, idle: Sequence[BrokerId]) -> list[Move
         needy = {b for b in needy if plan.load[b] < config.idle_load_fraction * mean}
         heaviest = max(plan.load.values())
         if not needy and not _beyond(config, current, heaviest, mean, trigger=False):
+            break
+        if relief and not (
+            heaviest > config.overloaded_threshold and heaviest > mean + config.trigger_std
+        ):
             break
         step = _next_step(plan, mean)
         if step is None:
