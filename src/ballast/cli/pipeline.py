@@ -296,12 +296,12 @@ def _run_job(
     """Run a history job (its registered ``run``, or ``runner`` for a job with options of its
     own) in a Spark session and print its summary; bad input exits 2 with the reason."""
     settings = settings_from(config, overrides)
+    check_history_early(paths.history, master, conf)  # before the job's imports (pandas...)
     loaded = load(name)
     try:
         loaded.check_settings(settings)
     except JobError as exc:
         fail(str(exc))
-    check_history_early(paths.history, master, conf)
     with spark_session(master, conf) as spark:
         try:
             summary = (runner or loaded.run)(spark, paths, settings)
@@ -340,9 +340,9 @@ def time_averages_command(
     config: ConfigOption = None,
     overrides: SetOption = None,
 ) -> None:
-    from ballast.pipeline.jobs.time_averages import run
-
     def runner(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
+        from ballast.pipeline.jobs.time_averages import run
+
         return run(spark, paths, settings, buckets=buckets)
 
     paths = JobPaths(history=history, out=out)
