@@ -121,16 +121,18 @@ async def serve_namespace(
 ) -> None:
     """Tenant ``t`` and namespace ``t/ns`` of ``bundles`` bundles, made through the first
     broker, and ``topics`` of its topics looked up through each broker in turn (a lookup
-    gives the topic's bundle an owner). A lookup that fails is tried again, as a client
-    does, for up to 30 s: right after an election the leader may not yet have every load
-    report to place a bundle with, and a loaded machine may answer late."""
+    gives the topic's bundle an owner). A request answered 503 (no leader ready: right after
+    an election the new leader is still loading its image, longer on a loaded machine) and a
+    lookup that fails are tried again, as a client does, for up to 30 s; any other answer
+    than success fails the test."""
     first = brokers[0].url
-    async with session.put(f"{first}/admin/v2/tenants/t", json={}) as response:
-        assert response.status == 204, await response.text()
-    async with session.put(
-        f"{first}/admin/v2/namespaces/t/ns", json={"bundles": {"numBundles": bundles}}
-    ) as response:
-        assert response.status == 204, await response.text()
+    await _put_through_elections(session, clock, f"{first}/admin/v2/tenants/t", {})
+    await _put_through_elections(
+        session,
+        clock,
+        f"{first}/admin/v2/namespaces/t/ns",
+        {"bundles": {"numBundles": bundles}},
+    )
     for i in range(topics):
         url = f"{brokers[i % len(brokers)].url}/lookup/v2/topic/persistent/t/ns/topic-{i}"
 
@@ -139,3 +141,18 @@ async def serve_namespace(
             return status == 200 and isinstance(body, dict)
 
         await eventually(found, clock, what=f"a lookup of {url}", timeout_s=30, interval_s=0.5)
+
+
+async def _put_through_elections(
+    session: aiohttp.ClientSession, clock: Clock, url: str, body: object
+) -> None:
+    """PUT ``body`` until it succeeds (204), retrying only 503 answers."""
+
+    async def done() -> bool:
+        async with session.put(url, json=body) as response:
+            if response.status == 503:
+                return False
+            assert response.status == 204, await response.text()
+            return True
+
+    await eventually(done, clock, what=f"PUT {url}", timeout_s=30, interval_s=0.5)
