@@ -196,6 +196,11 @@ def test_an_overloaded_broker_is_relieved_at_once_and_only_that() -> None:
     # A spread that has lasted past the hit count is balanced all the way, overload or not.
     more, _, _ = run(snap, BallastState(hit_count=5))
     assert len(more) > 1
+    # Relief takes load off overloaded brokers only: when a's one bundle cannot move (it is
+    # larger than a broker may send in a run), b, merely above the mean, keeps its bundles.
+    stuck = cluster(a=(0.95,), b=(0.1,) * 6, c=(0.1,) * 2)
+    moves, _, stats = run(stuck)
+    assert moves == [] and stats["reason"] == "NoBundles"
 
 
 def test_a_lightly_loaded_cluster_is_balanced_by_its_ratios_too() -> None:

@@ -19,8 +19,8 @@ and forth, and new brokers loaded at once (emptied ones within two runs). Rules:
   overload threshold and the mean by more than the trigger). Once acting, it moves load until the
   predicted deviation is at most the target, going on at the next runs (without waiting for
   the trigger again) when the limits per run stopped it short. An overload alone (the spread
-  has not yet outlasted its hit count) is only relieved: the moves stop once no broker is
-  overloaded, and the rest of the spread waits for the hit count like any other — under
+  has not yet outlasted its hit count) is only relieved: the moves leave overloaded brokers
+  only and stop once none is overloaded, and the rest of the spread waits for the hit count like any other — under
   bursty load an overload is often a burst's peak. The rules on the mean are
   ratios: predicted loads carry the traffic's relative noise, so a broker at twice the mean
   is as real an imbalance at 2% load as at 50%; below a mean of ``MIN_MEAN_LOAD`` there is
@@ -486,6 +486,8 @@ def _balance(
         step = _next_step(plan, mean)
         if step is None:
             break
+        if relief and plan.load[step.bundles[0][1]] <= config.overloaded_threshold:
+            break  # relief takes load off overloaded brokers only
         for bundle, source, destination, moved, size in step.bundles:
             before = (plan.load[source], plan.load[destination])
             plan.usage[source] = plan.usage[source].minus(moved)
