@@ -220,11 +220,13 @@ def test_imported_dump_runs_through_the_jobs(ballast: Ballast, tmp_path: Path) -
 
 
 def test_bad_input_exits_2_before_spark(ballast: Ballast, tmp_path: Path) -> None:
+    history = tmp_path / "h"
+    (history / "bundles").mkdir(parents=True)  # a history, as far as the path check sees
     positions = ballast(
         "pipeline",
         "split-plan",
         "--history",
-        str(tmp_path),
+        str(history),
         "--out",
         str(tmp_path / "o"),
         "--set",
