@@ -20,9 +20,9 @@ and forth, and new brokers loaded at once (emptied ones within two runs). Rules:
   predicted deviation is at most the target, going on at the next runs (without waiting for
   the trigger again) when the limits per run stopped it short. An overload alone (the spread
   has not yet outlasted its hit count) is only relieved: the moves leave overloaded brokers
-  only and stop once none is overloaded, and the rest of the spread waits for the hit count like any other — under
-  bursty load an overload is often a burst's peak. The rules on the mean are
-  ratios: predicted loads carry the traffic's relative noise, so a broker at twice the mean
+  only and stop once none is overloaded, and the rest of the spread waits for the hit count
+  like any other — under bursty load an overload is often a burst's peak. The rules on the
+  mean are ratios: predicted loads carry the traffic's relative noise, so a broker at twice the mean
   is as real an imbalance at 2% load as at 50%; below a mean of ``MIN_MEAN_LOAD`` there is
   nothing to balance.
 - **Swings pass first.** Each broker's load has a settled value; a broker whose load moves
