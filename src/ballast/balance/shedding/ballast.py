@@ -304,11 +304,7 @@ def find_bundles_to_unload(
         for b, value in load.items()
         if mean > MIN_MEAN_LOAD and value < config.idle_load_fraction * mean
     )
-    overloaded = sorted(
-        b
-        for b, value in load.items()
-        if value > config.overloaded_threshold and value > mean + config.trigger_std
-    )
+    overloaded = sorted(b for b, value in load.items() if _overloaded(config, value, mean))
     heaviest = max(load.values())
     hit = state.hit_count + 1 if _beyond(config, spread, heaviest, mean, trigger=True) else 0
     figures["hitCount"] = hit
@@ -452,6 +448,12 @@ def _emptied(
     return sorted(found)
 
 
+def _overloaded(config: BallastShedderConfig, load: float, mean: float) -> bool:
+    """Above the overload threshold, and above the mean by more than the trigger std-dev (a
+    cluster loaded evenly past the threshold has nowhere better to send load)."""
+    return load > config.overloaded_threshold and load > mean + config.trigger_std
+
+
 def _beyond(
     config: BallastShedderConfig, spread: float, heaviest: float, mean: float, *, trigger: bool
 ) -> bool:
@@ -479,14 +481,12 @@ def _balance(
         heaviest = max(plan.load.values())
         if not needy and not _beyond(config, current, heaviest, mean, trigger=False):
             break
-        if relief and not (
-            heaviest > config.overloaded_threshold and heaviest > mean + config.trigger_std
-        ):
+        if relief and not _overloaded(config, heaviest, mean):
             break
         step = _next_step(plan, mean)
         if step is None:
             break
-        if relief and plan.load[step.bundles[0][1]] <= config.overloaded_threshold:
+        if relief and not _overloaded(config, plan.load[step.bundles[0][1]], mean):
             break  # relief takes load off overloaded brokers only
         for bundle, source, destination, moved, size in step.bundles:
             before = (plan.load[source], plan.load[destination])
