@@ -1,5 +1,6 @@
 """Ballast's own shedding strategy (``ballast``): move bundles straight to the brokers that
-balance the cluster best, planning every move of a cycle on predicted loads.
+balance the cluster best, planning every move of a cycle on predicted loads. This module
+decides when to act and keeps the strategy's memory; :mod:`.ballast_plan` plans the moves.
 
 Goal: broker loads within a narrow band (standard deviation at most
 ``loadBalancerBallastTargetStd``, 0.03) with as few moves as that takes, no load chased back
@@ -69,22 +70,9 @@ four to 0.40 (std 0) — ten moves, the fewest possible.
 
 from __future__ import annotations
 
-import bisect
-import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-
 import msgspec
 
-from ballast.balance.decisions import (
-    BrokerId,
-    JsonValue,
-    Move,
-    Reason,
-    ReasonKind,
-    Transfer,
-    Unload,
-)
+from ballast.balance.decisions import BrokerId, JsonValue, Reason, ReasonKind, Transfer
 from ballast.balance.loadmodel import (
     Capacity,
     Costs,
@@ -96,31 +84,24 @@ from ballast.balance.loadmodel import (
     std,
     usage_of,
 )
-from ballast.balance.placement.filters import apply_namespace_policies, filter_anti_affinity
-from ballast.balance.shedding.common import SheddingResult, outcome
-from ballast.balance.snapshot import (
-    LoadSnapshot,
-    bundle_name,
-    bundle_namespace,
-    is_system_namespace,
+from ballast.balance.shedding.ballast_plan import (
+    MIN_MEAN_LOAD,
+    Plan,
+    balance,
+    beyond,
+    is_overloaded,
 )
+from ballast.balance.shedding.common import SheddingResult, outcome
+from ballast.balance.snapshot import LoadSnapshot
 from ballast.model.config import BallastShedderConfig
 
 # How long a move may stay unconfirmed by the reports before it is forgotten.
 PENDING_TIMEOUT_MS = 10 * 60_000
 # Share of the last run's costs kept when blending in this run's fit.
 COST_MEMORY = 0.5
-# Lightest brokers tried as destinations of each move, and bundles examined on each side of
-# the best-fit position.
-DESTINATIONS = 4
-NEIGHBOURS = 3
-# Mean broker load below which there is nothing to balance (a thousandth of a broker).
-MIN_MEAN_LOAD = 0.001
 # Share of the brokers that may be emptied at once for them to wait (a rolling restart's
 # batch); at least one broker.
 ROLLING_SHARE = 0.1
-# Slack for comparing sums of loads against the limits (floating-point rounding).
-EPSILON = 1e-9
 
 
 class PendingMove(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -147,80 +128,6 @@ class BallastState(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     held: dict[str, int] = {}
     settled: dict[str, float] = {}
     swung_runs_ago: int | None = None
-
-
-@dataclass(slots=True)
-class _Candidate:
-    size: float  # the bundle's load on its broker (fraction)
-    bundle: str
-    usage: Usage
-
-
-@dataclass(slots=True)
-class _Plan:
-    """One run's working figures (local scratch)."""
-
-    snapshot: LoadSnapshot
-    config: BallastShedderConfig
-    costs: Costs
-    capacity: dict[BrokerId, Capacity]
-    usage: dict[BrokerId, Usage]
-    load: dict[BrokerId, float]
-    blocked: set[str]
-    sent: dict[BrokerId, float] = field(default_factory=dict)
-    received: dict[BrokerId, float] = field(default_factory=dict)
-    movable: dict[BrokerId, list[_Candidate]] = field(default_factory=dict)
-    allowed: dict[str, frozenset[BrokerId]] = field(default_factory=dict)
-    exhausted: set[BrokerId] = field(default_factory=set)
-
-    def load_with(self, broker: BrokerId, usage: Usage) -> float:
-        return load_of(usage, self.capacity[broker], self.config.weights)
-
-    def candidates(self, broker: BrokerId) -> list[_Candidate]:
-        """The broker's bundles that may move, lightest first (built once per run)."""
-        found = self.movable.get(broker)
-        if found is None:
-            found = []
-            config = self.config
-            snapshot = self.snapshot
-            for bundle in snapshot.bundles_of(broker):
-                namespace = bundle_namespace(bundle)
-                if (
-                    bundle in self.blocked
-                    or is_system_namespace(namespace)
-                    or namespace in config.excluded_namespaces
-                ):
-                    continue
-                usage = usage_of(self.costs, bundle_traffic(snapshot, bundle, broker))
-                size = self.load_with(broker, usage) - self.capacity[broker].static_load
-                if size > 0:
-                    found.append(_Candidate(size, bundle, usage))
-            found.sort(key=lambda c: (c.size, c.bundle))
-            self.movable[broker] = found
-        return found
-
-    def may_receive(self, bundle: str, destination: BrokerId) -> bool:
-        namespace = bundle_namespace(bundle)
-        allowed = self.allowed.get(namespace)
-        if allowed is None:
-            snapshot = self.snapshot
-            brokers = apply_namespace_policies(snapshot, bundle, tuple(snapshot.brokers))
-            brokers = filter_anti_affinity(
-                snapshot,
-                brokers,
-                bundle,
-                failure_domains_enabled=self.config.failure_domains_enabled,
-            )
-            allowed = self.allowed[namespace] = frozenset(brokers)
-        return destination in allowed
-
-
-@dataclass(frozen=True, slots=True)
-class _Step:
-    """One planned move (or a swap: two)."""
-
-    bundles: tuple[tuple[str, BrokerId, BrokerId, Usage, float], ...]  # bundle, from, to
-    gain: float
 
 
 def _resolve_pending(
@@ -304,9 +211,9 @@ def find_bundles_to_unload(
         for b, value in load.items()
         if mean > MIN_MEAN_LOAD and value < config.idle_load_fraction * mean
     )
-    overloaded = sorted(b for b, value in load.items() if _overloaded(config, value, mean))
+    overloaded = sorted(b for b, value in load.items() if is_overloaded(config, value, mean))
     heaviest = max(load.values())
-    hit = state.hit_count + 1 if _beyond(config, spread, heaviest, mean, trigger=True) else 0
+    hit = state.hit_count + 1 if beyond(config, spread, heaviest, mean, trigger=True) else 0
     figures["hitCount"] = hit
     settled, swing = _settle(load, state.settled, config.swing_load_fraction * mean)
     swung = 0 if swing else None if state.swung_runs_ago is None else state.swung_runs_ago + 1
@@ -315,7 +222,7 @@ def find_bundles_to_unload(
     threshold = config.hit_count_threshold
     if swinging:
         threshold = max(threshold, config.swing_hit_count_threshold)
-    unfinished = state.balancing and _beyond(config, spread, heaviest, mean, trigger=False)
+    unfinished = state.balancing and beyond(config, spread, heaviest, mean, trigger=False)
     urgent = bool(idle or overloaded) or unfinished
     if not urgent and hit <= threshold:
         if hit == 0:
@@ -355,7 +262,7 @@ def find_bundles_to_unload(
             f"balancing goes on: load std {spread:.4f}, max {heaviest:.3f} over mean {mean:.3f}",
         )
     before = dict(load)
-    plan = _Plan(
+    plan = Plan(
         snapshot=snapshot,
         config=config,
         costs=costs,
@@ -365,7 +272,7 @@ def find_bundles_to_unload(
         blocked=set(snapshot.recently_unloaded_bundles) | set(pending),
     )
     relief = bool(overloaded) and not idle and not unfinished and hit <= threshold
-    decisions = _balance(plan, reason, idle, relief=relief)
+    decisions = balance(plan, reason, idle, relief=relief)
     new_pending = dict(pending)
     for move in decisions:
         if isinstance(move, Transfer):
@@ -385,7 +292,7 @@ def find_bundles_to_unload(
         hit_count=0 if decisions else hit,
         balancing=bool(decisions)
         and not relief
-        and _beyond(config, after, max(plan.load.values()), mean, trigger=False),
+        and beyond(config, after, max(plan.load.values()), mean, trigger=False),
         held=held,
         settled={b: value + plan.load[b] - before[b] for b, value in settled.items()},
         swung_runs_ago=swung,
@@ -446,209 +353,3 @@ def _emptied(
     if len(found) > max(1, int(len(load) * ROLLING_SHARE)):
         return []
     return sorted(found)
-
-
-def _overloaded(config: BallastShedderConfig, load: float, mean: float) -> bool:
-    """Above the overload threshold, and above the mean by more than the trigger std-dev (a
-    cluster loaded evenly past the threshold has nowhere better to send load)."""
-    return load > config.overloaded_threshold and load > mean + config.trigger_std
-
-
-def _beyond(
-    config: BallastShedderConfig, spread: float, heaviest: float, mean: float, *, trigger: bool
-) -> bool:
-    """Whether the spread is beyond the trigger (or, with ``trigger`` False, the target):
-    the standard deviation, or the heaviest broker over the mean — the latter only when it is
-    above the mean by more than the target deviation (tiny loads are noise)."""
-    limit_std = config.trigger_std if trigger else config.target_std
-    ratio = config.trigger_max_over_mean if trigger else config.target_max_over_mean
-    if spread > limit_std:
-        return True
-    return mean > MIN_MEAN_LOAD and heaviest > mean * ratio
-
-
-def _balance(
-    plan: _Plan, reason: Reason, idle: Sequence[BrokerId], *, relief: bool = False
-) -> list[Move]:
-    config = plan.config
-    decisions: list[Move] = []
-    limit = config.max_moves_per_cycle
-    needy = set(idle)
-    while limit <= 0 or len(decisions) < limit:
-        current = std(plan.load.values())
-        mean = sum(plan.load.values()) / len(plan.load)
-        needy = {b for b in needy if plan.load[b] < config.idle_load_fraction * mean}
-        heaviest = max(plan.load.values())
-        if not needy and not _beyond(config, current, heaviest, mean, trigger=False):
-            break
-        if relief and not _overloaded(config, heaviest, mean):
-            break
-        step = _next_step(plan, mean)
-        if step is None:
-            break
-        if relief and not _overloaded(config, plan.load[step.bundles[0][1]], mean):
-            break  # relief takes load off overloaded brokers only
-        for bundle, source, destination, moved, size in step.bundles:
-            before = (plan.load[source], plan.load[destination])
-            plan.usage[source] = plan.usage[source].minus(moved)
-            plan.usage[destination] = plan.usage[destination].plus(moved)
-            plan.load[source] = plan.load_with(source, plan.usage[source])
-            plan.load[destination] = plan.load_with(destination, plan.usage[destination])
-            plan.sent[source] = plan.sent.get(source, 0.0) + size
-            plan.received[destination] = plan.received.get(destination, 0.0) + size
-            plan.blocked.add(bundle)
-            _forget(plan, source, bundle)
-            text = (
-                f"{reason.text}; bundle load {size:.3f}: {source} {before[0]:.3f} -> "
-                f"{plan.load[source]:.3f}, {destination} {before[1]:.3f} -> "
-                f"{plan.load[destination]:.3f}"
-            )
-            why = Reason(reason.kind, text)
-            if config.transfer_enabled:
-                decisions.append(Transfer(bundle_name(bundle), source, destination, why))
-            else:
-                decisions.append(Unload(bundle_name(bundle), source, why))
-    return decisions
-
-
-def _forget(plan: _Plan, broker: BrokerId, bundle: str) -> None:
-    found = plan.movable.get(broker)
-    if found is not None:
-        plan.movable[broker] = [c for c in found if c.bundle != bundle]
-
-
-def _next_step(plan: _Plan, mean: float) -> _Step | None:
-    """The best move from the heaviest broker that has one (heaviest first)."""
-    ranked = sorted(plan.load, key=lambda b: (-plan.load[b], b))
-    for source in ranked:
-        if plan.load[source] <= mean:
-            return None
-        if source in plan.exhausted:
-            continue
-        step = _best_from(plan, source, mean)
-        if step is not None:
-            return step
-        plan.exhausted.add(source)
-    return None
-
-
-def _destinations(plan: _Plan, source: BrokerId) -> list[BrokerId]:
-    cap = plan.config.max_load_moved_per_broker
-    lightest = sorted(
-        (b for b in plan.load if b != source and plan.received.get(b, 0.0) < cap - EPSILON),
-        key=lambda b: (plan.load[b], b),
-    )
-    return lightest[:DESTINATIONS]
-
-
-def _best_from(plan: _Plan, source: BrokerId, mean: float) -> _Step | None:
-    config = plan.config
-    # A gap narrower than the minimum improvement, or than the band the target allows around
-    # the mean (the smaller: a lightly loaded cluster is balanced by its ratios), is left.
-    least_gap = min(config.min_improvement, (config.target_max_over_mean - 1) * mean)
-    cap = config.max_load_moved_per_broker
-    budget = cap - plan.sent.get(source, 0.0) + EPSILON
-    if budget <= EPSILON:
-        return None
-    candidates = plan.candidates(source)
-    if not candidates:
-        return None
-    sizes = [c.size for c in candidates]
-    best: _Step | None = None
-    source_load = plan.load[source]
-    for destination in _destinations(plan, source):
-        gap = source_load - plan.load[destination]
-        if gap <= least_gap:  # destinations lightest first: no wider gap is left
-            break
-        room = cap - plan.received.get(destination, 0.0) + EPSILON
-        position = bisect.bisect_left(sizes, gap / 2)
-        low, high = max(0, position - NEIGHBOURS), min(len(candidates), position + NEIGHBOURS)
-        for candidate in candidates[low:high]:
-            if candidate.size > budget or candidate.size > room:
-                continue
-            step = _score(plan, source, destination, ((candidate, source, destination),))
-            if step is not None and (best is None or step.gain > best.gain):
-                best = step
-        if best is None and config.transfer_enabled:  # an unloaded pair is placed apart
-            swap = _swap(plan, source, destination, candidates, sizes, min(budget, room))
-            if swap is not None:
-                best = swap
-    return best
-
-
-def _swap(
-    plan: _Plan,
-    source: BrokerId,
-    destination: BrokerId,
-    candidates: list[_Candidate],
-    sizes: list[float],
-    allowance: float,
-) -> _Step | None:
-    """A heavier bundle to the light broker and a lighter one back, netting about half the
-    gap."""
-    back = plan.candidates(destination)
-    if not back:
-        return None
-    gap = plan.load[source] - plan.load[destination]
-    best: _Step | None = None
-    for returning in back:
-        position = bisect.bisect_left(sizes, returning.size + gap / 2)
-        for candidate in candidates[max(0, position - 1) : position + 1]:
-            net = candidate.size - returning.size
-            if net <= 0 or candidate.size > allowance + returning.size:
-                continue
-            step = _score(
-                plan,
-                source,
-                destination,
-                ((candidate, source, destination), (returning, destination, source)),
-            )
-            if step is not None and (best is None or step.gain > best.gain):
-                best = step
-    return best
-
-
-def _score(
-    plan: _Plan,
-    source: BrokerId,
-    destination: BrokerId,
-    moves: tuple[tuple[_Candidate, BrokerId, BrokerId], ...],
-) -> _Step | None:
-    """The move (or swap) as a step, if it is allowed and improves the pair enough."""
-    usage = {source: plan.usage[source], destination: plan.usage[destination]}
-    for candidate, from_broker, to_broker in moves:
-        if not plan.may_receive(candidate.bundle, to_broker):
-            return None
-        usage[from_broker] = usage[from_broker].minus(candidate.usage)
-        usage[to_broker] = usage[to_broker].plus(candidate.usage)
-    before_source, before_destination = plan.load[source], plan.load[destination]
-    after_source = plan.load_with(source, usage[source])
-    after_destination = plan.load_with(destination, usage[destination])
-    if before_source - max(after_source, after_destination) < _required_improvement(
-        plan.config, moves, source
-    ):
-        return None
-    gain = before_source**2 + before_destination**2 - after_source**2 - after_destination**2
-    if gain <= 0 or math.isnan(gain):
-        return None
-    return _Step(
-        tuple(
-            (c.bundle, from_broker, to_broker, c.usage, c.size)
-            for c, from_broker, to_broker in moves
-        ),
-        gain,
-    )
-
-
-def _required_improvement(
-    config: BallastShedderConfig,
-    moves: tuple[tuple[_Candidate, BrokerId, BrokerId], ...],
-    source: BrokerId,
-) -> float:
-    """How much a step must lower the larger of the pair's loads: the configured minimum, or
-    half the load the step takes off the source when that is smaller. A broker made of many
-    bundles smaller than the minimum (a broker that took over a drained cluster's bundles)
-    can still be relieved, one whole small bundle at a time, while a step that would only
-    swap the pair's roles still fails."""
-    net = sum(c.size if from_broker == source else -c.size for c, from_broker, _ in moves)
-    return min(config.min_improvement, net / 2)
