@@ -3,7 +3,7 @@ balance the cluster best, planning every move of a cycle on predicted loads. Thi
 decides when to act and keeps the strategy's memory; :mod:`.ballast_plan` plans the moves.
 
 Goal: broker loads within a narrow band (standard deviation at most
-``loadBalancerBallastTargetStd``, 0.03) with as few moves as that takes, no load chased back
+``loadBalancerBallastTargetStd``, 0.035) with as few moves as that takes, no load chased back
 and forth, and new brokers loaded at once (emptied ones within two runs). Rules:
 
 - **Loads from traffic.** Each broker's load is predicted from the traffic it reports with the

@@ -80,7 +80,7 @@ STRATEGY_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "loadBalancerBallastTargetStd",
         FLOAT,
-        0.03,
+        0.035,
         "",
         "ballast: once balancing, move load until the predicted std-dev of broker load is at "
         "or below this.",
@@ -98,7 +98,7 @@ STRATEGY_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "loadBalancerBallastTargetMaxOverMean",
         FLOAT,
-        1.06,
+        1.07,
         "",
         "ballast: once balancing, also move load until the heaviest broker is within this "
         "multiple of the mean load.",
