@@ -128,6 +128,20 @@ def test_hysteresis_a_mild_spread_waits_one_run_an_idle_broker_does_not() -> Non
     assert moves == [] and state.hit_count == 0
 
 
+def test_a_target_above_its_trigger_counts_as_the_trigger() -> None:
+    # std 0.082 and max 1.2 x the mean: beyond the triggers (0.045, 1.08) but within targets
+    # set above them. The balancing that starts must still bring the spread to the triggers
+    # (taken as the targets), not stop at once with nothing moved.
+    loose = BallastShedderConfig.from_settings(
+        settings(loadBalancerBallastTargetStd=0.09, loadBalancerBallastTargetMaxOverMean=1.25)
+    )
+    assert (loose.target_std, loose.target_max_over_mean) == (0.045, 1.08)
+    mild = cluster(a=(0.1,) * 6, b=(0.1,) * 5, c=(0.1,) * 4)
+    moves, _, _ = run(mild, BallastState(hit_count=5), loose)
+    assert [(m.source, m.destination) for m in moves] == [("a", "c")]
+    assert loads_after(mild, moves) == {"a": 0.5, "b": 0.5, "c": 0.5}
+
+
 def test_a_spread_that_came_with_a_swing_waits_the_swing_hit_count() -> None:
     # The loads settle at an even spread; then a burst takes broker a up by 0.2 (half the
     # mean, far more than the swing fraction): the spread is beyond the trigger, but it is

@@ -205,11 +205,17 @@ class BallastShedderConfig:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> BallastShedderConfig:
+        trigger_std = settings.get_float("loadBalancerBallastTriggerStd")
+        trigger_max_over_mean = settings.get_float("loadBalancerBallastTriggerMaxOverMean")
+        # A target above its trigger counts as the trigger: a spread that starts a balancing
+        # is never left where it was (with the target above, a balancing would stop at once).
         return cls(
-            target_std=settings.get_float("loadBalancerBallastTargetStd"),
-            trigger_std=settings.get_float("loadBalancerBallastTriggerStd"),
-            target_max_over_mean=settings.get_float("loadBalancerBallastTargetMaxOverMean"),
-            trigger_max_over_mean=settings.get_float("loadBalancerBallastTriggerMaxOverMean"),
+            target_std=min(settings.get_float("loadBalancerBallastTargetStd"), trigger_std),
+            trigger_std=trigger_std,
+            target_max_over_mean=min(
+                settings.get_float("loadBalancerBallastTargetMaxOverMean"), trigger_max_over_mean
+            ),
+            trigger_max_over_mean=trigger_max_over_mean,
             hit_count_threshold=settings.get_int("loadBalancerBallastHitCountThreshold"),
             swing_hit_count_threshold=settings.get_int("loadBalancerBallastSwingHitCountThreshold"),
             swing_load_fraction=settings.get_float("loadBalancerBallastSwingLoadFraction"),

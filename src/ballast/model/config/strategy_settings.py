@@ -83,7 +83,7 @@ STRATEGY_SETTINGS: tuple[Setting, ...] = (
         0.035,
         "",
         "ballast: once balancing, move load until the predicted std-dev of broker load is at "
-        "or below this.",
+        "or below this (a value above the trigger counts as the trigger).",
         minimum=0,
     ),
     Setting(
@@ -101,7 +101,7 @@ STRATEGY_SETTINGS: tuple[Setting, ...] = (
         1.07,
         "",
         "ballast: once balancing, also move load until the heaviest broker is within this "
-        "multiple of the mean load.",
+        "multiple of the mean load (a value above the trigger counts as the trigger).",
         minimum=1,
     ),
     Setting(
