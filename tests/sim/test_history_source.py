@@ -18,8 +18,10 @@ from ballast.pipeline.history import write_snapshot
 from ballast.pipeline.importer import ImportOptions, read_decide_snapshot
 from ballast.sim.copy import copied_namespace_name
 from ballast.sim.processes import Recorded
-from ballast.sim.scenario import Scenario, parse_scenario
+from ballast.sim.runner import RunOptions, simulate
+from ballast.sim.scenario import AddBrokers, Scenario, StopBrokers, parse_scenario
 from ballast.sim.schema import ScenarioError
+from ballast.sim.summary import summarize
 from ballast.sim.workload import Workload
 
 T0 = 1_767_571_200_000  # 2026-01-05 00:00 UTC
@@ -116,6 +118,8 @@ def test_history_keys_need_a_history(tmp_path: Path) -> None:
     source = snapshot_file(tmp_path, "snap", {"brokers": {"b1": {}}})
     with pytest.raises(ScenarioError, match=r"copy\.replay: only for a load history source"):
         copy_of(source, "replay = true\n")
+    with pytest.raises(ScenarioError, match=r"copy\.replay_brokers: only for a load history"):
+        copy_of(source, "replay_brokers = false\n")
 
 
 def test_a_bad_history_is_a_named_error(tmp_path: Path) -> None:
@@ -131,3 +135,57 @@ def test_a_bad_history_is_a_named_error(tmp_path: Path) -> None:
     (empty / "bundles").mkdir(parents=True)  # a history root, but nothing written yet
     with pytest.raises(ScenarioError, match="the history has no broker rows"):
         copy_of(empty)
+
+
+def write_churn_history(tmp_path: Path) -> tuple[Path, str]:
+    """Four snapshots a minute apart: the example's three brokers, then one of them gone (the
+    last by name; its bundles reported by nobody), then a new broker with nothing yet.
+    Returns the history and the broker that left."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "cluster-snapshot.json"
+    first = json.loads(example.read_text(encoding="utf-8"))
+    leaving = sorted(first["brokers"])[-1]
+    without = copy.deepcopy(first)
+    del without["brokers"][leaving]
+    joined = copy.deepcopy(without)
+    newcomer = copy.deepcopy(first["brokers"][leaving])
+    newcomer.update(lastStats={}, bundles=[], msgRateIn=0.0, msgRateOut=0.0)
+    joined["brokers"]["10.0.0.9:8080"] = newcomer
+    root = tmp_path / "history"
+    for minute, body in enumerate((first, first, without, joined)):
+        source = snapshot_file(tmp_path, f"c{minute}", body)
+        options = ImportOptions("prod", snapshot_ms=T0 + minute * 60_000)
+        write_snapshot(root, read_decide_snapshot(source, options)[0])
+    return root, leaving
+
+
+def test_brokers_join_and_leave_as_the_history_shows(tmp_path: Path) -> None:
+    root, _ = write_churn_history(tmp_path)
+    scenario = copy_of(root)
+    assert scenario.brokers == 3
+    stop, start = scenario.events
+    assert (stop.at_s, start.at_s) == (120.0, 180.0)
+    assert isinstance(stop.action, StopBrokers) and stop.action.graceful
+    assert stop.action.brokers.indexes == (2,)  # the last of the first snapshot's, by name
+    assert start.action == AddBrokers(1)
+    assert any("replaying the brokers' churn: 1 joining, 1 leaving" in n for n in scenario.notes)
+    # Run for real: the broker of index 2 is drained and stops, a fourth starts.
+    result = simulate(scenario, RunOptions(strategy="ballast", check_invariants=True))
+    drains = [d for d in result.decisions if d.origin == "drain"]
+    assert drains and {(d.t_s >= 120.0, d.source) for d in drains} == {(True, "broker-002:8080")}
+    summary = summarize(result)
+    (new,) = summary["newBrokers"]
+    assert (new["broker"], new["startedS"]) == ("broker-003:8080", 180.0)
+    assert summary["final"]["brokers"] == 3 and new["loadedAfterS"] is not None
+
+
+def test_brokers_stay_when_asked_or_when_the_cluster_differs(tmp_path: Path) -> None:
+    root, _ = write_churn_history(tmp_path)
+    assert copy_of(root, "replay_brokers = false\n").events == ()
+    assert copy_of(root, "replay = false\n").events == ()
+    resized = parse_scenario(
+        tomllib.loads(
+            f'duration = "5m"\nstep = "30s"\n[copy]\nsource = "{root}"\n[cluster]\nbrokers = 5\n'
+        )
+    )
+    assert resized.events == ()
+    assert any("not replayed: the cluster starts with 5 brokers" in n for n in resized.notes)

@@ -53,8 +53,10 @@ class CopySpec:
     ``rate_multiplier`` scales every rate (Pulsar's ``--rate-multiplier``); ``popularity``
     and ``processes`` apply to the topics of every copied bundle as in ``[[namespaces]]``;
     ``capacity``: the brokers' capacity follows the source's reports
-    (:func:`source_capacity`); ``cluster`` and ``replay``: for a load history, which cluster,
-    and whether the rates follow its snapshots (:mod:`ballast.sim.history_source`)."""
+    (:func:`source_capacity`); ``cluster``, ``replay`` and ``replay_brokers``: for a load
+    history, which cluster, whether the rates follow its snapshots
+    (:mod:`ballast.sim.history_source`) and whether its brokers join and leave as it shows
+    (:mod:`ballast.sim.churn`)."""
 
     source: str
     rate_multiplier: float = 1.0
@@ -63,6 +65,7 @@ class CopySpec:
     capacity: bool = True
     cluster: str | None = None
     replay: bool = True
+    replay_brokers: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,8 @@ A copied bundle's rate at a snapshot is the sum over the history's bundles insid
 (so the children of a later split still count for it). A snapshot without any of them (the
 bundle between owners, reported by nobody) keeps the multiplier before it. Bundles with no
 publish traffic in the first snapshot have no rate to multiply and stay without; namespaces
-that appear later are not added.
+that appear later are not added. Replayed, the brokers that join and leave between snapshots
+are read too; :mod:`ballast.sim.churn` makes them the scenario's events.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ballast.model.codec import ModelError
 from ballast.pipeline.history import read_table
 from ballast.pipeline.schema import BROKERS, BUNDLES
 from ballast.pipeline.shedding import snapshot_object
+from ballast.sim.churn import BrokerChange, broker_changes
 from ballast.sim.processes import Recorded
 from ballast.sim.schema import ScenarioError
 
@@ -44,6 +46,8 @@ class HistorySource:
     series: Mapping[str, Recorded]
     snapshots: int
     span_s: float
+    brokers: tuple[str, ...] = ()
+    changes: tuple[BrokerChange, ...] = ()
 
 
 def read_history(path: Path, cluster: str | None, *, replay: bool) -> HistorySource:
@@ -86,6 +90,23 @@ def read_history(path: Path, cluster: str | None, *, replay: bool) -> HistorySou
         series=_series(bundles, first_ms, published) if replay else {},
         snapshots=len(pc.unique(brokers.column("snapshot_ms"))),
         span_s=(last_ms - first_ms) / 1000.0,
+        brokers=tuple(sorted(snapshot.brokers)),
+        changes=_churn(brokers, first_ms) if replay else (),
+    )
+
+
+def _churn(brokers: pa.Table, first_ms: int) -> tuple[BrokerChange, ...]:
+    """The brokers that joined and left between the history's snapshots."""
+    present: dict[int, set[str]] = {}
+    for at_ms, broker in zip(
+        brokers.column("snapshot_ms").to_pylist(), brokers.column("broker").to_pylist(), strict=True
+    ):
+        present.setdefault(at_ms, set()).add(broker)
+    times = sorted(present)
+    return tuple(
+        broker_changes(
+            [(t - first_ms) / 1000.0 for t in times], [frozenset(present[t]) for t in times]
+        )
     )
 
 

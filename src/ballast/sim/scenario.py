@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ballast.broker.host_usage import BrokerCapacity
 from ballast.model.config import SETTINGS_BY_KEY, nearest_key
@@ -22,6 +22,9 @@ from ballast.sim.copy import CopiedLoad, CopySpec, copy_load, is_history, read_s
 from ballast.sim.namespace_spec import NamespaceSpec
 from ballast.sim.processes import ProcessSpec, parse_process
 from ballast.sim.schema import ScenarioError, Table, parse_duration
+
+if TYPE_CHECKING:
+    from ballast.sim.churn import BrokerChange
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +194,18 @@ def _processes(table: Table) -> tuple[ProcessSpec, ...]:
     )
 
 
-def _copy(table: Table, tenant: str, base_dir: Path | None) -> tuple[CopiedLoad, tuple[str, ...]]:
+@dataclass(frozen=True, slots=True)
+class _Copied:
+    """A ``[copy]`` read: the load, the notes for the user and, for a history replayed with
+    its brokers, the first snapshot's brokers and their changes (:mod:`ballast.sim.churn`)."""
+
+    load: CopiedLoad
+    notes: tuple[str, ...]
+    brokers: tuple[str, ...] = ()
+    changes: tuple[BrokerChange, ...] = ()
+
+
+def _copy(table: Table, tenant: str, base_dir: Path | None) -> _Copied:
     """The ``[copy]`` table read and its source copied, with the notes for the user."""
     cluster = table.raw("cluster")
     if cluster is not None and not isinstance(cluster, str):
@@ -204,6 +218,7 @@ def _copy(table: Table, tenant: str, base_dir: Path | None) -> tuple[CopiedLoad,
         capacity=table.flag("capacity", True),
         cluster=cluster,
         replay=table.flag("replay", True),
+        replay_brokers=table.flag("replay_brokers", True),
     )
     table.finish()
     path = Path(spec.source).expanduser()
@@ -211,12 +226,12 @@ def _copy(table: Table, tenant: str, base_dir: Path | None) -> tuple[CopiedLoad,
         path = base_dir / path
     shown = str(path.resolve())
     if not is_history(path):
-        for key in ("cluster", "replay"):
+        for key in ("cluster", "replay", "replay_brokers"):
             if table.has(key):
                 raise ScenarioError(f"{table.path(key)}: only for a load history source")
         parsed = read_source(path)
         copied = copy_load(parsed.snapshot, spec, tenant)
-        return copied, (*copied.notes(shown), *parsed.warnings)
+        return _Copied(copied, (*copied.notes(shown), *parsed.warnings))
     # Imported here: the history reader brings pyarrow and PySpark's types (a second to
     # load), which only a history source needs.
     from ballast.sim.history_source import read_history
@@ -225,7 +240,28 @@ def _copy(table: Table, tenant: str, base_dir: Path | None) -> tuple[CopiedLoad,
     copied = copy_load(history.snapshot, spec, tenant, history.series)
     span = f"{history.snapshots} snapshots of cluster {history.cluster} over {history.span_s:g} s"
     said = f"replaying {span}" if spec.replay else f"the first of {span}"
-    return copied, (*copied.notes(shown), said)
+    notes = (*copied.notes(shown), said)
+    if not spec.replay_brokers:
+        return _Copied(copied, notes)
+    return _Copied(copied, notes, history.brokers, history.changes)
+
+
+def _with_churn(
+    read: _Copied, brokers: int, events: tuple[Event, ...]
+) -> tuple[tuple[Event, ...], str]:
+    """The events with the history's broker churn, and what to tell the user; none when the
+    cluster does not start with the history's brokers (their places would not match)."""
+    joined = sum(len(change.joined) for change in read.changes)
+    left = sum(len(change.left) for change in read.changes)
+    if brokers != len(read.brokers):
+        return events, (
+            f"brokers joining ({joined}) and leaving ({left}) not replayed: the cluster starts "
+            f"with {brokers} brokers, the history with {len(read.brokers)}"
+        )
+    from ballast.sim.churn import with_churn  # it builds on this module's events
+
+    said = f"replaying the brokers' churn: {joined} joining, {left} leaving (gracefully)"
+    return with_churn(read.brokers, read.changes, events), said
 
 
 def _namespace(table: Table, tenant: str) -> NamespaceSpec:
@@ -391,8 +427,10 @@ def parse_scenario(
     tenant = root.text("tenant", "sim")
     copied: CopiedLoad | None = None
     notes: tuple[str, ...] = ()
+    read: _Copied | None = None
     if root.has("copy"):
-        copied, notes = _copy(root.sub("copy"), tenant, base_dir)
+        read = _copy(root.sub("copy"), tenant, base_dir)
+        copied, notes = read.load, read.notes
     cluster = root.sub("cluster")
     brokers = cluster.integer("brokers", copied.brokers if copied else None, minimum=1)
     base = copied.capacity if copied and copied.capacity else BrokerCapacity()
@@ -416,6 +454,9 @@ def parse_scenario(
             key=lambda event: event.at_s,
         )
     )
+    if read is not None and read.changes:
+        events, said = _with_churn(read, brokers, events)
+        notes = (*notes, said)
     settings = root.raw("settings", {})
     if not isinstance(settings, dict):
         raise ScenarioError("settings: expected a table of broker.conf keys")
