@@ -33,8 +33,8 @@ def test_a_leaving_broker_is_stopped_by_its_place_in_creation_order() -> None:
     events = with_churn(["b", "a"], changes, [added, hot])
     assert [e.at_s for e in events] == [30.0, 60.0, 60.0, 60.0, 90.0]
     assert events[0] == added and events[1] == hot  # on a tie, the scenario's own first
-    assert stops(events[2]) == (0,)
-    assert events[3] == Event(60.0, AddBrokers(1))
+    assert events[2] == Event(60.0, AddBrokers(1))  # starts before stops
+    assert stops(events[3]) == (0,)
     assert stops(events[4]) == (4,)
 
 

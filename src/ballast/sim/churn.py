@@ -44,8 +44,9 @@ def with_churn(
     initial: Sequence[str], changes: Sequence[BrokerChange], events: Sequence[Event]
 ) -> tuple[Event, ...]:
     """The scenario's ``events`` (sorted by time) with the churn's, in time order (on a tie,
-    the scenario's first, then the churn's stops before its starts). ``initial``: the first
-    snapshot's brokers, the cluster's brokers 0, 1, ... in name order."""
+    the scenario's first, then the churn's starts before its stops, so that brokers replaced
+    all at once have somewhere to drain to). ``initial``: the first snapshot's brokers, the
+    cluster's brokers 0, 1, ... in name order."""
     index_of = {name: index for index, name in enumerate(sorted(initial))}
     created = len(index_of)
     merged: list[Event] = []
@@ -57,11 +58,11 @@ def with_churn(
                 created += event.action.count
             merged.append(event)
         gone = tuple(sorted(index_of.pop(name) for name in change.left if name in index_of))
-        if gone:
-            merged.append(Event(change.at_s, StopBrokers(BrokerSelection(indexes=gone), True)))
         if change.joined:
             merged.append(Event(change.at_s, AddBrokers(len(change.joined), None)))
             for name in change.joined:
                 index_of[name] = created
                 created += 1
+        if gone:
+            merged.append(Event(change.at_s, StopBrokers(BrokerSelection(indexes=gone), True)))
     return (*merged, *pending)
