@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +37,27 @@ def snapshot_file(tmp_path: Path, name: str, body: dict[str, Any]) -> Path:
     return path
 
 
+def example_snapshot() -> dict[str, Any]:
+    """The example load snapshot of the repository (three brokers, seven bundles)."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "cluster-snapshot.json"
+    body: dict[str, Any] = json.loads(example.read_text(encoding="utf-8"))
+    return body
+
+
+def history_of(tmp_path: Path, bodies: Sequence[dict[str, Any]], cluster: str = "prod") -> Path:
+    """A history (``tmp_path/history``) of ``bodies``, load snapshots a minute apart."""
+    root = tmp_path / "history"
+    for minute, body in enumerate(bodies):
+        source = snapshot_file(tmp_path, f"s{minute}", body)
+        options = ImportOptions(cluster, snapshot_ms=T0 + minute * 60_000)
+        write_snapshot(root, read_decide_snapshot(source, options)[0])
+    return root
+
+
 def write_history(tmp_path: Path, cluster: str = "prod") -> Path:
     """Three snapshots a minute apart of a cluster whose A and B double, then A splits (its
     two halves at three times A's first rate in all) while B is reported by nobody."""
-    example = Path(__file__).resolve().parents[2] / "examples" / "cluster-snapshot.json"
-    first = json.loads(example.read_text(encoding="utf-8"))
+    first = example_snapshot()
     owner = next(b for b, r in first["brokers"].items() if A in r["lastStats"])
     holder = next(b for b, r in first["brokers"].items() if B in r["lastStats"])
     rate = first["brokers"][owner]["lastStats"][A]["msgRateIn"]
@@ -57,12 +74,7 @@ def write_history(tmp_path: Path, cluster: str = "prod") -> Path:
     del third["brokers"][holder]["lastStats"][B]
     report = third["brokers"][holder]
     report["bundles"] = [b for b in report.get("bundles", []) if b != B]
-    root = tmp_path / "history"
-    for minute, body in enumerate((first, second, third)):
-        source = snapshot_file(tmp_path, f"s{minute}", body)
-        options = ImportOptions(cluster, snapshot_ms=T0 + minute * 60_000)
-        write_snapshot(root, read_decide_snapshot(source, options)[0])
-    return root
+    return history_of(tmp_path, (first, second, third), cluster)
 
 
 def copy_of(root: Path, extra: str = "") -> Scenario:
@@ -141,8 +153,7 @@ def write_churn_history(tmp_path: Path) -> tuple[Path, str]:
     """Four snapshots a minute apart: the example's three brokers, then one of them gone (the
     last by name; its bundles reported by nobody), then a new broker with nothing yet.
     Returns the history and the broker that left."""
-    example = Path(__file__).resolve().parents[2] / "examples" / "cluster-snapshot.json"
-    first = json.loads(example.read_text(encoding="utf-8"))
+    first = example_snapshot()
     leaving = sorted(first["brokers"])[-1]
     without = copy.deepcopy(first)
     del without["brokers"][leaving]
@@ -150,12 +161,7 @@ def write_churn_history(tmp_path: Path) -> tuple[Path, str]:
     newcomer = copy.deepcopy(first["brokers"][leaving])
     newcomer.update(lastStats={}, bundles=[], msgRateIn=0.0, msgRateOut=0.0)
     joined["brokers"]["10.0.0.9:8080"] = newcomer
-    root = tmp_path / "history"
-    for minute, body in enumerate((first, first, without, joined)):
-        source = snapshot_file(tmp_path, f"c{minute}", body)
-        options = ImportOptions("prod", snapshot_ms=T0 + minute * 60_000)
-        write_snapshot(root, read_decide_snapshot(source, options)[0])
-    return root, leaving
+    return history_of(tmp_path, (first, first, without, joined)), leaving
 
 
 def test_brokers_join_and_leave_as_the_history_shows(tmp_path: Path) -> None:
@@ -192,18 +198,12 @@ def test_brokers_stay_when_asked_or_when_the_cluster_differs(tmp_path: Path) -> 
 
 
 def test_brokers_replaced_all_at_once_drain_onto_their_successors(tmp_path: Path) -> None:
-    example = Path(__file__).resolve().parents[2] / "examples" / "cluster-snapshot.json"
-    first = json.loads(example.read_text(encoding="utf-8"))
+    first = example_snapshot()
     replaced = copy.deepcopy(first)
     replaced["brokers"] = {
         f"10.0.1.{i}:8080": report for i, report in enumerate(first["brokers"].values())
     }
-    root = tmp_path / "history"
-    for minute, body in enumerate((first, first, replaced)):
-        source = snapshot_file(tmp_path, f"r{minute}", body)
-        options = ImportOptions("prod", snapshot_ms=T0 + minute * 60_000)
-        write_snapshot(root, read_decide_snapshot(source, options)[0])
-    scenario = copy_of(root)
+    scenario = copy_of(history_of(tmp_path, (first, first, replaced)))
     start, stop = scenario.events
     assert start.action == AddBrokers(3)
     assert isinstance(stop.action, StopBrokers) and stop.action.brokers.indexes == (0, 1, 2)

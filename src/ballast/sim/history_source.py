@@ -50,9 +50,12 @@ class HistorySource:
     changes: tuple[BrokerChange, ...] = ()
 
 
-def read_history(path: Path, cluster: str | None, *, replay: bool) -> HistorySource:
-    """Read the history at ``path`` (one cluster: ``cluster``, or the only one it holds).
-    Problems are :class:`ScenarioError` naming the key."""
+def read_history(
+    path: Path, cluster: str | None, *, replay: bool, replay_brokers: bool = True
+) -> HistorySource:
+    """Read the history at ``path`` (one cluster: ``cluster``, or the only one it holds);
+    replayed, its rates and (with ``replay_brokers``) its brokers' changes. Problems are
+    :class:`ScenarioError` naming the key."""
     try:
         brokers = read_table(path, BROKERS, cluster=cluster)
         bundles = read_table(path, BUNDLES, cluster=cluster)
@@ -90,24 +93,19 @@ def read_history(path: Path, cluster: str | None, *, replay: bool) -> HistorySou
         series=_series(bundles, first_ms, published) if replay else {},
         snapshots=len(pc.unique(brokers.column("snapshot_ms"))),
         span_s=(last_ms - first_ms) / 1000.0,
-        brokers=tuple(sorted(snapshot.brokers)),
-        changes=_churn(brokers, first_ms) if replay else (),
+        brokers=tuple(snapshot.brokers),
+        changes=_churn(brokers, first_ms) if replay and replay_brokers else (),
     )
 
 
 def _churn(brokers: pa.Table, first_ms: int) -> tuple[BrokerChange, ...]:
     """The brokers that joined and left between the history's snapshots."""
-    present: dict[int, set[str]] = {}
-    for at_ms, broker in zip(
-        brokers.column("snapshot_ms").to_pylist(), brokers.column("broker").to_pylist(), strict=True
-    ):
-        present.setdefault(at_ms, set()).add(broker)
-    times = sorted(present)
-    return tuple(
-        broker_changes(
-            [(t - first_ms) / 1000.0 for t in times], [frozenset(present[t]) for t in times]
-        )
+    by_time = (
+        brokers.group_by("snapshot_ms").aggregate([("broker", "distinct")]).sort_by("snapshot_ms")
     )
+    times = [(t - first_ms) / 1000.0 for t in by_time.column("snapshot_ms").to_pylist()]
+    present = [frozenset(names) for names in by_time.column("broker_distinct").to_pylist()]
+    return tuple(broker_changes(times, present))
 
 
 def _owners(names: Sequence[str], copied: Sequence[str]) -> np.ndarray:

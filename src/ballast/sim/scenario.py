@@ -236,14 +236,13 @@ def _copy(table: Table, tenant: str, base_dir: Path | None) -> _Copied:
     # load), which only a history source needs.
     from ballast.sim.history_source import read_history
 
-    history = read_history(path, spec.cluster, replay=spec.replay)
+    history = read_history(
+        path, spec.cluster, replay=spec.replay, replay_brokers=spec.replay_brokers
+    )
     copied = copy_load(history.snapshot, spec, tenant, history.series)
     span = f"{history.snapshots} snapshots of cluster {history.cluster} over {history.span_s:g} s"
     said = f"replaying {span}" if spec.replay else f"the first of {span}"
-    notes = (*copied.notes(shown), said)
-    if not spec.replay_brokers:
-        return _Copied(copied, notes)
-    return _Copied(copied, notes, history.brokers, history.changes)
+    return _Copied(copied, (*copied.notes(shown), said), history.brokers, history.changes)
 
 
 def _with_churn(
