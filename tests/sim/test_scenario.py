@@ -229,6 +229,19 @@ def test_errors_name_the_key(extra: str, message: str) -> None:
         parse_scenario(tomllib.loads(MINIMAL + extra))
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('duration = "1h"', r"^ScenarioError: cluster.brokers: missing$"),
+        ("[cluster]\nbrokers = 1", r"^ScenarioError: duration: missing$"),
+        (MINIMAL + "[[namespaces]]\ntopics = 1", r"^ScenarioError: namespaces\[0\].name: missing$"),
+    ],
+)
+def test_a_missing_key_is_named_missing(text: str, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario(tomllib.loads(text))
+
+
 def test_a_size_change_alone_keeps_the_rates() -> None:
     text = MINIMAL + "[[events]]\nat = 1\nscale_rates = { size_factor = 2, share = 0.5 }\n"
     (event,) = parse_scenario(tomllib.loads(text)).events

@@ -61,14 +61,22 @@ class Table:
         self.used.add(key)
         return self.data.get(key, default)
 
-    def text(self, key: str, default: str | None = None) -> str:
+    def required(self, key: str, default: object) -> Any:
+        """The value of ``key`` (or ``default``); a key with neither is an error that says
+        it is missing, not that it has the wrong type."""
         value = self.raw(key, default)
+        if value is None:
+            raise ScenarioError(f"{self.path(key)}: missing")
+        return value
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self.required(key, default)
         if not isinstance(value, str):
             raise ScenarioError(f"{self.path(key)}: expected a string")
         return value
 
     def number(self, key: str, default: float | None = None, *, minimum: float = 0.0) -> float:
-        value = self.raw(key, default)
+        value = self.required(key, default)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ScenarioError(f"{self.path(key)}: expected a number")
         if value < minimum:
@@ -76,7 +84,7 @@ class Table:
         return float(value)
 
     def integer(self, key: str, default: int | None = None, *, minimum: int = 0) -> int:
-        value = self.raw(key, default)
+        value = self.required(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
             raise ScenarioError(f"{self.path(key)}: expected an integer")
         if value < minimum:
@@ -90,10 +98,7 @@ class Table:
         return value
 
     def duration(self, key: str, default: object = None) -> float:
-        value = self.raw(key, default)
-        if value is None:
-            raise ScenarioError(f"{self.path(key)}: missing")
-        return parse_duration(value, self.path(key))
+        return parse_duration(self.required(key, default), self.path(key))
 
     def sub(self, key: str) -> Table:
         return Table(self.raw(key, {}), self.path(key))
