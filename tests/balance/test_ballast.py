@@ -26,18 +26,19 @@ def bundle(broker: str, i: int, namespace: str = "t/ns") -> str:
     return f"{namespace}/0x{ord(broker[0]) << 24 | i:08x}_0x{(ord(broker[0]) << 24 | i) + 1:08x}"
 
 
-def broker(*loads: float, name: str, namespace: str = "t/ns") -> LocalBrokerData:
-    """A one-core broker whose bundles carry ``loads`` (fractions of the core); CPU usage is
-    exactly their traffic's cost."""
+def broker(*loads: float, name: str, namespace: str = "t/ns", cores: int = 1) -> LocalBrokerData:
+    """A broker of one core (or ``cores``) whose bundles carry ``loads`` (fractions of its
+    CPU); CPU usage is exactly their traffic's cost."""
+    per_load = cores * 100 / COST / 2  # msg/s each way of a whole broker's load
     stats = {
         bundle(name, i, namespace): NamespaceBundleStats(
-            msg_rate_in=load * 100 / COST / 2, msg_rate_out=load * 100 / COST / 2, topics=1
+            msg_rate_in=load * per_load, msg_rate_out=load * per_load, topics=1
         )
         for i, load in enumerate(loads)
     }
     messages = sum(s.msg_rate_in + s.msg_rate_out for s in stats.values())
     return LocalBrokerData(
-        cpu=ResourceUsage(usage=messages * COST, limit=100.0),
+        cpu=ResourceUsage(usage=messages * COST, limit=cores * 100.0),
         msg_rate_in=messages / 2,
         msg_rate_out=messages / 2,
         last_stats=stats,
@@ -58,10 +59,10 @@ def run(
     return moves, result.state, dict(result.stats)
 
 
-def reported(stats: dict[str, NamespaceBundleStats]) -> LocalBrokerData:
+def reported(stats: dict[str, NamespaceBundleStats], cores: float = 1.0) -> LocalBrokerData:
     messages = sum(s.msg_rate_in + s.msg_rate_out for s in stats.values())
     return LocalBrokerData(
-        cpu=ResourceUsage(usage=messages * COST, limit=100.0),
+        cpu=ResourceUsage(usage=messages * COST, limit=cores * 100.0),
         msg_rate_in=messages / 2,
         msg_rate_out=messages / 2,
         last_stats=stats,
@@ -72,15 +73,16 @@ def reported(stats: dict[str, NamespaceBundleStats]) -> LocalBrokerData:
 def moved(snap: LoadSnapshot, moves: list[Transfer]) -> LoadSnapshot:
     """The snapshot once ``moves`` are done and every broker reported again."""
     stats = {name: dict(data.local_data.last_stats) for name, data in snap.brokers.items()}
+    cores = {name: data.local_data.cpu.limit / 100 for name, data in snap.brokers.items()}
     for move in moves:
         stats[move.destination][str(move.bundle)] = stats[move.source].pop(str(move.bundle))
-    return snapshot({name: reported(s) for name, s in stats.items()})
+    return snapshot({name: reported(s, cores[name]) for name, s in stats.items()})
 
 
 def loads_after(snap: LoadSnapshot, moves: list[Transfer]) -> dict[str, float]:
     """Each broker's load once ``moves`` are done (by the test's own arithmetic)."""
     return {
-        name: round(data.local_data.cpu.usage / 100, 6)
+        name: round(data.local_data.cpu.usage / data.local_data.cpu.limit, 6)
         for name, data in moved(snap, moves).brokers.items()
     }
 
@@ -229,6 +231,24 @@ def test_a_lightly_loaded_cluster_is_balanced_by_its_ratios_too() -> None:
     mean = sum(after.values()) / len(after)
     assert max(after.values()) <= mean * CONFIG.target_max_over_mean
     assert after["d"] > 0
+
+
+def test_brokers_of_different_sizes_are_balanced_to_equal_loads() -> None:
+    # An 8-core broker at 0.6 and a 4-core one at 0.3 (a cluster of mixed machines): a
+    # bundle moved to the small broker loads it twice as much as it unloaded the large one,
+    # so the mean load rises with each move. The moves even the loads out; they do not stop
+    # where the large broker carries twice the small one's load, where the sum of the
+    # loads' squares is least (0.6 and 0.3 already nearly is).
+    snap = snapshot(
+        {
+            "big": broker(*(0.025,) * 24, name="big", cores=8),
+            "small": broker(*(0.05,) * 6, name="small", cores=4),
+        }
+    )
+    moves, _, stats = run(snap, BallastState(hit_count=5))
+    assert [(m.source, m.destination) for m in moves] == [("big", "small")] * 4
+    assert loads_after(snap, moves) == {"big": 0.5, "small": 0.5}
+    assert stats["stdAfter"] == pytest.approx(0.0, abs=1e-9)
 
 
 def test_a_broker_emptied_since_the_last_run_waits_one_run_a_new_one_does_not() -> None:

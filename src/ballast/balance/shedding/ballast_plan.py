@@ -289,7 +289,9 @@ def _score(
         plan.config, moves, source
     ):
         return None
-    gain = before_source**2 + before_destination**2 - after_source**2 - after_destination**2
+    gain = _spread_gain(
+        plan, (before_source, before_destination), (after_source, after_destination)
+    )
     if gain <= 0 or math.isnan(gain):
         return None
     return _Step(
@@ -299,6 +301,21 @@ def _score(
         ),
         gain,
     )
+
+
+def _spread_gain(plan: Plan, before: tuple[float, float], after: tuple[float, float]) -> float:
+    """How much a step lowers the brokers' squared deviations from their mean (n times the
+    variance of the loads, which the std-dev target measures). Between brokers alike the
+    mean stays and this is the fall in the pair's squares. A bundle moved to a smaller
+    broker loads it more than it unloaded the larger one, so the mean rises too; the squares
+    alone would then favour loading the larger brokers more (their minimum is where loads
+    are in proportion to capacity, not equal)."""
+    gain = before[0] ** 2 + before[1] ** 2 - after[0] ** 2 - after[1] ** 2
+    shift = after[0] + after[1] - before[0] - before[1]
+    if abs(shift) > EPSILON:  # not a rounding of equal capacities
+        total = sum(plan.load.values())
+        gain += shift * (2 * total + shift) / len(plan.load)
+    return gain
 
 
 def _required_improvement(
