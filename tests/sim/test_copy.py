@@ -4,6 +4,7 @@ idle and outbound-only bundles are handled and said; bad sources are named error
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import tomllib
@@ -18,6 +19,7 @@ from ballast.broker.host_usage import BrokerCapacity, ModelledHostUsage
 from ballast.model.bundles import BundleName
 from ballast.model.loaddata import NamespaceBundleStats
 from ballast.sim.copy import copied_namespace_name
+from ballast.sim.runner import RunOptions, simulate
 from ballast.sim.scenario import Scenario, load_scenario, parse_scenario
 from ballast.sim.schema import ScenarioError
 from ballast.sim.traffic import SimTraffic
@@ -251,3 +253,92 @@ def test_the_scenario_capacity_wins_and_can_be_left_alone(tmp_path: Path) -> Non
     # A snapshot without host figures leaves the capacity as it is.
     bare = {"brokers": {"b1": {"lastStats": {"t/n/0x00000000_0xffffffff": stats(1, 1, 1, 1)}}}}
     assert copy_of(tmp_path, bare).capacity == BrokerCapacity()
+
+
+def machine(cores: int, nic_kbits: float, bundles: dict[str, Any], throughput: float) -> Any:
+    """A broker's report at half its CPU, its NIC filled by ``throughput`` bytes/s."""
+    used_kbits = throughput * 8 / 1000
+    return {
+        "cpu": {"usage": cores * 50.0, "limit": cores * 100.0},
+        "memory": {"usage": 1024.0, "limit": cores * 1024.0},
+        "bandwidthIn": {"usage": used_kbits, "limit": nic_kbits},
+        "bandwidthOut": {"usage": used_kbits, "limit": nic_kbits},
+        "lastStats": bundles,
+    }
+
+
+def mixed_cluster(per_core: int = 1) -> dict[str, Any]:
+    """Two machines, both at half their CPU: 4 cores and 1 Gbit/s NICs serving ``4 *
+    per_core`` bundles, 8 cores and 10 Gbit/s serving twice as many, all alike."""
+    one = stats(100.0, 100.0, 1000.0, 10)
+
+    def bundles(first: int, count: int) -> dict[str, Any]:
+        step = 0x100000000 // 64
+        return {
+            f"t/n/0x{i * step:08x}_0x{(i + 1) * step:08x}": one for i in range(first, first + count)
+        }
+
+    small, large = 4 * per_core, 8 * per_core
+    return {
+        "brokers": {
+            "b1-small": machine(4, 1e6, bundles(0, small), small * 1e5),
+            "b2-large": machine(8, 1e7, bundles(small, large), large * 1e5),
+        }
+    }
+
+
+def test_brokers_of_different_machines_keep_their_own_capacity(tmp_path: Path) -> None:
+    """Each copied broker has its own cores, memory and NIC, so that its traffic loads it as
+    much as the source's broker reports (with one capacity for both, the small machine would
+    show a third of its CPU used and the large two thirds)."""
+    source = mixed_cluster()
+    scenario = copy_of(tmp_path, source)
+    small, large = scenario.capacities
+    assert (small.cores, large.cores) == (4.0, 8.0)
+    assert (small.memory_mb, large.memory_mb) == (4096.0, 8192.0)
+    assert large.nic_bytes_per_s == pytest.approx(10 * small.nic_bytes_per_s)
+    assert small.cpu_per_msg_s == large.cpu_per_msg_s == scenario.capacity.cpu_per_msg_s
+    assert scenario.capacity_of(0) == small and scenario.capacity_of(2) == scenario.capacity
+    assert any("capacities copied broker by broker (2 kinds)" in n for n in scenario.notes)
+    simulated = simulated_stats(scenario)
+    for index, name in enumerate(sorted(source["brokers"])):
+        report = source["brokers"][name]
+        served = [simulated[copied_namespace_name("sim", b)] for b in report["lastStats"]]
+        usage = ModelledHostUsage(scenario.capacity_of(index)).sample(
+            NamespaceBundleStats(
+                msg_rate_in=sum(s.msg_rate_in for s in served),
+                msg_rate_out=sum(s.msg_rate_out for s in served),
+                msg_throughput_in=sum(s.msg_throughput_in for s in served),
+                msg_throughput_out=sum(s.msg_throughput_out for s in served),
+            )
+        )
+        assert usage.cpu.usage / usage.cpu.limit == pytest.approx(0.5)
+        reported = report["bandwidthIn"]["usage"] / report["bandwidthIn"]["limit"]
+        assert usage.bandwidth_in.usage / usage.bandwidth_in.limit == pytest.approx(reported)
+
+
+def test_own_capacities_take_the_scenario_keys_and_need_the_source_brokers(
+    tmp_path: Path,
+) -> None:
+    source = mixed_cluster()
+    small, large = copy_of(tmp_path, source, "[cluster.capacity]\ncores = 2\n").capacities
+    assert (small.cores, large.cores) == (2.0, 2.0)  # the scenario's key over both
+    assert large.nic_bytes_per_s == pytest.approx(10 * small.nic_bytes_per_s)  # still their own
+    resized = copy_of(tmp_path, source, "[cluster]\nbrokers = 3\n")
+    assert resized.capacities == () and resized.capacity_of(0) == resized.capacity
+    assert any("the cluster starts with 3 brokers, the source with 2" in n for n in resized.notes)
+    assert copy_of(tmp_path, source, "capacity = false\n").capacities == ()
+    assert load_scenario_text(EXAMPLE).capacities == ()  # the example's brokers are alike
+
+
+def test_a_balanced_copy_of_mixed_machines_gives_the_larger_more_traffic(tmp_path: Path) -> None:
+    """Run for real: balanced by load, the 8-core broker carries about twice the traffic of
+    the 4-core one (alike, they would carry the same)."""
+    scenario = copy_of(tmp_path, mixed_cluster(per_core=3))
+    scenario = dataclasses.replace(scenario, duration_s=600.0)
+    result = simulate(scenario, RunOptions(strategy="ballast", check_invariants=True))
+    last = max(r.t_s for r in result.brokers)
+    final = {r.broker: r for r in result.brokers if r.t_s == last}
+    small, large = final["broker-000:8080"], final["broker-001:8080"]
+    assert large.msg_rate >= 1.5 * small.msg_rate
+    assert abs(large.load - small.load) < 0.1

@@ -184,6 +184,32 @@ def test_brokers_join_and_leave_as_the_history_shows(tmp_path: Path) -> None:
     assert summary["final"]["brokers"] == 3 and new["loadedAfterS"] is not None
 
 
+def test_a_joining_broker_of_another_machine_starts_with_its_own_capacity(
+    tmp_path: Path,
+) -> None:
+    """A broker that joins with twice the cores and NIC of the others starts with its own
+    capacity (fitted as the first brokers' is); one like them gets the cluster's."""
+    first = example_snapshot()
+    like = copy.deepcopy(first["brokers"]["10.0.0.1:8080"])
+    like.update(lastStats={}, bundles=[])
+    bigger = copy.deepcopy(like)
+    for resource in ("cpu", "bandwidthIn", "bandwidthOut"):
+        bigger[resource]["limit"] *= 2
+    second = copy.deepcopy(first)
+    second["brokers"].update({"10.0.0.8:8080": bigger, "10.0.0.9:8080": like})
+    scenario = copy_of(history_of(tmp_path, (first, second)))
+    own, alike = scenario.events
+    assert isinstance(own.action, AddBrokers) and isinstance(alike.action, AddBrokers)
+    assert own.action.count == alike.action.count == 1
+    assert alike.action.capacity is None  # the cluster's
+    assert own.action.capacity is not None
+    assert own.action.capacity.cores == 2 * scenario.capacity.cores
+    assert own.action.capacity.nic_bytes_per_s == pytest.approx(
+        2 * scenario.capacity.nic_bytes_per_s
+    )
+    assert own.action.capacity.cpu_per_msg_s == scenario.capacity.cpu_per_msg_s
+
+
 def test_brokers_stay_when_asked_or_when_the_cluster_differs(tmp_path: Path) -> None:
     root, _ = write_churn_history(tmp_path)
     assert copy_of(root, "replay_brokers = false\n").events == ()

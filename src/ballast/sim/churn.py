@@ -11,10 +11,15 @@ scenario's own events take part in that order: brokers they add take the next in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 
+from ballast.broker.host_usage import BrokerCapacity
 from ballast.sim.scenario import AddBrokers, BrokerSelection, Event, StopBrokers
+
+# A joining broker's own capacity, or None for the cluster's.
+CapacityOf = Callable[[str], BrokerCapacity | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,13 +45,21 @@ def broker_changes(
     return changes
 
 
+def _cluster_capacity(_name: str) -> BrokerCapacity | None:
+    return None
+
+
 def with_churn(
-    initial: Sequence[str], changes: Sequence[BrokerChange], events: Sequence[Event]
+    initial: Sequence[str],
+    changes: Sequence[BrokerChange],
+    events: Sequence[Event],
+    capacity_of: CapacityOf = _cluster_capacity,
 ) -> tuple[Event, ...]:
     """The scenario's ``events`` (sorted by time) with the churn's, in time order (on a tie,
     the scenario's first, then the churn's starts before its stops, so that brokers replaced
     all at once have somewhere to drain to). ``initial``: the first snapshot's brokers, the
-    cluster's brokers 0, 1, ... in name order."""
+    cluster's brokers 0, 1, ... in name order; ``capacity_of``: a joining broker's
+    capacity (by default the cluster's)."""
     index_of = {name: index for index, name in enumerate(sorted(initial))}
     created = len(index_of)
     merged: list[Event] = []
@@ -59,7 +72,9 @@ def with_churn(
             merged.append(event)
         gone = tuple(sorted(index_of.pop(name) for name in change.left if name in index_of))
         if change.joined:
-            merged.append(Event(change.at_s, AddBrokers(len(change.joined), None)))
+            # in name order, as they take their indexes; alike brokers started by one event
+            for capacity, alike in groupby(change.joined, key=capacity_of):
+                merged.append(Event(change.at_s, AddBrokers(len(list(alike)), capacity)))
             for name in change.joined:
                 index_of[name] = created
                 created += 1

@@ -14,7 +14,8 @@ in again (and throughput out as rate out times that size).
 
 The brokers' capacity follows the source's reports (cores, NIC and memory from their limits,
 the CPU cost of traffic scaled to the CPU they report using), so a copied cluster starts as
-loaded as the source; ``[cluster.capacity]`` overrides any of it.
+loaded as the source; brokers whose limits differ keep their own capacity (a cluster of mixed
+machines stays mixed). ``[cluster.capacity]`` overrides any of it.
 
 Not copied: which broker owns which bundle (the simulated cluster places them itself, as
 Pulsar's copy does), the namespaces' policies (every copied namespace is an ordinary one of
@@ -24,6 +25,7 @@ reading a backlog): the simulated load comes from publishing.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -35,7 +37,7 @@ from ballast.balance.snapshot_json import ParsedSnapshot
 from ballast.broker.host_usage import BrokerCapacity
 from ballast.model.bundles import BundleName, BundleRange, InvalidBundle
 from ballast.model.codec import ModelError
-from ballast.model.loaddata import NamespaceBundleStats, ResourceUsage
+from ballast.model.loaddata import LocalBrokerData, NamespaceBundleStats, ResourceUsage
 from ballast.model.naming import NamespaceName
 from ballast.sim.namespace_spec import NamespaceSpec
 from ballast.sim.processes import ProcessSpec, Recorded
@@ -53,7 +55,7 @@ class CopySpec:
     ``rate_multiplier`` scales every rate (Pulsar's ``--rate-multiplier``); ``popularity``
     and ``processes`` apply to the topics of every copied bundle as in ``[[namespaces]]``;
     ``capacity``: the brokers' capacity follows the source's reports
-    (:func:`source_capacity`); ``cluster``, ``replay`` and ``replay_brokers``: for a load
+    (:func:`fit_capacity`); ``cluster``, ``replay`` and ``replay_brokers``: for a load
     history, which cluster, whether the rates follow its snapshots
     (:mod:`ballast.sim.history_source`) and whether its brokers join and leave as it shows
     (:mod:`ballast.sim.churn`)."""
@@ -69,21 +71,92 @@ class CopySpec:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerLimits:
+    """What one source broker reports it has (0: not reported): CPU in percent of a core
+    summed over its cores, heap in MiB, and NIC each way as reported (Pulsar: kbit/s)."""
+
+    cpu: float = 0.0
+    memory_mb: float = 0.0
+    nic_in: float = 0.0
+    nic_out: float = 0.0
+
+    @classmethod
+    def of(cls, report: LocalBrokerData) -> BrokerLimits:
+        return cls(
+            report.cpu.limit,
+            report.memory.limit,
+            report.bandwidth_in.limit,
+            report.bandwidth_out.limit,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityFit:
+    """The brokers' capacity fitted to the source's reports (:func:`fit_capacity`): ``alike``
+    is what every broker has when they are all the same machine (the median broker's cores
+    and memory); ``nic_in`` and ``nic_out``, where the reports give them, the NIC fitted each
+    way (bytes/s) and the brokers' mean reported limit it stands for."""
+
+    alike: BrokerCapacity
+    nic_in: tuple[float, float] | None = None
+    nic_out: tuple[float, float] | None = None
+
+    def of(self, limits: BrokerLimits) -> BrokerCapacity:
+        """One broker's own capacity: ``alike`` with the broker's cores and memory, and its
+        NIC as much above or below the fitted one as its limit is against the mean (the
+        busier direction, as for ``alike``). A limit left at 0 keeps ``alike``'s figure; the
+        CPU costs of traffic stay the cluster's (they belong to the software, not the
+        machine)."""
+        alike = self.alike
+        nics = []
+        for fitted, limit in ((self.nic_in, limits.nic_in), (self.nic_out, limits.nic_out)):
+            if fitted is not None and limit > 0.0:
+                nic, mean = fitted
+                # a broker at the mean keeps the fitted NIC exactly (the mean of equal
+                # limits can be off by a rounding)
+                nics.append(nic if math.isclose(limit, mean) else nic * limit / mean)
+        return replace(
+            alike,
+            cores=limits.cpu / 100.0 if limits.cpu > 0.0 else alike.cores,
+            memory_mb=limits.memory_mb if limits.memory_mb > 0.0 else alike.memory_mb,
+            nic_bytes_per_s=min(nics) if nics else alike.nic_bytes_per_s,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class CopiedLoad:
     """What a copy gives the scenario: the source's broker count, one namespace per bundle,
-    the bundles left out (no topic and no traffic; stale bundle data) and those whose
-    traffic out was not copied (nothing published to them)."""
+    the capacity fit (None: not fitted) and the source brokers' limits in name order, the
+    bundles left out (no topic and no traffic; stale bundle data) and those whose traffic
+    out was not copied (nothing published to them)."""
 
     brokers: int
     namespaces: tuple[NamespaceSpec, ...]
-    capacity: BrokerCapacity | None
+    fit: CapacityFit | None
     idle_bundles: int
     outbound_only_bundles: int
     stale_bundles: int
+    limits: tuple[BrokerLimits, ...] = ()
+
+    @property
+    def capacity(self) -> BrokerCapacity | None:
+        """The capacity every broker has when they are alike."""
+        return None if self.fit is None else self.fit.alike
+
+    def capacities(self) -> tuple[BrokerCapacity, ...]:
+        """Each source broker's own capacity, in name order (the simulated brokers' order);
+        empty when not fitted or when every broker has the same."""
+        if self.fit is None:
+            return ()
+        own = tuple(self.fit.of(limits) for limits in self.limits)
+        return own if len(set(own)) > 1 else ()
 
     def notes(self, source: str) -> tuple[str, ...]:
         """What the user should know of the copy (shown by ``ballast simulate``)."""
         notes = [f"copied {len(self.namespaces)} bundles on {self.brokers} brokers from {source}"]
+        kinds = len(set(self.capacities()))
+        if kinds:
+            notes.append(f"the brokers' capacities copied broker by broker ({kinds} kinds)")
         if self.outbound_only_bundles:
             notes.append(
                 f"{self.outbound_only_bundles} bundles had traffic out but none in; their "
@@ -186,9 +259,12 @@ def copy_load(
                 processes=(*spec.processes, series[bundle]) if bundle in series else spec.processes,
             )
         )
-    capacity = source_capacity(snapshot, traffic.values()) if spec.capacity else None
+    fit = fit_capacity(snapshot, traffic.values()) if spec.capacity else None
+    limits = tuple(
+        BrokerLimits.of(snapshot.brokers[b].local_data) for b in sorted(snapshot.brokers)
+    )
     return CopiedLoad(
-        len(snapshot.brokers), tuple(namespaces), capacity, idle, outbound_only, stale
+        len(snapshot.brokers), tuple(namespaces), fit, idle, outbound_only, stale, limits
     )
 
 
@@ -197,17 +273,18 @@ def _median(values: Sequence[float]) -> float | None:
     return statistics.median(known) if known else None
 
 
-def source_capacity(
+def fit_capacity(
     snapshot: LoadSnapshot,
     traffic: Iterable[NamespaceBundleStats],
     base: BrokerCapacity = DEFAULT_CAPACITY,
-) -> BrokerCapacity:
+) -> CapacityFit:
     """``base`` fitted to the source's reports, so that the copied traffic loads the
     simulated brokers as much as the source's brokers report (a cluster at 60% CPU
     simulates at 60%): cores and memory from the median broker's limits; the CPU costs of a
     message and a byte scaled so that the traffic costs the CPU the brokers report using in
     all; the NIC set so that the traffic fills it as much as the brokers report their NICs
-    filled (the busier of in and out). What the reports leave at 0 stays as in ``base``."""
+    filled (the busier of in and out). What the reports leave at 0 stays as in ``base``.
+    :meth:`CapacityFit.of` gives each broker its own cores, memory and NIC from there."""
     reports = [data.local_data for data in snapshot.brokers.values()]
     stats = list(traffic)
     cores = _median([r.cpu.limit / 100.0 for r in reports])
@@ -223,8 +300,9 @@ def source_capacity(
         ([r.bandwidth_in for r in reports], [s.msg_throughput_in for s in stats]),
         ([r.bandwidth_out for r in reports], [s.msg_throughput_out for s in stats]),
     )
-    nics = [nic for nic in (_nic_bytes_per_s(*d) for d in directions) if nic is not None]
-    return replace(
+    nic_in, nic_out = (_nic_fit(*d) for d in directions)
+    nics = [fit[0] for fit in (nic_in, nic_out) if fit is not None]
+    alike = replace(
         base,
         cores=cores if cores is not None else base.cores,
         nic_bytes_per_s=min(nics) if nics else base.nic_bytes_per_s,
@@ -232,17 +310,22 @@ def source_capacity(
         cpu_per_msg_s=base.cpu_per_msg_s * scale,
         cpu_per_byte_s=base.cpu_per_byte_s * scale,
     )
+    return CapacityFit(alike, nic_in, nic_out)
 
 
-def _nic_bytes_per_s(usage: Sequence[ResourceUsage], throughput: Sequence[float]) -> float | None:
+def _nic_fit(
+    usage: Sequence[ResourceUsage], throughput: Sequence[float]
+) -> tuple[float, float] | None:
     """The NIC (bytes/s, every broker alike) that ``throughput`` in all fills as much as the
-    brokers report theirs filled (``usage`` in kbit/s of a limit); None without figures."""
-    used = sum(u.usage for u in usage if u.limit > 0.0)
-    limit = sum(u.limit for u in usage if u.limit > 0.0)
+    brokers report theirs filled (``usage`` in kbit/s of a limit), and the mean limit of the
+    brokers that report one; None without figures."""
+    known = [u for u in usage if u.limit > 0.0]
+    used = sum(u.usage for u in known)
+    limit = sum(u.limit for u in known)
     total = sum(throughput)
     if used <= 0.0 or limit <= 0.0 or total <= 0.0:
         return None
-    return total / (len(usage) * used / limit)
+    return total / (len(usage) * used / limit), limit / len(known)
 
 
 def is_history(path: Path) -> bool:

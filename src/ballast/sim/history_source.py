@@ -16,7 +16,7 @@ are read too; :mod:`ballast.sim.churn` makes them the scenario's events.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,7 @@ from ballast.pipeline.history import read_table
 from ballast.pipeline.schema import BROKERS, BUNDLES
 from ballast.pipeline.shedding import snapshot_object
 from ballast.sim.churn import BrokerChange, broker_changes
+from ballast.sim.copy import BrokerLimits
 from ballast.sim.processes import Recorded
 from ballast.sim.schema import ScenarioError
 
@@ -48,6 +49,7 @@ class HistorySource:
     span_s: float
     brokers: tuple[str, ...] = ()
     changes: tuple[BrokerChange, ...] = ()
+    joiner_limits: Mapping[str, BrokerLimits] = field(default_factory=dict)
 
 
 def read_history(
@@ -87,6 +89,7 @@ def read_history(
             if stats.msg_rate_in > 0.0
         }
     )
+    changes = _churn(brokers, first_ms) if replay and replay_brokers else ()
     return HistorySource(
         cluster=clusters[0],
         snapshot=snapshot,
@@ -94,7 +97,8 @@ def read_history(
         snapshots=len(pc.unique(brokers.column("snapshot_ms"))),
         span_s=(last_ms - first_ms) / 1000.0,
         brokers=tuple(snapshot.brokers),
-        changes=_churn(brokers, first_ms) if replay and replay_brokers else (),
+        changes=changes,
+        joiner_limits=_joiner_limits(brokers, changes),
     )
 
 
@@ -106,6 +110,30 @@ def _churn(brokers: pa.Table, first_ms: int) -> tuple[BrokerChange, ...]:
     times = [(t - first_ms) / 1000.0 for t in by_time.column("snapshot_ms").to_pylist()]
     present = [frozenset(names) for names in by_time.column("broker_distinct").to_pylist()]
     return tuple(broker_changes(times, present))
+
+
+def _joiner_limits(brokers: pa.Table, changes: Sequence[BrokerChange]) -> dict[str, BrokerLimits]:
+    """What each broker that joins reports it has, at the first snapshot it joins in (a
+    broker back after an absence keeps what it joined with first)."""
+    first_join: dict[str, float] = {}
+    for change in changes:
+        for name in change.joined:
+            first_join.setdefault(name, change.at_s)
+    if not first_join:
+        return {}
+    first_ms = int(pc.min(brokers.column("snapshot_ms")).as_py())
+    rows = brokers.filter(pc.is_in(brokers.column("broker"), pa.array(sorted(first_join))))
+    limits: dict[str, BrokerLimits] = {}
+    for row in rows.sort_by("snapshot_ms").to_pylist():
+        name = row["broker"]
+        if name not in limits and (row["snapshot_ms"] - first_ms) / 1000.0 >= first_join[name]:
+            limits[name] = BrokerLimits(
+                cpu=row["cpu_limit"] or 0.0,
+                memory_mb=row["memory_limit"] or 0.0,
+                nic_in=row["bandwidth_in_limit"] or 0.0,
+                nic_out=row["bandwidth_out_limit"] or 0.0,
+            )
+    return limits
 
 
 def _owners(names: Sequence[str], copied: Sequence[str]) -> np.ndarray:

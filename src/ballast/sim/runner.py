@@ -279,8 +279,8 @@ class Simulation:
 
     async def setup(self) -> None:
         scenario = self.scenario
-        for _ in range(scenario.brokers):
-            await self._start_broker(self._new_broker(scenario.capacity))
+        for index in range(scenario.brokers):
+            await self._start_broker(self._new_broker(scenario.capacity_of(index)))
         for _ in range(200):
             if self.cluster.leader() is not None:
                 break

@@ -11,14 +11,21 @@ reads the TOML again.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ballast.broker.host_usage import BrokerCapacity
 from ballast.model.config import SETTINGS_BY_KEY, nearest_key
-from ballast.sim.copy import CopiedLoad, CopySpec, copy_load, is_history, read_source
+from ballast.sim.copy import (
+    BrokerLimits,
+    CopiedLoad,
+    CopySpec,
+    copy_load,
+    is_history,
+    read_source,
+)
 from ballast.sim.namespace_spec import NamespaceSpec
 from ballast.sim.processes import ProcessSpec, parse_process
 from ballast.sim.schema import ScenarioError, Table, parse_duration
@@ -152,6 +159,12 @@ class Scenario:
     expect: Expectations = Expectations()
     tenant: str = "sim"
     notes: tuple[str, ...] = ()
+    # the first brokers' own capacities (a copied cluster of mixed machines), by index
+    capacities: tuple[BrokerCapacity, ...] = ()
+
+    def capacity_of(self, index: int) -> BrokerCapacity:
+        """The capacity of the broker started ``index``-th (from 0) at the start."""
+        return self.capacities[index] if index < len(self.capacities) else self.capacity
 
     def settings_overrides(self) -> list[str]:
         """The ``[settings]`` table as ``key=value`` overrides."""
@@ -203,6 +216,7 @@ class _Copied:
     notes: tuple[str, ...]
     brokers: tuple[str, ...] = ()
     changes: tuple[BrokerChange, ...] = ()
+    joiner_limits: Mapping[str, BrokerLimits] = field(default_factory=dict)
 
 
 def _copy(table: Table, tenant: str, base_dir: Path | None) -> _Copied:
@@ -242,14 +256,25 @@ def _copy(table: Table, tenant: str, base_dir: Path | None) -> _Copied:
     copied = copy_load(history.snapshot, spec, tenant, history.series)
     span = f"{history.snapshots} snapshots of cluster {history.cluster} over {history.span_s:g} s"
     said = f"replaying {span}" if spec.replay else f"the first of {span}"
-    return _Copied(copied, (*copied.notes(shown), said), history.brokers, history.changes)
+    return _Copied(
+        copied,
+        (*copied.notes(shown), said),
+        history.brokers,
+        history.changes,
+        history.joiner_limits,
+    )
 
 
 def _with_churn(
-    read: _Copied, brokers: int, events: tuple[Event, ...]
+    read: _Copied,
+    brokers: int,
+    events: tuple[Event, ...],
+    own: Callable[[BrokerCapacity], BrokerCapacity],
 ) -> tuple[tuple[Event, ...], str]:
     """The events with the history's broker churn, and what to tell the user; none when the
-    cluster does not start with the history's brokers (their places would not match)."""
+    cluster does not start with the history's brokers (their places would not match). A
+    joining broker unlike the cluster's gets its own capacity (``own``: the scenario's
+    ``[cluster.capacity]`` keys over the fitted one)."""
     joined = sum(len(change.joined) for change in read.changes)
     left = sum(len(change.left) for change in read.changes)
     if brokers != len(read.brokers):
@@ -259,8 +284,16 @@ def _with_churn(
         )
     from ballast.sim.churn import with_churn  # it builds on this module's events
 
+    fit = read.load.fit
+
+    def capacity_of(name: str) -> BrokerCapacity | None:
+        limits = read.joiner_limits.get(name)
+        if fit is None or limits is None or fit.of(limits) == fit.alike:
+            return None  # the cluster's
+        return own(fit.of(limits))
+
     said = f"replaying the brokers' churn: {joined} joining, {left} leaving (gracefully)"
-    return with_churn(read.brokers, read.changes, events), said
+    return with_churn(read.brokers, read.changes, events, capacity_of), said
 
 
 def _namespace(table: Table, tenant: str) -> NamespaceSpec:
@@ -433,7 +466,20 @@ def parse_scenario(
     cluster = root.sub("cluster")
     brokers = cluster.integer("brokers", copied.brokers if copied else None, minimum=1)
     base = copied.capacity if copied and copied.capacity else BrokerCapacity()
-    capacity = _capacity(cluster.sub("capacity"), base)
+
+    def own(fitted: BrokerCapacity) -> BrokerCapacity:
+        return _capacity(cluster.sub("capacity"), fitted)  # the scenario's keys win
+
+    capacity = own(base)
+    capacities = copied.capacities() if copied else ()
+    if capacities and brokers != len(capacities):
+        notes = (
+            *notes,
+            f"the source's brokers differ in capacity, but the cluster starts with {brokers} "
+            f"brokers, the source with {len(capacities)}: every broker has the median one's",
+        )
+        capacities = ()
+    capacities = tuple(own(c) for c in capacities)
     cluster.finish()
     raw_namespaces = root.raw("namespaces", [])
     if not isinstance(raw_namespaces, list):
@@ -454,7 +500,7 @@ def parse_scenario(
         )
     )
     if read is not None and read.changes:
-        events, said = _with_churn(read, brokers, events)
+        events, said = _with_churn(read, brokers, events, own)
         notes = (*notes, said)
     settings = root.raw("settings", {})
     if not isinstance(settings, dict):
@@ -482,6 +528,7 @@ def parse_scenario(
         expect=_expectations(root.sub("expect")),
         tenant=tenant,
         notes=notes,
+        capacities=capacities,
     )
     root.finish()
     if scenario.step_s <= 0:
