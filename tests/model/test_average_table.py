@@ -3,6 +3,7 @@ by ``add_report_samples``. Same values bit for bit, same order, and views that d
 
 from __future__ import annotations
 
+import math
 import struct
 
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from ballast.model.loaddata.averages import add_report_samples
 from ballast.model.loaddata.table import (
     BundleAverageTable,
     BundleAverageView,
-    long_term_totals,
+    over_long_term,
 )
 
 NAMES = [f"t/n/0x{i:08x}_0x{i + 1:08x}" for i in range(12)]
@@ -144,18 +145,24 @@ def test_many_bundles_grow_and_compact_the_table() -> None:
     assert len(before) == 5000 and before[names[0]].short_term_data.msg_rate_in == 0.0
 
 
-def test_long_term_totals_are_the_same_from_columns_and_objects() -> None:
+def test_bundles_over_the_long_term_limits_are_the_same_from_columns_and_objects() -> None:
     table = BundleAverageTable()
     reference: dict[str, BundleData] = {}
     report = {
         NAMES[0]: NamespaceBundleStats(msg_rate_in=0.1, msg_rate_out=0.2, msg_throughput_in=3.0),
         NAMES[1]: NamespaceBundleStats(msg_throughput_out=7.5),
+        NAMES[2]: NamespaceBundleStats(msg_rate_in=math.nan),
     }
     table.fold([report])
     add_report_samples(reference, [report])
-    from_columns = long_term_totals(table.view())
-    assert from_columns == long_term_totals(reference)
-    assert from_columns[NAMES[0]] == (0.1 + 0.2, 3.0)
+    for max_rate, max_throughput, expected in (
+        (0.31, 7.5, {NAMES[2]}),  # at a limit is within it; NaN is never within
+        (0.29, 7.5, {NAMES[0], NAMES[2]}),  # 0.1 + 0.2 in + out
+        (1.0, 7.0, {NAMES[1], NAMES[2]}),
+    ):
+        from_columns = over_long_term(table.view(), max_rate, max_throughput)
+        assert from_columns == over_long_term(reference, max_rate, max_throughput)
+        assert from_columns == expected
 
 
 def test_by_short_term_throughput_keeps_ties_in_order() -> None:

@@ -29,9 +29,7 @@ from ballast.balance.decisions import BrokerId, JsonValue, Reason, ReasonKind, S
 from ballast.balance.snapshot import LoadSnapshot, bundle_name, bundle_namespace
 from ballast.model.config import SplitConfig
 from ballast.model.loaddata import BundleData, NamespaceBundleStats
-from ballast.model.loaddata.table import long_term_totals
-
-_NO_TOTALS = (0.0, 0.0)  # a bundle without averages: rate and throughput 0
+from ballast.model.loaddata.table import over_long_term
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,15 +81,14 @@ def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitR
     added: dict[str, int] = {}
     refused: list[JsonValue] = []
     bundles = snapshot.bundles
-    totals = long_term_totals(bundles)  # (rate, throughput) without a BundleData per bundle
-    # The limits as plain locals for a first pass that only skips: a bundle within every
-    # limit (nearly all of them, and the leader checks all after every update) is passed
-    # over without building its reasons; any other goes to _exceeded, which decides.
-    max_topics, max_rate, max_bandwidth = (
-        config.max_topics,
-        config.max_msg_rate,
-        config.max_bandwidth_bytes,
-    )
+    # A first pass that only skips: a bundle within every limit (nearly all of them, and the
+    # leader checks all after every update) is passed over without building its reasons;
+    # any other goes to _exceeded, which decides. The long-term averages are compared for
+    # all bundles at once. A bundle without averages has rate and throughput 0, within the
+    # limits unless one is negative: then nothing is skipped.
+    quick = config.max_msg_rate >= 0.0 and config.max_bandwidth_bytes >= 0.0
+    over = over_long_term(bundles, config.max_msg_rate, config.max_bandwidth_bytes)
+    max_topics = config.max_topics
     max_sessions = config.max_sessions if config.max_sessions > 0 else math.inf
     for broker, data in snapshot.brokers.items():
         for bundle, bundle_stats in data.local_data.last_stats.items():
@@ -99,12 +96,12 @@ def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitR
             if topics < 2:
                 continue
             if (
-                topics <= max_topics
+                quick
+                and topics <= max_topics
                 and bundle_stats.consumer_count + bundle_stats.producer_count <= max_sessions
+                and bundle not in over
             ):
-                rate, throughput = totals.get(bundle, _NO_TOTALS)
-                if rate <= max_rate and throughput <= max_bandwidth:
-                    continue
+                continue
             exceeded = _exceeded(bundle_stats, bundles.get(bundle), config)
             if not exceeded:
                 continue

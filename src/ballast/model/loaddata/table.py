@@ -155,15 +155,19 @@ class BundleAverageView(Mapping[str, BundleData]):
     def __len__(self) -> int:
         return self._size
 
-    def long_term_totals(self) -> Mapping[str, tuple[float, float]]:
-        """Each bundle's long-term message rate and throughput (in + out), as
-        :func:`long_term_totals` says."""
-        if self._totals is None:
-            values = self._values[: self._length]
-            rates = (values[:, _LONG + _R_IN] + values[:, _LONG + _R_OUT]).tolist()
-            throughputs = (values[:, _LONG + _T_IN] + values[:, _LONG + _T_OUT]).tolist()
-            self._totals = {name: (rates[row], throughputs[row]) for name, row in self._live()}
-        return self._totals
+    def over_long_term(self, max_rate: float, max_throughput: float) -> frozenset[str]:
+        """The bundles whose long-term message rate (in + out) is not within ``max_rate`` or
+        whose throughput (in + out) is not within ``max_throughput``, as
+        :func:`over_long_term` says; the columns are compared at once, and names looked up
+        only when a bundle is over (rarely)."""
+        values = self._values[: self._length]
+        rates = values[:, _LONG + _R_IN] + values[:, _LONG + _R_OUT]
+        throughputs = values[:, _LONG + _T_IN] + values[:, _LONG + _T_OUT]
+        # "not within" rather than "above": NaN is over, as a comparison in Python finds it
+        over = ~((rates <= max_rate) & (throughputs <= max_throughput))
+        if not over.any():
+            return frozenset()
+        return frozenset(name for name, row in self._live() if over[row])
 
     def by_short_term_throughput(self) -> list[str]:
         """The bundles from the highest short-term throughput (in + out) down; ties keep the
@@ -180,16 +184,23 @@ class BundleAverageView(Mapping[str, BundleData]):
         return ((name, row) for name, row in self._rows.items() if row < length)
 
 
-def long_term_totals(bundles: Mapping[str, BundleData]) -> Mapping[str, tuple[float, float]]:
-    """Each bundle's long-term message rate (in + out) and throughput (in + out): what the
-    split rules compare with their limits. Taken from the columns for a
-    :class:`BundleAverageView` (no ``BundleData`` made), else from the objects."""
+def over_long_term(
+    bundles: Mapping[str, BundleData], max_rate: float, max_throughput: float
+) -> frozenset[str]:
+    """The bundles whose long-term message rate (in + out) or throughput (in + out) is not
+    within the limit: what the split rules select a bundle for besides its topics and
+    sessions. Taken from the columns for a :class:`BundleAverageView` (no ``BundleData``
+    made), else from the objects."""
     if isinstance(bundles, BundleAverageView):
-        return bundles.long_term_totals()
-    return {
-        name: (data.long_term_data.total_msg_rate, data.long_term_data.total_msg_throughput)
+        return bundles.over_long_term(max_rate, max_throughput)
+    return frozenset(
+        name
         for name, data in bundles.items()
-    }
+        if not (
+            data.long_term_data.total_msg_rate <= max_rate
+            and data.long_term_data.total_msg_throughput <= max_throughput
+        )
+    )
 
 
 class BundleAverageTable:
