@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ballast.balance.decisions import BrokerId, Move, Reason, Transfer, Unload
 from ballast.balance.loadmodel import Capacity, Costs, Usage, bundle_traffic, load_of, std, usage_of
@@ -222,7 +222,7 @@ def _best_from(plan: Plan, source: BrokerId, mean: float) -> _Step | None:
         if gap <= least_gap:  # destinations lightest first: no wider gap is left
             break
         room = cap - plan.received.get(destination, 0.0) + EPSILON
-        position = bisect.bisect_left(sizes, gap / 2)
+        position = bisect.bisect_left(sizes, gap / (1 + _weight_there(plan, source, destination)))
         low, high = max(0, position - NEIGHBOURS), min(len(candidates), position + NEIGHBOURS)
         for candidate in candidates[low:high]:
             if candidate.size > budget or candidate.size > room:
@@ -235,6 +235,19 @@ def _best_from(plan: Plan, source: BrokerId, mean: float) -> _Step | None:
             if swap is not None:
                 best = swap
     return best
+
+
+def _weight_there(plan: Plan, source: BrokerId, destination: BrokerId) -> float:
+    """How much more a bundle loads the destination than it loads the source (1 between
+    brokers of the same limits, 4 from a 16-core broker to a 4-core one): the source's
+    largest movable bundle alone on each, without the brokers' static loads. A move evens
+    the pair out when the bundle's load on the source is the gap over one plus this: half
+    the gap between brokers alike, less towards a smaller broker."""
+    usage = plan.candidates(source)[-1].usage
+    weights = plan.config.weights
+    here = load_of(usage, replace(plan.capacity[source], static_load=0.0), weights)
+    there = load_of(usage, replace(plan.capacity[destination], static_load=0.0), weights)
+    return there / here if here > 0.0 and there > 0.0 else 1.0
 
 
 def _swap(
