@@ -403,6 +403,18 @@ def test_a_broker_moves_at_most_its_share_per_run(cap: float) -> None:
     assert len(moves) == round(cap / 0.05)
 
 
+def test_the_share_a_broker_receives_is_counted_in_its_own_load() -> None:
+    # Each of a's bundles is 0.05 of its 4 cores and 0.1 of b's 2: b takes two of them and
+    # reaches the 0.2 it may receive in a run (counted in a's load, it would take four).
+    config = BallastShedderConfig.from_settings(
+        settings(loadBalancerBallastMaxLoadMovedPerBroker=0.2)
+    )
+    snap = snapshot({"a": broker(*(0.05,) * 16, name="a", cores=4), "b": broker(name="b", cores=2)})
+    moves, _, _ = run(snap, config=config)
+    assert len(moves) == 2
+    assert loads_after(snap, moves) == {"a": 0.7, "b": 0.2}
+
+
 def test_a_broker_of_tiny_bundles_is_still_relieved() -> None:
     # 300 bundles of 0.003 (below the minimum improvement of 0.005 each) on one broker, as
     # after a fast restart of the whole cluster: the bundles move, the largest first.

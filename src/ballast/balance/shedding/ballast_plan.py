@@ -156,7 +156,9 @@ def balance(
             plan.load[source] = plan.load_with(source, plan.usage[source])
             plan.load[destination] = plan.load_with(destination, plan.usage[destination])
             plan.sent[source] = plan.sent.get(source, 0.0) + size
-            plan.received[destination] = plan.received.get(destination, 0.0) + size
+            # what the destination receives, in its own load (more on a smaller broker)
+            received = size * _weight_there(plan, moved, source, destination)
+            plan.received[destination] = plan.received.get(destination, 0.0) + received
             plan.blocked.add(bundle)
             _forget(plan, source, bundle)
             text = (
@@ -222,10 +224,12 @@ def _best_from(plan: Plan, source: BrokerId, mean: float) -> _Step | None:
         if gap <= least_gap:  # destinations lightest first: no wider gap is left
             break
         room = cap - plan.received.get(destination, 0.0) + EPSILON
-        position = bisect.bisect_left(sizes, gap / (1 + _weight_there(plan, source, destination)))
+        # the source's largest bundle tells how much more a bundle weighs on the destination
+        weight = _weight_there(plan, candidates[-1].usage, source, destination)
+        position = bisect.bisect_left(sizes, gap / (1 + weight))
         low, high = max(0, position - NEIGHBOURS), min(len(candidates), position + NEIGHBOURS)
         for candidate in candidates[low:high]:
-            if candidate.size > budget or candidate.size > room:
+            if candidate.size > budget or candidate.size * weight > room:
                 continue
             step = _score(plan, source, destination, ((candidate, source, destination),))
             if step is not None and (best is None or step.gain > best.gain):
@@ -237,13 +241,12 @@ def _best_from(plan: Plan, source: BrokerId, mean: float) -> _Step | None:
     return best
 
 
-def _weight_there(plan: Plan, source: BrokerId, destination: BrokerId) -> float:
-    """How much more a bundle loads the destination than it loads the source (1 between
-    brokers of the same limits, 4 from a 16-core broker to a 4-core one): the source's
-    largest movable bundle alone on each, without the brokers' static loads. A move evens
-    the pair out when the bundle's load on the source is the gap over one plus this: half
-    the gap between brokers alike, less towards a smaller broker."""
-    usage = plan.candidates(source)[-1].usage
+def _weight_there(plan: Plan, usage: Usage, source: BrokerId, destination: BrokerId) -> float:
+    """How much more a bundle of ``usage`` loads the destination than it loads the source
+    (1 between brokers of the same limits, 4 from a 16-core broker to a 4-core one): the
+    bundle alone on each, without the brokers' static loads. A move evens the pair out when
+    the bundle's load on the source is the gap over one plus this: half the gap between
+    brokers alike, less towards a smaller broker."""
     weights = plan.config.weights
     here = load_of(usage, replace(plan.capacity[source], static_load=0.0), weights)
     there = load_of(usage, replace(plan.capacity[destination], static_load=0.0), weights)

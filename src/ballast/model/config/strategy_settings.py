@@ -153,7 +153,7 @@ STRATEGY_SETTINGS: tuple[Setting, ...] = (
         FLOAT,
         0.3,
         "",
-        "ballast: load (fraction of a broker) one broker may send or receive per run.",
+        "ballast: load one broker may send or receive per run (a fraction of its own capacity).",
         minimum=0,
     ),
     Setting(
