@@ -208,6 +208,7 @@ def test_a_joining_broker_of_another_machine_starts_with_its_own_capacity(
         2 * scenario.capacity.nic_bytes_per_s
     )
     assert own.action.capacity.cpu_per_msg_s == scenario.capacity.cpu_per_msg_s
+    assert any("2 joining (1 with a capacity of their own)" in n for n in scenario.notes)
 
 
 def test_brokers_stay_when_asked_or_when_the_cluster_differs(tmp_path: Path) -> None:

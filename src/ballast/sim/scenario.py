@@ -292,7 +292,10 @@ def _with_churn(
             return None  # the cluster's
         return own(fit.of(limits))
 
-    said = f"replaying the brokers' churn: {joined} joining, {left} leaving (gracefully)"
+    names = {name for change in read.changes for name in change.joined}
+    unlike = sum(1 for name in names if capacity_of(name) is not None)
+    mixed = f" ({unlike} with a capacity of their own)" if unlike else ""
+    said = f"replaying the brokers' churn: {joined} joining{mixed}, {left} leaving (gracefully)"
     return with_churn(read.brokers, read.changes, events, capacity_of), said
 
 
