@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from ballast.model.bundles import BundleName
 from ballast.pipeline.history import write_snapshot
 from ballast.pipeline.importer import ImportOptions, read_decide_snapshot
 from ballast.sim.copy import copied_namespace_name
@@ -23,6 +24,7 @@ from ballast.sim.runner import RunOptions, simulate
 from ballast.sim.scenario import AddBrokers, Scenario, StopBrokers, parse_scenario
 from ballast.sim.schema import ScenarioError
 from ballast.sim.summary import summarize
+from ballast.sim.traffic import SimTraffic
 from ballast.sim.workload import Workload
 
 T0 = 1_767_571_200_000  # 2026-01-05 00:00 UTC
@@ -101,6 +103,58 @@ def test_the_rates_follow_the_history(tmp_path: Path) -> None:
     assert workload.rates(30.0)[topics].sum() == pytest.approx(base)
     assert workload.rates(90.0)[topics].sum() == pytest.approx(2 * base)
     assert workload.rates(400.0)[topics].sum() == pytest.approx(3 * base)  # the last holds
+
+
+def test_message_sizes_follow_the_history(tmp_path: Path) -> None:
+    """A's rate doubles at the second snapshot with the same throughput (its messages
+    halve); then its two children publish three times the first rate with twice the
+    throughput. B's messages halve too, and keep that size once nobody reports B."""
+    scenario = copy_of(write_history(tmp_path))
+    sizes = {s.name: s.size_series for s in scenario.namespaces if s.size_series is not None}
+    a, b = (sizes[copied_namespace_name("sim", bundle)] for bundle in (A, B))
+    assert a is not None and b is not None
+    assert a.times_s == (0.0, 60.0, 120.0)
+    assert a.factors == pytest.approx((1.0, 0.5, 2 / 3))
+    assert b.factors == pytest.approx((1.0, 0.5, 0.5))
+    # Through the simulator's workload and traffic: A's throughput in at each snapshot's
+    # time is the history's (the first, the same, then twice), its rate as it was.
+    workload = Workload(scenario)
+    traffic = SimTraffic(workload, lambda: 0.0)
+    topics = workload.topics_of(copied_namespace_name("sim", A))
+    bundle = BundleName.parse(f"{copied_namespace_name('sim', A)}/0x00000000_0xffffffff")
+    traffic.serve(topics, bundle)
+    traffic.connect(topics, 0)
+    seen = []
+    for t_s in (0.0, 90.0, 400.0):
+        workload.follow_sizes(t_s)
+        traffic.set_rates(workload.rates(t_s))
+        stats = traffic.bundle_stats(bundle, ())
+        seen.append((stats.msg_rate_in, stats.msg_throughput_in))
+    (rate, throughput), *later = seen
+    assert later == [
+        (pytest.approx(2 * rate), pytest.approx(throughput)),
+        (pytest.approx(3 * rate), pytest.approx(2 * throughput)),
+    ]
+    unreplayed = copy_of(write_history(tmp_path / "again"), "replay = false\n")
+    assert all(s.size_series is None for s in unreplayed.namespaces)
+
+
+def test_a_replay_runs_at_the_history_s_message_sizes(tmp_path: Path) -> None:
+    """Run for real: at the end every broker's throughput adds up to the replayed rates at
+    the replayed sizes (at the first snapshot's sizes it would be more: A's and B's
+    messages halved)."""
+    scenario = copy_of(write_history(tmp_path))
+    result = simulate(scenario, RunOptions(strategy="ballast"))
+    end = result.steps[-1]
+    assert end.unowned_topics == 0
+    final = [r for r in result.brokers if r.t_s == end.t_s]
+    workload = Workload(scenario)
+    rates = workload.rates(end.t_s)
+    at_first = float(np.sum(rates * workload.size * (1 + workload.fan_out)))
+    workload.follow_sizes(end.t_s)
+    replayed = float(np.sum(rates * workload.size * (1 + workload.fan_out)))
+    assert replayed < at_first
+    assert sum(r.throughput for r in final) == pytest.approx(replayed)
 
 
 def test_without_replay_only_the_first_snapshot_is_copied(tmp_path: Path) -> None:

@@ -225,13 +225,15 @@ def copy_load(
     spec: CopySpec,
     tenant: str,
     series: Mapping[str, Recorded] = EMPTY_SERIES,
+    size_series: Mapping[str, Recorded] = EMPTY_SERIES,
 ) -> CopiedLoad:
     """The scenario's share of ``snapshot`` (pure): per bundle with topics or traffic, a
     namespace of one bundle whose topics together publish its rate in (times the
     multiplier), at its message size, each message delivered rate-out / rate-in times;
     connections per topic rounded from the bundle's counts (at least one producer where
     messages come in, one consumer where they go out). A bundle with a recorded ``series``
-    follows it over time, after the copy's own processes."""
+    follows it over time, after the copy's own processes, and its message size follows
+    ``size_series``."""
     traffic, stale = bundle_traffic(snapshot)
     namespaces: list[NamespaceSpec] = []
     idle = outbound_only = 0
@@ -257,6 +259,7 @@ def copy_load(
                 consumers=max(round(stats.consumer_count / topics), int(stats.msg_rate_out > 0)),
                 popularity=spec.popularity,
                 processes=(*spec.processes, series[bundle]) if bundle in series else spec.processes,
+                size_series=size_series.get(bundle),
             )
         )
     fit = fit_capacity(snapshot, traffic.values()) if spec.capacity else None

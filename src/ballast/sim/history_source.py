@@ -1,9 +1,10 @@
 """A load history as the source of a scenario's ``[copy]``: the Parquet dataset a leader writes
 (``loadBalancerHistoryPath``), ``ballast pipeline import`` adds to or ``ballast pipeline
 generate`` makes (docs/pipeline.md). Its first snapshot is copied as a snapshot file is; replayed,
-each copied bundle's publish rate then follows the history, snapshot by snapshot, as a
-:class:`~ballast.sim.processes.Recorded` multiplier — the virtual-time counterpart of Pulsar's
-load-simulation ``stream``, which mirrors a live cluster's changing rates.
+each copied bundle's publish rate (and message size) then follows the history, snapshot by
+snapshot, as a :class:`~ballast.sim.processes.Recorded` multiplier — the virtual-time
+counterpart of Pulsar's load-simulation ``stream``, which mirrors a live cluster's changing
+rates.
 
 A copied bundle's rate at a snapshot is the sum over the history's bundles inside its range
 (so the children of a later split still count for it). A snapshot without any of them (the
@@ -39,8 +40,9 @@ from ballast.sim.schema import ScenarioError
 @dataclass(frozen=True, slots=True)
 class HistorySource:
     """The first snapshot of one cluster's history, and per bundle of it with publish
-    traffic its multipliers over time (empty when not replayed); ``snapshots`` and
-    ``span_s``: how many snapshots the history holds and the time they cover."""
+    traffic its rate's and message size's multipliers over time (empty when not replayed);
+    ``snapshots`` and ``span_s``: how many snapshots the history holds and the time they
+    cover."""
 
     cluster: str
     snapshot: LoadSnapshot
@@ -50,6 +52,7 @@ class HistorySource:
     brokers: tuple[str, ...] = ()
     changes: tuple[BrokerChange, ...] = ()
     joiner_limits: Mapping[str, BrokerLimits] = field(default_factory=dict)
+    size_series: Mapping[str, Recorded] = field(default_factory=dict)
 
 
 def read_history(
@@ -90,10 +93,12 @@ def read_history(
         }
     )
     changes = _churn(brokers, first_ms) if replay and replay_brokers else ()
+    series = _series(bundles, first_ms, published) if replay else _Series({}, {})
     return HistorySource(
         cluster=clusters[0],
         snapshot=snapshot,
-        series=_series(bundles, first_ms, published) if replay else {},
+        series=series.rates,
+        size_series=series.sizes,
         snapshots=len(pc.unique(brokers.column("snapshot_ms"))),
         span_s=(last_ms - first_ms) / 1000.0,
         brokers=tuple(snapshot.brokers),
@@ -158,26 +163,57 @@ def _owners(names: Sequence[str], copied: Sequence[str]) -> np.ndarray:
     return owners
 
 
-def _series(bundles: pa.Table, first_ms: int, copied: Sequence[str]) -> dict[str, Recorded]:
+@dataclass(frozen=True, slots=True)
+class _Series:
+    """Per copied bundle, its rate in and its message size (throughput in over rate in) at
+    every snapshot, as multiples of the first snapshot's."""
+
+    rates: dict[str, Recorded]
+    sizes: dict[str, Recorded]
+
+
+def _series(bundles: pa.Table, first_ms: int, copied: Sequence[str]) -> _Series:
     """Each of the ``copied`` bundles' rate in at every snapshot over its rate in at the
-    first (the same rows' sum, so a bundle two brokers reported counts alike at both)."""
+    first (the same rows' sum, so a bundle two brokers reported counts alike at both), and
+    its message size (the sums' throughput over their rate) over the first's. A snapshot
+    that does not show the bundle keeps the figures before it, and one where nothing is
+    published to it keeps the size before it; a bundle without throughput in at the first
+    snapshot has no size series."""
     if not copied or bundles.num_rows == 0:
-        return {}
+        return _Series({}, {})
     encoded = pc.dictionary_encode(bundles.column("bundle")).combine_chunks()
     owners = _owners(encoded.dictionary.to_pylist(), copied)
     owner = owners[encoded.indices.to_numpy(zero_copy_only=False)]
     times, snapshot_of = np.unique(bundles.column("snapshot_ms").to_numpy(), return_inverse=True)
-    rates = bundles.column("msg_rate_in").to_numpy(zero_copy_only=False).astype(np.float64)
     kept = owner >= 0
     keys = snapshot_of[kept] * len(copied) + owner[kept]
     shape = (times.size, len(copied))
-    sums = np.bincount(keys, weights=rates[kept], minlength=times.size * len(copied))
-    seen = np.bincount(keys, minlength=times.size * len(copied)).reshape(shape) > 0
-    factors = sums.reshape(shape) / sums.reshape(shape)[0]
-    for row in range(1, times.size):  # nobody reported it: as before
-        factors[row, ~seen[row]] = factors[row - 1, ~seen[row]]
+
+    def sums(column: str) -> np.ndarray:
+        values = bundles.column(column).to_numpy(zero_copy_only=False).astype(np.float64)
+        return np.bincount(keys, weights=values[kept], minlength=shape[0] * shape[1]).reshape(shape)
+
+    rates, throughputs = sums("msg_rate_in"), sums("msg_throughput_in")
+    seen = np.bincount(keys, minlength=shape[0] * shape[1]).reshape(shape) > 0
+    rate_factors = rates / rates[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sizes = throughputs / rates
+        size_factors = sizes / sizes[0]
+    for row in range(1, times.size):  # nobody reported it, or published to it: as before
+        unseen = ~seen[row]
+        rate_factors[row, unseen] = rate_factors[row - 1, unseen]
+        sizeless = unseen | ~(rates[row] > 0.0)
+        size_factors[row, sizeless] = size_factors[row - 1, sizeless]
     offsets = tuple(float(t - first_ms) / 1000.0 for t in times)
-    return {
-        name: Recorded(offsets, tuple(float(f) for f in factors[:, column]))
-        for column, name in enumerate(copied)
-    }
+
+    def recorded(factors: np.ndarray) -> Recorded:
+        return Recorded(offsets, tuple(float(f) for f in factors))
+
+    return _Series(
+        rates={name: recorded(rate_factors[:, i]) for i, name in enumerate(copied)},
+        sizes={
+            name: recorded(size_factors[:, i])
+            for i, name in enumerate(copied)
+            if throughputs[0, i] > 0.0
+        },
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ballast.sim.processes import ProcessSpec
+from ballast.sim.processes import ProcessSpec, Recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,7 +14,8 @@ class NamespaceSpec:
     ``--rand-rate``), ``size`` the mean message size (bytes; log-normal with ``size_sigma``
     when above 0),
     ``popularity`` the Zipf exponent of topic rates (0: every topic alike), ``processes`` what
-    the rates do over time (multiplied together)."""
+    the rates do over time (multiplied together), ``size_series`` what the message sizes do
+    (a replayed load history's: multiples of ``size`` over time; None: they stay)."""
 
     name: str
     bundles: int
@@ -29,3 +30,4 @@ class NamespaceSpec:
     processes: tuple[ProcessSpec, ...] = ()
     anti_affinity_group: str | None = None
     rate_max: float | None = None
+    size_series: Recorded | None = None

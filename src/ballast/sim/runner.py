@@ -293,7 +293,7 @@ class Simulation:
         for spec in scenario.namespaces:
             await self._create_namespace_records(spec)
         await self._create_topics(list(self.workload.names))
-        self.traffic.set_rates(self.workload.rates(0.0))
+        self._follow_workload(0.0)
         self.clients.connect_new(np.arange(self.workload.count, dtype=np.int64))
 
     async def _request(self, request: Any) -> None:
@@ -352,9 +352,14 @@ class Simulation:
     async def _new_topics(self, topics: list[TopicName]) -> None:
         await self._create_topics(topics)
         self.traffic.grow()
-        self.traffic.set_rates(self.workload.rates(self.clock.monotonic()))
+        self._follow_workload(self.clock.monotonic())
         first = self.workload.count - len(topics)
         self.clients.connect_new(np.arange(first, self.workload.count, dtype=np.int64))
+
+    def _follow_workload(self, t_s: float) -> None:
+        """The traffic's rates (and message sizes, where they follow a series) at ``t_s``."""
+        self.workload.follow_sizes(t_s)
+        self.traffic.set_rates(self.workload.rates(t_s))
 
     def _scale(self, action: ScaleRates) -> None:
         if action.brokers is not None:
@@ -368,7 +373,7 @@ class Simulation:
         self.workload.scale_rates(topics.astype(np.int64), action.factor)
         if action.size_factor != 1.0:
             self.workload.scale_sizes(topics.astype(np.int64), action.size_factor)
-        self.traffic.set_rates(self.workload.rates(self.clock.monotonic()))
+        self._follow_workload(self.clock.monotonic())
 
     async def _stop(self, broker: str, graceful: bool) -> None:
         node = self.cluster.nodes.get(broker)
@@ -524,7 +529,7 @@ class Simulation:
                     event = events.pop(0)
                     await self._sleep_until(event.at_s)
                     await self.apply(event)
-                self.traffic.set_rates(self.workload.rates(max(now, self.clock.monotonic())))
+                self._follow_workload(max(now, self.clock.monotonic()))
         finally:
             try:
                 await self._finish()

@@ -253,7 +253,7 @@ def _copy(table: Table, tenant: str, base_dir: Path | None) -> _Copied:
     history = read_history(
         path, spec.cluster, replay=spec.replay, replay_brokers=spec.replay_brokers
     )
-    copied = copy_load(history.snapshot, spec, tenant, history.series)
+    copied = copy_load(history.snapshot, spec, tenant, history.series, history.size_series)
     span = f"{history.snapshots} snapshots of cluster {history.cluster} over {history.span_s:g} s"
     said = f"replaying {span}" if spec.replay else f"the first of {span}"
     return _Copied(

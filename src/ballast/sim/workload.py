@@ -49,7 +49,8 @@ class Workload:
         self.namespace_of: Ints = np.zeros(0, dtype=np.int64)
         self.hashes: Ints = np.zeros(0, dtype=np.int64)
         self.base_rate: Floats = np.zeros(0)
-        self.size: Floats = np.zeros(0)
+        self.size: Floats = np.zeros(0)  # now: the drawn sizes, times any size series
+        self._base_size: Floats = np.zeros(0)  # the drawn sizes (and events' changes)
         self.fan_out: Floats = np.zeros(0)
         self.producers: Ints = np.zeros(0, dtype=np.int64)
         self.consumers: Ints = np.zeros(0, dtype=np.int64)
@@ -151,6 +152,7 @@ class Workload:
         self.hashes = np.concatenate([self.hashes, hashes])
         self.base_rate = np.concatenate([self.base_rate, rates * weights])
         self.size = np.concatenate([self.size, np.maximum(sizes, 1.0)])
+        self._base_size = np.concatenate([self._base_size, np.maximum(sizes, 1.0)])
         self.fan_out = np.concatenate([self.fan_out, np.full(count, spec.fan_out)])
         self.producers = np.concatenate(
             [self.producers, np.full(count, spec.producers, dtype=np.int64)]
@@ -168,8 +170,21 @@ class Workload:
 
     def scale_sizes(self, topics: Ints, factor: float) -> None:
         """Multiply the message sizes of ``topics`` by ``factor`` from now on (at least a
-        byte)."""
+        byte; a namespace's size series applies on top, at the next :meth:`follow_sizes`)."""
+        self._base_size[topics] = np.maximum(self._base_size[topics] * factor, 1.0)
         self.size[topics] = np.maximum(self.size[topics] * factor, 1.0)
+
+    def follow_sizes(self, t_s: float) -> None:
+        """Set the message sizes of the namespaces with a size series to theirs at ``t_s``
+        (at least a byte)."""
+        for entry in self._namespaces.values():
+            series = entry.spec.size_series
+            if series is None or entry.indexes.size == 0:
+                continue
+            at = int(np.searchsorted(series.times_s, t_s, side="right")) - 1
+            factor = series.factors[max(at, 0)]  # before the first time, the first factor
+            topics = entry.indexes
+            self.size[topics] = np.maximum(self._base_size[topics] * factor, 1.0)
 
     def most_popular(self, namespace: str | None, share: float) -> Ints:
         """The ``share`` of topics (of a namespace, or all) with the highest base rates."""
