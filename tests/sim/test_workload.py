@@ -9,7 +9,7 @@ import pytest
 
 from ballast.broker.host_usage import BrokerCapacity
 from ballast.sim.namespace_spec import NamespaceSpec
-from ballast.sim.processes import Bursts, Diurnal, HotSpot, RandomWalk, make_process
+from ballast.sim.processes import Bursts, Diurnal, HotSpot, RandomWalk, Recorded, make_process
 from ballast.sim.scenario import Scenario
 from ballast.sim.workload import Workload
 
@@ -133,3 +133,22 @@ def test_sizes_change_from_an_event_on() -> None:
     assert workload.size.tolist() == [2500.0 if i in (1, 3) else 1000.0 for i in range(10)]
     workload.scale_sizes(chosen, 1e-9)
     assert workload.size[1] == 1.0  # never below a byte
+
+
+def test_recorded_sizes_apply_on_top_of_events_and_to_new_topics() -> None:
+    series = Recorded((0.0, 60.0, 120.0), (1.0, 0.5, 2.0))
+    spec = NamespaceSpec(name="sim/h", bundles=1, topics=4, size=1000.0, size_series=series)
+    other = NamespaceSpec(name="sim/o", bundles=1, topics=2, size=300.0)
+    workload = Workload(scenario(spec, other))
+    recorded = workload.topics_of("sim/h")
+    workload.follow_sizes(0.0)
+    assert workload.size.tolist() == [1000.0] * 4 + [300.0] * 2
+    workload.follow_sizes(90.0)
+    assert workload.size[recorded].tolist() == [500.0] * 4
+    workload.scale_sizes(recorded[:1], 3.0)  # an event: from now on, under the series too
+    workload.add_topics("sim/h", 1)  # a new topic takes the series' factor at once
+    workload.follow_sizes(95.0)
+    assert workload.size[workload.topics_of("sim/h")].tolist() == [1500.0] + [500.0] * 4
+    workload.follow_sizes(500.0)  # after the last time, the last factor holds
+    assert workload.size.tolist()[:5] == [6000.0] + [2000.0] * 3 + [300.0]
+    assert workload.size[workload.topics_of("sim/h")][-1] == 2000.0

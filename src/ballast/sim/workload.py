@@ -29,6 +29,37 @@ def topic_local_name(number: int) -> str:
 
 
 @dataclass(slots=True)
+class _SizeSeries:
+    """The namespaces whose message sizes follow recorded series over one list of times (a
+    replayed history's, one namespace per copied bundle): their sizes are set all at once,
+    and only when the time passes into another of the times."""
+
+    times: Floats
+    factors: list[Floats] = field(default_factory=list)  # per namespace, per time
+    entries: list[_Namespace] = field(default_factory=list)
+    applied: int = -1  # the index of the time the sizes show (-1: not set since a change)
+    _topics: Ints | None = None  # every namespace's topics, one after the other
+    _columns: Ints | None = None  # each of those topics' namespace, by its place here
+    _matrix: Floats | None = None  # time × namespace
+
+    def layout(self) -> tuple[Ints, Ints, Floats]:
+        """The topics, their namespaces' columns and the factors (built again after the
+        namespaces gain topics)."""
+        if self._topics is None or self._columns is None or self._matrix is None:
+            self._topics = np.concatenate([e.indexes for e in self.entries])
+            self._columns = np.repeat(
+                np.arange(len(self.entries)), [e.indexes.size for e in self.entries]
+            )
+            self._matrix = np.column_stack(self.factors)
+        return self._topics, self._columns, self._matrix
+
+    def changed(self) -> None:
+        """A namespace gained topics."""
+        self._topics = self._columns = None
+        self.applied = -1
+
+
+@dataclass(slots=True)
 class _Namespace:
     spec: NamespaceSpec
     position: int
@@ -37,6 +68,7 @@ class _Namespace:
     zipf_norm: float = 1.0
     processes: list[RateProcess] = field(default_factory=list)
     _hash_order: Ints | None = None
+    sizes: _SizeSeries | None = None
 
 
 class Workload:
@@ -56,6 +88,7 @@ class Workload:
         self.consumers: Ints = np.zeros(0, dtype=np.int64)
         self.scale: Floats = np.zeros(0)
         self._namespaces: dict[str, _Namespace] = {}
+        self._size_series: dict[tuple[float, ...], _SizeSeries] = {}
         for spec in scenario.namespaces:
             self.add_namespace(spec)
 
@@ -88,6 +121,16 @@ class Workload:
             ranks = np.arange(1, spec.topics + 1, dtype=np.float64)
             entry.zipf_norm = spec.topics / float(np.sum(ranks**-spec.popularity))
         added = self._grow(entry, spec.topics)
+        if spec.size_series is not None:
+            times = spec.size_series.times_s
+            group = self._size_series.get(times)
+            if group is None:
+                group = self._size_series[times] = _SizeSeries(np.asarray(times, dtype=np.float64))
+            group.entries.append(entry)
+            group.factors.append(np.asarray(spec.size_series.factors, dtype=np.float64))
+            group._matrix = None
+            group.changed()
+            entry.sizes = group
         for number, process in enumerate(spec.processes):
             entry.processes.append(
                 make_process(
@@ -104,6 +147,8 @@ class Workload:
         added = self._grow(entry, count)
         for process in entry.processes:
             process.grow(count)
+        if entry.sizes is not None:
+            entry.sizes.changed()
         return added
 
     def _hash_order_of(self, entry: _Namespace) -> Callable[[], Ints]:
@@ -176,15 +221,14 @@ class Workload:
 
     def follow_sizes(self, t_s: float) -> None:
         """Set the message sizes of the namespaces with a size series to theirs at ``t_s``
-        (at least a byte)."""
-        for entry in self._namespaces.values():
-            series = entry.spec.size_series
-            if series is None or entry.indexes.size == 0:
+        (at least a byte; before the first time, at the first factor)."""
+        for group in self._size_series.values():
+            at = max(int(np.searchsorted(group.times, t_s, side="right")) - 1, 0)
+            if at == group.applied:
                 continue
-            at = int(np.searchsorted(series.times_s, t_s, side="right")) - 1
-            factor = series.factors[max(at, 0)]  # before the first time, the first factor
-            topics = entry.indexes
-            self.size[topics] = np.maximum(self._base_size[topics] * factor, 1.0)
+            topics, columns, matrix = group.layout()
+            self.size[topics] = np.maximum(self._base_size[topics] * matrix[at][columns], 1.0)
+            group.applied = at
 
     def most_popular(self, namespace: str | None, share: float) -> Ints:
         """The ``share`` of topics (of a namespace, or all) with the highest base rates."""
