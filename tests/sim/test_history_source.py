@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -19,6 +21,7 @@ from ballast.model.bundles import BundleName
 from ballast.pipeline.history import write_snapshot
 from ballast.pipeline.importer import ImportOptions, read_decide_snapshot
 from ballast.sim.copy import copied_namespace_name
+from ballast.sim.history_source import _series
 from ballast.sim.processes import Recorded
 from ballast.sim.runner import RunOptions, simulate
 from ballast.sim.scenario import AddBrokers, Scenario, StopBrokers, parse_scenario
@@ -137,6 +140,20 @@ def test_message_sizes_follow_the_history(tmp_path: Path) -> None:
     ]
     unreplayed = copy_of(write_history(tmp_path / "again"), "replay = false\n")
     assert all(s.size_series is None for s in unreplayed.namespaces)
+
+
+def test_a_size_without_a_number_or_without_messages_keeps_the_one_before() -> None:
+    rows = pa.table(
+        {
+            "snapshot_ms": [T0, T0 + 60_000, T0 + 120_000, T0 + 180_000],
+            "bundle": [A] * 4,
+            "msg_rate_in": [10.0, 10.0, 0.0, 10.0],
+            "msg_throughput_in": [1000.0, math.nan, 0.0, 3000.0],
+        }
+    )
+    series = _series(rows, T0, [A])
+    assert series.rates[A].factors == (1.0, 1.0, 0.0, 1.0)
+    assert series.sizes[A].factors == (1.0, 1.0, 1.0, 3.0)
 
 
 def test_a_replay_runs_at_the_history_s_message_sizes(tmp_path: Path) -> None:

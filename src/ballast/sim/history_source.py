@@ -177,8 +177,8 @@ def _series(bundles: pa.Table, first_ms: int, copied: Sequence[str]) -> _Series:
     first (the same rows' sum, so a bundle two brokers reported counts alike at both), and
     its message size (the sums' throughput over their rate) over the first's. A snapshot
     that does not show the bundle keeps the figures before it, and one where nothing is
-    published to it keeps the size before it; a bundle without throughput in at the first
-    snapshot has no size series."""
+    published to it (or whose throughput is not a number) keeps the size before it; a
+    bundle without throughput in at the first snapshot has no size series."""
     if not copied or bundles.num_rows == 0:
         return _Series({}, {})
     encoded = pc.dictionary_encode(bundles.column("bundle")).combine_chunks()
@@ -202,7 +202,7 @@ def _series(bundles: pa.Table, first_ms: int, copied: Sequence[str]) -> _Series:
     for row in range(1, times.size):  # nobody reported it, or published to it: as before
         unseen = ~seen[row]
         rate_factors[row, unseen] = rate_factors[row - 1, unseen]
-        sizeless = unseen | ~(rates[row] > 0.0)
+        sizeless = unseen | ~(rates[row] > 0.0) | ~np.isfinite(size_factors[row])
         size_factors[row, sizeless] = size_factors[row - 1, sizeless]
     offsets = tuple(float(t - first_ms) / 1000.0 for t in times)
 
