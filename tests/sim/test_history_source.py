@@ -250,6 +250,7 @@ def test_brokers_join_and_leave_as_the_history_shows(tmp_path: Path) -> None:
     drains = [d for d in result.decisions if d.origin == "drain"]
     assert drains and {(d.t_s >= 120.0, d.source) for d in drains} == {(True, "broker-002:8080")}
     summary = summarize(result)
+    assert summary["notes"] == list(scenario.notes)  # kept with the results
     (new,) = summary["newBrokers"]
     assert (new["broker"], new["startedS"]) == ("broker-003:8080", 180.0)
     assert summary["final"]["brokers"] == 3 and new["loadedAfterS"] is not None

@@ -206,6 +206,7 @@ def test_a_copied_cluster_is_simulated(ballast: Run, tmp_path: Path) -> None:
     assert f"note: copied 7 bundles on 3 brokers from {example}" in done.stderr
     summary = json.loads(done.stdout)  # one strategy: one summary
     assert summary["final"]["brokers"] == 3
+    assert summary["notes"] == [f"copied 7 bundles on 3 brokers from {example}"]
     assert summary["lookups"]["clientFailures"] == 0
     missing = tmp_path / "missing.toml"
     missing.write_text('duration = "1m"\n[copy]\nsource = "nowhere.json"\n', encoding="utf-8")

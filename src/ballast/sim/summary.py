@@ -95,6 +95,7 @@ def summarize(result: RunResult) -> dict[str, Any]:
         "stepS": _round(scenario.step_s),
         "targetStd": scenario.target_std,
         "settings": changed_settings(result),
+        "notes": list(scenario.notes),
         "final": {
             "brokers": final.brokers,
             "meanLoad": _round(final.mean),
