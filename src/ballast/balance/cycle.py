@@ -1,7 +1,7 @@
 """The load manager's shedding cycle around a strategy (Pulsar's ``doLoadShedding`` of the
 modular load manager, and the extensible manager's ``UnloadScheduler``), as a pure function.
 
-Modular strategies (overload, threshold, uniform):
+Modular strategies (overload, threshold, uniform, avg):
 
 1. nothing when shedding is disabled (``loadBalancerEnabled``/``loadBalancerSheddingEnabled``)
    or fewer than two brokers are available;
@@ -13,6 +13,8 @@ Modular strategies (overload, threshold, uniform):
    on an equally loaded broker, or when placement (:func:`select_broker`) finds no broker or
    only the current owner; the others become transfers to the broker placement chose.
    Destinations are chosen independently, without preallocating, as Pulsar's ``selectBroker``.
+   A strategy that pairs each unload with a broker (AvgShedder) proposes transfers: placement
+   learns the pairs first (``PlacementState.paired``; the ``avg`` placement honours them).
 
 The transfer strategy (extensible load manager): expire the grace period, nothing with fewer
 than two brokers, then the strategy's own decisions as they are (it checks transferability
@@ -28,6 +30,8 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+
+import msgspec
 
 from ballast.balance.decisions import (
     BrokerId,
@@ -133,10 +137,18 @@ def run_shedding_cycle(
     moves: list[Move] = []
     skipped: list[JsonValue] = []
     available = tuple(view.brokers)
-    for proposal in result.decisions:
-        if isinstance(proposal, Transfer):
-            moves.append(proposal)
-            continue
+    paired = {str(p.bundle): p.destination for p in result.decisions if isinstance(p, Transfer)}
+    if paired:  # AvgShedder's pairs, for its placement
+        placement_state = msgspec.structs.replace(
+            placement_state, paired={**placement_state.paired, **paired}
+        )
+    for decided in result.decisions:
+        # a transfer is an unload whose broker the strategy paired it with (AvgShedder)
+        proposal = (
+            Unload(decided.bundle, decided.source, decided.reason)
+            if isinstance(decided, Transfer)
+            else decided
+        )
         bundle, broker = str(proposal.bundle), proposal.broker
         why = _guard(view, bundle, broker, shedding, available)
         if why is None:

@@ -50,6 +50,8 @@ class ReasonKind(enum.Enum):
     PREALLOCATED = "Preallocated"
     LEAST_LOADED = "LeastLoaded"
     ROUND_ROBIN = "RoundRobin"
+    PAIRED = "Paired"
+    RANDOM = "Random"
 
     def __str__(self) -> str:
         return self.value

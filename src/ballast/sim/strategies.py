@@ -1,8 +1,9 @@
 """The strategies a simulation compares, each as the settings Pulsar pairs it with: the
 modular load manager's shedders (``overload``, ``threshold``, ``uniform``) with its default
-placement (``least_long_term_message_rate``), the extensible load manager's ``transfer`` with
-its placement (``least_resource_usage_with_weight``), and Ballast's own strategy with its own
-placement. Every other setting stays as the scenario (and ``--set``) gives it."""
+placement (``least_long_term_message_rate``), AvgShedder (``avg``) as both shedding and
+placement (as PIP-364 requires), the extensible load manager's ``transfer`` with its placement
+(``least_resource_usage_with_weight``), and Ballast's own strategy with its own placement.
+Every other setting stays as the scenario (and ``--set``) gives it."""
 
 from __future__ import annotations
 
@@ -56,6 +57,9 @@ PROFILES: Mapping[str, StrategyProfile] = MappingProxyType(
             "transfer",
             "least_resource_usage_with_weight",
         ),
+        "avg": _profile(
+            "avg", "Pulsar's AvgShedder, shedding and placement (modular, PIP-364)", "avg", "avg"
+        ),
         "ballast": StrategyProfile(
             "ballast",
             "Ballast's own strategy and placement (placement by predicted load, not by the "
@@ -71,7 +75,7 @@ PROFILES: Mapping[str, StrategyProfile] = MappingProxyType(
     }
 )
 
-PULSAR_STRATEGIES = ("overload", "threshold", "uniform", "transfer")
+PULSAR_STRATEGIES = ("overload", "threshold", "uniform", "transfer", "avg")
 
 
 class UnknownProfile(ValueError):

@@ -198,6 +198,8 @@ def select_broker(
                 f"among all allowed brokers: {second.detail}"
             )
             choice = Choice(second.broker, detail)
+    if config.strategy == "avg" and not round_robin:
+        kind = ReasonKind.PAIRED if state.paired.get(bundle) == choice.broker else ReasonKind.RANDOM
     return Selection(choice.broker, state, tuple(stages), Reason(kind, detail))
 
 

@@ -58,12 +58,14 @@ class RoundRobinState(msgspec.Struct, frozen=True, kw_only=True):
 
 class PlacementState(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """What placement remembers between selections: ``least_resource_usage_with_weight``'s
-    smoothed usage per broker, the configured round-robin strategy's turn, and the turn of the
-    round-robin selector Pulsar keeps for namespaces excluded from shedding."""
+    smoothed usage per broker, the configured round-robin strategy's turn, the turn of the
+    round-robin selector Pulsar keeps for namespaces excluded from shedding, and the broker
+    AvgShedder's shedding paired each bundle it unloaded with (its ``bundleBrokerMap``)."""
 
     usage_history: dict[str, float] = {}
     round_robin: RoundRobinState = RoundRobinState()
     excluded_round_robin: RoundRobinState = RoundRobinState()
+    paired: dict[str, str] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +234,31 @@ def least_predicted_load(
     return Choice(chosen, detail), state
 
 
+def paired_or_random(
+    snapshot: LoadSnapshot,
+    candidates: Candidates,
+    config: PlacementConfig,
+    state: PlacementState,
+    rng: random.Random,
+    *,
+    bundle: str | None = None,
+) -> tuple[Choice, PlacementState]:
+    """AvgShedder's placement (``avg``): the broker its shedding paired the bundle with,
+    while that broker is a candidate; else a candidate at random (Pulsar hashes a random
+    number over the candidates in name order). Unlike Pulsar, a bundle placed at random is
+    not remembered: Pulsar would send it back to that broker on a later lookup (after an
+    admin unload, say) while the broker lives."""
+    del snapshot, config
+    if not candidates:
+        return Choice(None, "no candidate broker"), state
+    paired = state.paired.get(bundle) if bundle is not None else None
+    if paired is not None and paired in candidates:
+        return Choice(paired, "the broker AvgShedder paired its broker with"), state
+    ordered = sorted(candidates)
+    chosen = ordered[rng.randrange(len(ordered))]
+    return Choice(chosen, f"at random among {len(ordered)} candidates"), state
+
+
 def _not_leaving(snapshot: LoadSnapshot, candidates: Candidates, bundle: str | None) -> Candidates:
     """The candidates without the broker a bundle is leaving: a bundle unloaded within the
     grace period that a broker's report still lists has just been released by that broker,
@@ -260,6 +287,7 @@ PLACEMENT_STRATEGIES: Mapping[str, PlacementStrategy] = {
     "least_long_term_message_rate": least_long_term_message_rate,
     "least_resource_usage_with_weight": least_resource_usage_with_weight,
     "round_robin": round_robin,
+    "avg": paired_or_random,
     "ballast": least_predicted_load,
 }
 

@@ -16,13 +16,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ballast.balance.shedding import ballast, overload, threshold, transfer, uniform
+from ballast.balance.shedding import avg, ballast, overload, threshold, transfer, uniform
+from ballast.balance.shedding.avg import AvgState
 from ballast.balance.shedding.ballast import BallastState
 from ballast.balance.shedding.common import NoState, SheddingResult
 from ballast.balance.shedding.threshold import ThresholdState
 from ballast.balance.shedding.transfer_data import TransferState
 from ballast.balance.snapshot import LoadSnapshot
 from ballast.model.config import (
+    AvgShedderConfig,
     BallastShedderConfig,
     OverloadShedderConfig,
     Settings,
@@ -85,6 +87,14 @@ SHEDDERS: Mapping[str, Shedder[Any, Any]] = {
         state_type=TransferState,
         config_from_settings=TransferShedderConfig.from_settings,
         find=transfer.find_bundles_to_unload,
+    ),
+    "avg": Shedder(
+        name="avg",
+        pulsar_class="org.apache.pulsar.broker.loadbalance.impl.AvgShedder",
+        modular=True,
+        state_type=AvgState,
+        config_from_settings=AvgShedderConfig.from_settings,
+        find=avg.find_bundles_to_unload,
     ),
     "ballast": Shedder(
         name="ballast",

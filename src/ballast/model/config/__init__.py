@@ -2,6 +2,7 @@
 ``broker.conf``-style file, the environment and ``--set``, split into per-component configs."""
 
 from ballast.model.config.components import (
+    AvgShedderConfig,
     BallastShedderConfig,
     NamespaceConfig,
     OverloadShedderConfig,
@@ -30,6 +31,7 @@ __all__ = [
     "ENV_PREFIX",
     "SETTINGS",
     "SETTINGS_BY_KEY",
+    "AvgShedderConfig",
     "BallastShedderConfig",
     "ConfigError",
     "Kind",

@@ -139,6 +139,34 @@ class UniformShedderConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AvgShedderConfig:
+    """Pulsar's AvgShedder (PIP-364): score gaps in usage points (0-100), the runs a pair
+    must stay past them, and how much of a pair's traffic gap to move."""
+
+    low_threshold: float
+    high_threshold: float
+    hit_count_low: int
+    hit_count_high: int
+    max_unload_percentage: float
+    min_unload_msg_rate: int
+    min_unload_throughput_bytes: int
+    weights: ResourceWeights
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AvgShedderConfig:
+        return cls(
+            low_threshold=settings.get_float("loadBalancerAvgShedderLowThreshold"),
+            high_threshold=settings.get_float("loadBalancerAvgShedderHighThreshold"),
+            hit_count_low=settings.get_int("loadBalancerAvgShedderHitCountLowThreshold"),
+            hit_count_high=settings.get_int("loadBalancerAvgShedderHitCountHighThreshold"),
+            max_unload_percentage=settings.get_float("maxUnloadPercentage"),
+            min_unload_msg_rate=settings.get_int("minUnloadMessage"),
+            min_unload_throughput_bytes=settings.get_int("minUnloadMessageThroughput"),
+            weights=resource_weights(settings),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class TransferShedderConfig:
     target_std: float
     hit_count_threshold: int

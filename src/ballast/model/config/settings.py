@@ -18,30 +18,35 @@ from ballast.model.config.strategy_settings import STRATEGY_SETTINGS
 _IMPL = "org.apache.pulsar.broker.loadbalance.impl."
 _EXT = "org.apache.pulsar.broker.loadbalance.extensions.scheduler."
 
-SHEDDING_STRATEGIES = ("overload", "threshold", "uniform", "transfer", "ballast")
+SHEDDING_STRATEGIES = ("overload", "threshold", "uniform", "transfer", "avg", "ballast")
 SHEDDING_ALIASES = {
     _IMPL + "OverloadShedder": "overload",
     _IMPL + "ThresholdShedder": "threshold",
     _IMPL + "UniformLoadShedder": "uniform",
     _EXT + "TransferShedder": "transfer",
+    _IMPL + "AvgShedder": "avg",
     "OverloadShedder": "overload",
     "ThresholdShedder": "threshold",
     "UniformLoadShedder": "uniform",
     "TransferShedder": "transfer",
+    "AvgShedder": "avg",
 }
 PLACEMENT_STRATEGIES = (
     "least_long_term_message_rate",
     "least_resource_usage_with_weight",
     "round_robin",
+    "avg",
     "ballast",
 )
 PLACEMENT_ALIASES = {
     _IMPL + "LeastLongTermMessageRate": "least_long_term_message_rate",
     _IMPL + "LeastResourceUsageWithWeight": "least_resource_usage_with_weight",
     _IMPL + "RoundRobinBrokerSelector": "round_robin",
+    _IMPL + "AvgShedder": "avg",
     "LeastLongTermMessageRate": "least_long_term_message_rate",
     "LeastResourceUsageWithWeight": "least_resource_usage_with_weight",
     "RoundRobinBrokerSelector": "round_robin",
+    "AvgShedder": "avg",
 }
 SPLIT_ALGORITHM_NAMES = (
     "range_equally_divide",

@@ -171,4 +171,39 @@ STRATEGY_SETTINGS: tuple[Setting, ...] = (
         "ballast: a move must lower the larger of the two brokers' loads by at least this.",
         minimum=0,
     ),
+    # -- AvgShedder (PIP-364) ---------------------------------------------------------------
+    Setting(
+        "loadBalancerAvgShedderLowThreshold",
+        FLOAT,
+        15.0,
+        "points",
+        "AvgShedder: a pair of brokers this many usage points apart (of 100) is unbalanced "
+        "once it stays so for loadBalancerAvgShedderHitCountLowThreshold runs.",
+        minimum=0,
+    ),
+    Setting(
+        "loadBalancerAvgShedderHighThreshold",
+        FLOAT,
+        40.0,
+        "points",
+        "AvgShedder: a pair this many usage points apart is unbalanced once it stays so for "
+        "loadBalancerAvgShedderHitCountHighThreshold runs.",
+        minimum=0,
+    ),
+    Setting(
+        "loadBalancerAvgShedderHitCountLowThreshold",
+        INT,
+        8,
+        "runs",
+        "AvgShedder: runs a pair must stay past the low threshold.",
+        minimum=0,
+    ),
+    Setting(
+        "loadBalancerAvgShedderHitCountHighThreshold",
+        INT,
+        2,
+        "runs",
+        "AvgShedder: runs a pair must stay past the high threshold.",
+        minimum=0,
+    ),
 )
