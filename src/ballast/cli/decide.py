@@ -18,11 +18,12 @@ from ballast.balance.cycle import run_shedding_cycle
 from ballast.balance.decisions import Decision, decision_to_json
 from ballast.balance.placement.select import select_broker_for_assignment
 from ballast.balance.placement.strategies import (
+    PLACEMENT_STRATEGIES,
     PlacementState,
     UnknownPlacementStrategy,
     placement_strategy,
 )
-from ballast.balance.shedding.registry import UnknownStrategy, shedding_strategy
+from ballast.balance.shedding.registry import SHEDDERS, UnknownStrategy, shedding_strategy
 from ballast.balance.snapshot_json import (
     ParsedSnapshot,
     parse_snapshot,
@@ -121,7 +122,7 @@ def shed_command(
         str | None,
         typer.Option(
             "--strategy",
-            help="overload, threshold, uniform or transfer (Pulsar class names accepted; "
+            help=f"{', '.join(SHEDDERS)} (Pulsar class names accepted; "
             "default: loadBalancerLoadSheddingStrategy).",
         ),
     ] = None,
@@ -215,8 +216,8 @@ def place_command(
         str | None,
         typer.Option(
             "--strategy",
-            help="least_long_term_message_rate, least_resource_usage_with_weight or "
-            "round_robin (default: loadBalancerLoadPlacementStrategy).",
+            help=f"{', '.join(PLACEMENT_STRATEGIES)} (Pulsar class names accepted; "
+            "default: loadBalancerLoadPlacementStrategy).",
         ),
     ] = None,
     non_persistent: Annotated[
