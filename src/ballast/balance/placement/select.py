@@ -197,10 +197,8 @@ def select_broker(
                 f"first choice {choice.broker} is overloaded ({percent(usage)}); "
                 f"among all allowed brokers: {second.detail}"
             )
-            choice = Choice(second.broker, detail)
-    if config.strategy == "avg" and not round_robin:
-        kind = ReasonKind.PAIRED if state.paired.get(bundle) == choice.broker else ReasonKind.RANDOM
-    return Selection(choice.broker, state, tuple(stages), Reason(kind, detail))
+            choice = Choice(second.broker, detail, second.kind)
+    return Selection(choice.broker, state, tuple(stages), Reason(choice.kind or kind, detail))
 
 
 def select_broker_for_assignment(

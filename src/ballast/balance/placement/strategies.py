@@ -32,7 +32,7 @@ from typing import Protocol
 
 import msgspec
 
-from ballast.balance.decisions import BrokerId, percent
+from ballast.balance.decisions import BrokerId, ReasonKind, percent
 from ballast.balance.loadmodel import (
     broker_usage,
     bundle_traffic,
@@ -70,10 +70,12 @@ class PlacementState(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """The chosen broker (None: no candidate) and a readable why."""
+    """The chosen broker (None: no candidate), a readable why and, for a strategy that
+    chooses in more than one way, which (None: the strategy's usual kind)."""
 
     broker: BrokerId | None
     detail: str
+    kind: ReasonKind | None = None
 
 
 def long_term_message_rate_score(
@@ -253,10 +255,12 @@ def paired_or_random(
         return Choice(None, "no candidate broker"), state
     paired = state.paired.get(bundle) if bundle is not None else None
     if paired is not None and paired in candidates:
-        return Choice(paired, "the broker AvgShedder paired its broker with"), state
+        detail = "the broker AvgShedder paired its broker with"
+        return Choice(paired, detail, ReasonKind.PAIRED), state
     ordered = sorted(candidates)
     chosen = ordered[rng.randrange(len(ordered))]
-    return Choice(chosen, f"at random among {len(ordered)} candidates"), state
+    detail = f"at random among {len(ordered)} candidates"
+    return Choice(chosen, detail, ReasonKind.RANDOM), state
 
 
 def _not_leaving(snapshot: LoadSnapshot, candidates: Candidates, bundle: str | None) -> Candidates:

@@ -118,7 +118,7 @@ class BundleAverageView(Mapping[str, BundleData]):
     """The table as it was when :meth:`BundleAverageTable.view` was called. ``BundleData``
     objects are made on first read and kept."""
 
-    __slots__ = ("_cache", "_counts", "_length", "_rows", "_size", "_totals", "_values")
+    __slots__ = ("_cache", "_counts", "_length", "_rows", "_size", "_values")
 
     def __init__(
         self, rows: dict[str, int], length: int, size: int, values: Floats, counts: Ints
@@ -131,7 +131,6 @@ class BundleAverageView(Mapping[str, BundleData]):
         self._values = values
         self._counts = counts
         self._cache: dict[str, BundleData] = {}
-        self._totals: dict[str, tuple[float, float]] | None = None
 
     def __getitem__(self, bundle: str) -> BundleData:
         found = self._cache.get(bundle)
