@@ -126,9 +126,10 @@ class CapacityFit:
 @dataclass(frozen=True, slots=True)
 class CopiedLoad:
     """What a copy gives the scenario: the source's broker count, one namespace per bundle,
-    the capacity fit (None: not fitted) and the source brokers' limits in name order, the
-    bundles left out (no topic and no traffic; stale bundle data) and those whose traffic
-    out was not copied (nothing published to them)."""
+    the capacity fit (None: not fitted), the bundles left out (no topic and no traffic;
+    stale bundle data) and those whose traffic out was not copied (nothing published to
+    them); ``capacities``: each source broker's own capacity in name order (the simulated
+    brokers' order), empty when not fitted or when every broker has the same."""
 
     brokers: int
     namespaces: tuple[NamespaceSpec, ...]
@@ -136,25 +137,17 @@ class CopiedLoad:
     idle_bundles: int
     outbound_only_bundles: int
     stale_bundles: int
-    limits: tuple[BrokerLimits, ...] = ()
+    capacities: tuple[BrokerCapacity, ...] = ()
 
     @property
     def capacity(self) -> BrokerCapacity | None:
         """The capacity every broker has when they are alike."""
         return None if self.fit is None else self.fit.alike
 
-    def capacities(self) -> tuple[BrokerCapacity, ...]:
-        """Each source broker's own capacity, in name order (the simulated brokers' order);
-        empty when not fitted or when every broker has the same."""
-        if self.fit is None:
-            return ()
-        own = tuple(self.fit.of(limits) for limits in self.limits)
-        return own if len(set(own)) > 1 else ()
-
     def notes(self, source: str) -> tuple[str, ...]:
         """What the user should know of the copy (shown by ``ballast simulate``)."""
         notes = [f"copied {len(self.namespaces)} bundles on {self.brokers} brokers from {source}"]
-        kinds = len(set(self.capacities()))
+        kinds = len(set(self.capacities))
         if kinds:
             notes.append(f"the brokers' capacities copied broker by broker ({kinds} kinds)")
         if self.outbound_only_bundles:
@@ -263,11 +256,14 @@ def copy_load(
             )
         )
     fit = fit_capacity(snapshot, traffic.values()) if spec.capacity else None
-    limits = tuple(
-        BrokerLimits.of(snapshot.brokers[b].local_data) for b in sorted(snapshot.brokers)
+    own = (
+        tuple(fit.of(BrokerLimits.of(snapshot.local(b))) for b in sorted(snapshot.brokers))
+        if fit is not None
+        else ()
     )
+    capacities = own if len(set(own)) > 1 else ()
     return CopiedLoad(
-        len(snapshot.brokers), tuple(namespaces), fit, idle, outbound_only, stale, limits
+        len(snapshot.brokers), tuple(namespaces), fit, idle, outbound_only, stale, capacities
     )
 
 

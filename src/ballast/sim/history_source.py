@@ -103,7 +103,7 @@ def read_history(
         span_s=(last_ms - first_ms) / 1000.0,
         brokers=tuple(snapshot.brokers),
         changes=changes,
-        joiner_limits=_joiner_limits(brokers, changes),
+        joiner_limits=_joiner_limits(brokers, first_ms, changes),
     )
 
 
@@ -117,7 +117,9 @@ def _churn(brokers: pa.Table, first_ms: int) -> tuple[BrokerChange, ...]:
     return tuple(broker_changes(times, present))
 
 
-def _joiner_limits(brokers: pa.Table, changes: Sequence[BrokerChange]) -> dict[str, BrokerLimits]:
+def _joiner_limits(
+    brokers: pa.Table, first_ms: int, changes: Sequence[BrokerChange]
+) -> dict[str, BrokerLimits]:
     """What each broker that joins reports it has, at the first snapshot it joins in (a
     broker back after an absence keeps what it joined with first)."""
     first_join: dict[str, float] = {}
@@ -126,7 +128,6 @@ def _joiner_limits(brokers: pa.Table, changes: Sequence[BrokerChange]) -> dict[s
             first_join.setdefault(name, change.at_s)
     if not first_join:
         return {}
-    first_ms = int(pc.min(brokers.column("snapshot_ms")).as_py())
     rows = brokers.filter(pc.is_in(brokers.column("broker"), pa.array(sorted(first_join))))
     limits: dict[str, BrokerLimits] = {}
     for row in rows.sort_by("snapshot_ms").to_pylist():

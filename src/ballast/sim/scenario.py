@@ -284,19 +284,17 @@ def _with_churn(
         )
     from ballast.sim.churn import with_churn  # it builds on this module's events
 
+    # a joiner unlike the cluster's machine starts with its own; the others with the cluster's
     fit = read.load.fit
-
-    def capacity_of(name: str) -> BrokerCapacity | None:
-        limits = read.joiner_limits.get(name)
-        if fit is None or limits is None or fit.of(limits) == fit.alike:
-            return None  # the cluster's
-        return own(fit.of(limits))
-
-    names = {name for change in read.changes for name in change.joined}
-    unlike = sum(1 for name in names if capacity_of(name) is not None)
-    mixed = f" ({unlike} with a capacity of their own)" if unlike else ""
+    unlike: dict[str, BrokerCapacity] = {}
+    if fit is not None:
+        for name, limits in read.joiner_limits.items():
+            capacity = fit.of(limits)
+            if capacity != fit.alike:
+                unlike[name] = own(capacity)
+    mixed = f" ({len(unlike)} with a capacity of their own)" if unlike else ""
     said = f"replaying the brokers' churn: {joined} joining{mixed}, {left} leaving (gracefully)"
-    return with_churn(read.brokers, read.changes, events, capacity_of), said
+    return with_churn(read.brokers, read.changes, events, unlike.get), said
 
 
 def _namespace(table: Table, tenant: str) -> NamespaceSpec:
@@ -474,7 +472,7 @@ def parse_scenario(
         return _capacity(cluster.sub("capacity"), fitted)  # the scenario's keys win
 
     capacity = own(base)
-    capacities = copied.capacities() if copied else ()
+    capacities = copied.capacities if copied else ()
     if capacities and brokers != len(capacities):
         notes = (
             *notes,

@@ -38,24 +38,27 @@ class _SizeSeries:
     factors: list[Floats] = field(default_factory=list)  # per namespace, per time
     entries: list[_Namespace] = field(default_factory=list)
     applied: int = -1  # the index of the time the sizes show (-1: not set since a change)
-    _topics: Ints | None = None  # every namespace's topics, one after the other
-    _columns: Ints | None = None  # each of those topics' namespace, by its place here
-    _matrix: Floats | None = None  # time × namespace
+    # every namespace's topics one after the other, each topic's namespace by its place
+    # here, and the factors as time × namespace (None: to build again after a change)
+    _layout: tuple[Ints, Ints, Floats] | None = None
+
+    def add(self, entry: _Namespace, factors: Floats) -> None:
+        self.entries.append(entry)
+        self.factors.append(factors)
+        self.changed()
 
     def layout(self) -> tuple[Ints, Ints, Floats]:
-        """The topics, their namespaces' columns and the factors (built again after the
-        namespaces gain topics)."""
-        if self._topics is None or self._columns is None or self._matrix is None:
-            self._topics = np.concatenate([e.indexes for e in self.entries])
-            self._columns = np.repeat(
-                np.arange(len(self.entries)), [e.indexes.size for e in self.entries]
+        if self._layout is None:
+            self._layout = (
+                np.concatenate([e.indexes for e in self.entries]),
+                np.repeat(np.arange(len(self.entries)), [e.indexes.size for e in self.entries]),
+                np.column_stack(self.factors),
             )
-            self._matrix = np.column_stack(self.factors)
-        return self._topics, self._columns, self._matrix
+        return self._layout
 
     def changed(self) -> None:
-        """A namespace gained topics."""
-        self._topics = self._columns = None
+        """A namespace joined or gained topics: the sizes are set again at the next call."""
+        self._layout = None
         self.applied = -1
 
 
@@ -126,10 +129,7 @@ class Workload:
             group = self._size_series.get(times)
             if group is None:
                 group = self._size_series[times] = _SizeSeries(np.asarray(times, dtype=np.float64))
-            group.entries.append(entry)
-            group.factors.append(np.asarray(spec.size_series.factors, dtype=np.float64))
-            group._matrix = None
-            group.changed()
+            group.add(entry, np.asarray(spec.size_series.factors, dtype=np.float64))
             entry.sizes = group
         for number, process in enumerate(spec.processes):
             entry.processes.append(

@@ -31,7 +31,6 @@ which honours it. Its memory is the hit counts.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import msgspec
@@ -71,9 +70,8 @@ def find_bundles_to_unload(
 ) -> SheddingResult[AvgState]:
     """Pulsar's ``AvgShedder.findBundlesForUnloading`` (see the module docstring)."""
     del now_ms
-    weights = dataclasses.replace(config.weights, memory=0.0)  # the 4-resource overload
     scores = {
-        broker: data.local_data.max_resource_usage_with_weight(weights) * 100
+        broker: data.local_data.max_resource_usage_with_weight(config.weights) * 100
         for broker, data in snapshot.brokers.items()
     }
     ranked = _ranked(scores)

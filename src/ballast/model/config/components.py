@@ -3,7 +3,7 @@ component takes only its own config (STYLE 8), with units in the field names."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ballast.model.config.loader import Settings
 from ballast.model.loaddata.usage import ResourceWeights
@@ -141,7 +141,8 @@ class UniformShedderConfig:
 @dataclass(frozen=True, slots=True)
 class AvgShedderConfig:
     """Pulsar's AvgShedder (PIP-364): score gaps in usage points (0-100), the runs a pair
-    must stay past them, and how much of a pair's traffic gap to move."""
+    must stay past them, how much of a pair's traffic gap to move, and the weights of its
+    score (heap memory left out: it calls the four-resource ``getMaxResourceUsageWithWeight``)."""
 
     low_threshold: float
     high_threshold: float
@@ -162,7 +163,7 @@ class AvgShedderConfig:
             max_unload_percentage=settings.get_float("maxUnloadPercentage"),
             min_unload_msg_rate=settings.get_int("minUnloadMessage"),
             min_unload_throughput_bytes=settings.get_int("minUnloadMessageThroughput"),
-            weights=resource_weights(settings),
+            weights=replace(resource_weights(settings), memory=0.0),
         )
 
 
