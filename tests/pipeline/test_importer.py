@@ -142,6 +142,22 @@ def test_a_decide_snapshot_is_detected_and_read_as_decide_reads_it(tmp_path: Pat
     assert importer("decide-snapshot")(EXAMPLE, ImportOptions("c", 5)).snapshot_ms == 5
 
 
+def test_bundles_listed_without_stats_are_written_idle_with_a_warning() -> None:
+    # Pulsar's shedder tests list each broker's bundles but report no stats for them.
+    source = EXAMPLE.parents[1] / "tests" / "balance" / "data" / "os-multiple-bundles.snapshot.json"
+    parsed = parse_snapshot(source.read_bytes()).snapshot
+    listed = sum(len(d.local_data.bundles) for d in parsed.brokers.values())
+    reported = sum(len(d.local_data.last_stats) for d in parsed.brokers.values())
+    assert listed > reported
+    snapshot, warnings = read_decide_snapshot(source, ImportOptions("c"))
+    assert len(snapshot.bundles) == listed
+    idle = [r for r in snapshot.bundles if r.msg_throughput_in == 0 and r.msg_rate_in == 0]
+    assert len(idle) == listed - reported
+    assert f"{listed - reported} bundles listed without lastStats are written with zero load" in (
+        " ".join(warnings)
+    )
+
+
 def test_decide_snapshot_errors_name_the_json_path(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"brokers": {"b1": {"cpu": {"usage": "high"}}}}')

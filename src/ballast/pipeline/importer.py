@@ -155,6 +155,17 @@ def read_decide_snapshot(
     warnings.extend(f"{key} is not kept in a history; left out" for key in NOT_KEPT if raw.get(key))
     snapshot = parsed.snapshot
     reports = {broker: _with_stats(data.local_data) for broker, data in snapshot.brokers.items()}
+    unreported = sum(
+        len(report.last_stats) - len(snapshot.local(broker).last_stats)
+        for broker, report in reports.items()
+    )
+    if unreported:
+        # ``ballast`` reads a bundle's load from its owner's report first, so a bundle it
+        # would have weighed by the leader's averages is idle once imported.
+        warnings.append(
+            f"{unreported} bundles listed without lastStats are written with zero load; "
+            "strategies that read each bundle's reported load see them idle"
+        )
     snapshot_ms = options.snapshot_ms
     if snapshot_ms is None:
         if not reports:
