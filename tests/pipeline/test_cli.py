@@ -285,6 +285,26 @@ def test_a_job_on_a_missing_history_exits_2(ballast: Ballast, tmp_path: Path) ->
     assert "Traceback" not in scheme.stderr and "\tat org.apache" not in scheme.stderr
 
 
+def test_an_output_that_is_a_file_exits_2(ballast: Ballast, tmp_path: Path) -> None:
+    """Outputs are directories: a file given for one is named, not met by a Java stack."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("kept")
+    generated = ballast("pipeline", "generate", "--out", str(a_file), "--snapshots", "1")
+    assert generated.returncode == 2
+    assert f"error: {a_file} is a file, not a directory" in generated.stderr
+    assert "internal error" not in generated.stderr and "\tat org.apache" not in generated.stderr
+    example = Path(__file__).resolve().parents[2] / "examples" / "cluster-snapshot.json"
+    imported = ballast("pipeline", "import", str(example), "--history", str(a_file))
+    assert imported.returncode == 2
+    assert f"error: --history {a_file} is a file, not a directory" in imported.stderr
+    unwritable = ballast("pipeline", "import", str(example), "--history", str(a_file / "h"))
+    assert unwritable.returncode == 2
+    assert f"error: cannot write the history at {a_file / 'h'}: Not a directory" in (
+        unwritable.stderr
+    )
+    assert a_file.read_text() == "kept"
+
+
 def test_generate_never_writes_over_a_history(ballast: Ballast, history: Path) -> None:
     """A history given to generate by mistake (a leader's, say) is kept unless --replace."""
     before = {p: p.stat().st_mtime_ns for p in history.rglob("*") if p.is_file()}

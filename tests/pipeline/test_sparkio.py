@@ -80,6 +80,12 @@ def test_require_file_system_rejects_unknown_schemes(spark: SparkSession, tmp_pa
     require_file_system(spark, str(tmp_path / "not-yet"))  # absent is fine: jobs create it
     with pytest.raises(PathError, match="cannot reach nofs://out"):
         require_file_system(spark, "nofs://out")
+    a_file = tmp_path / "out.txt"
+    a_file.write_text("not a directory")
+    for given in (str(a_file), a_file.as_uri()):
+        with pytest.raises(PathError, match=r"out\.txt is a file, not a directory"):
+            require_file_system(spark, given)
+    require_file_system(spark, str(tmp_path))  # an existing directory is fine
 
 
 def test_conform_names_missing_columns(spark: SparkSession) -> None:

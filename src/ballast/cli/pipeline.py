@@ -177,9 +177,13 @@ def import_command(
                 warn(message)
         else:
             snapshot = importer(chosen)(source, options)
+        if history.exists() and not history.is_dir():
+            fail(f"--history {history} is a file, not a directory")
         files = write_snapshot(history, snapshot)
     except HistoryError as exc:
         fail(str(exc))
+    except OSError as exc:  # a directory that cannot be made or written
+        fail(f"cannot write the history at {history}: {exc.strerror or exc}")
     print_json(
         {
             "format": chosen,

@@ -11,6 +11,7 @@ Appending with :func:`write_history` adds files; it never rewrites existing ones
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import AnalysisException
@@ -96,22 +97,35 @@ def refuse_history(spark: SparkSession, root: str, tables: Sequence[Table]) -> N
 
 
 def require_file_system(spark: SparkSession, path: str) -> None:
-    """Raise :class:`PathError` if Spark has no file system for ``path`` (an unknown URI
-    scheme, a host it cannot reach), before a job spends its time on the reads."""
-    _exists_on(spark, path)
+    """Raise :class:`PathError` if Spark has no file system for the output root ``path`` (an
+    unknown URI scheme, a host it cannot reach) or ``path`` is a file (the outputs are
+    directories under it), before a job spends its time on the reads."""
+    system, hadoop_path = _file_system(spark, path)
+    try:
+        target = hadoop_path(path)
+        is_file = bool(system.exists(target)) and bool(system.getFileStatus(target).isFile())
+    except Py4JError as exc:
+        raise PathError(f"cannot read {path}: {_java_reason(exc)}") from None
+    if is_file:
+        raise PathError(f"{path} is a file, not a directory")
 
 
-def _exists_on(spark: SparkSession, root: str) -> Callable[[str], bool]:
-    """A test for paths on the Hadoop file system of ``root``; :class:`PathError` with the
-    Java reason (not its stack) if there is none."""
+def _file_system(spark: SparkSession, root: str) -> tuple[Any, Callable[[str], Any]]:
+    """The Hadoop file system of ``root`` and the constructor of Hadoop paths;
+    :class:`PathError` with the Java reason (not its stack) if there is none."""
     context = spark.sparkContext
     jvm = context._jvm
     assert jvm is not None  # a live session has its gateway
     hadoop_path = jvm.org.apache.hadoop.fs.Path
     try:
-        system = hadoop_path(root).getFileSystem(context._jsc.hadoopConfiguration())
+        return hadoop_path(root).getFileSystem(context._jsc.hadoopConfiguration()), hadoop_path
     except Py4JError as exc:
         raise PathError(f"cannot reach {root}: {_java_reason(exc)}") from None
+
+
+def _exists_on(spark: SparkSession, root: str) -> Callable[[str], bool]:
+    """A test for paths on the Hadoop file system of ``root``."""
+    system, hadoop_path = _file_system(spark, root)
 
     def exists(path: str) -> bool:
         try:
