@@ -230,6 +230,51 @@ def test_errors_name_the_key(extra: str, message: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        (
+            "at = '2m'\nadd_brokers = 1",
+            r"events\[0\].at: 120 s is after the scenario's end \(60 s\)",
+        ),
+        ("at = 1\nstop_brokers = 2", r"events\[0\].stop_brokers: 2 brokers, but at most 1 "),
+        ("at = 1\ncrash_brokers = [1]", r"crash_brokers: no broker has index 1 at 1 s \(1 started"),
+        (
+            "at = 1\nscale_rates = { factor = 2, brokers = 3 }",
+            r"events\[0\].scale_rates.brokers: 3 brokers, but at most 1 are running",
+        ),
+        # the second stop comes first in time: the broker it stops has not started yet
+        (
+            "at = 30\nadd_brokers = 1\n[[events]]\nat = 10\nrestart_brokers = [1]",
+            r"events\[1\].restart_brokers: no broker has index 1 at 10 s",
+        ),
+        # one broker stopped for good leaves one; a crash that restarts keeps it counted
+        (
+            "at = 1\nadd_brokers = 1\n[[events]]\nat = 2\nstop_brokers = 1\n"
+            "[[events]]\nat = 3\ncrash_brokers = 1\nrestart_after = 5\n"
+            "[[events]]\nat = 4\nstop_brokers = 2",
+            r"events\[3\].stop_brokers: 2 brokers, but at most 1 are running at 4 s",
+        ),
+    ],
+)
+def test_events_a_run_could_not_carry_out_are_refused(events: str, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario(tomllib.loads(MINIMAL + "[[events]]\n" + events))
+
+
+def test_events_within_the_running_brokers_are_accepted() -> None:
+    text = MINIMAL + (
+        "[[events]]\nat = 1\nadd_brokers = 2\n"  # 3 running, indexes 0-2
+        "[[events]]\nat = 2\ncrash_brokers = 1\nrestart_after = 5\n"
+        "[[events]]\nat = 3\nrestart_brokers = [2]\n"
+        "[[events]]\nat = 4\nstop_brokers = 3\n"  # the crashed one may be back: allowed
+        "[[events]]\nat = 60\nstop_brokers = 'all'\n"  # at the end is within the run
+    )
+    assert [e.kind for e in parse_scenario(tomllib.loads(text)).events] == [
+        "add_brokers", "crash_brokers", "restart_brokers", "stop_brokers", "stop_brokers",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [
         ('duration = "1h"', r"^ScenarioError: cluster.brokers: missing$"),

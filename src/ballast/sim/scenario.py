@@ -11,7 +11,7 @@ reads the TOML again.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -426,6 +426,54 @@ _ACTION_NAMES: dict[type, str] = {
 }
 
 
+def _check_events(events: Sequence[Event], brokers: int, duration_s: float) -> None:
+    """Refuse the events a run would skip or cut short without a word: one after the end, and
+    a selection of more brokers than can be running then or of an index no broker has yet
+    (the run picks among the running brokers only). The counts are upper bounds: a broker
+    restarting, or crashed to come back, counts as running, and brokers stopped by index are
+    not counted off, so only a selection that cannot be met is refused."""
+    running = started = brokers
+    order = sorted(range(len(events)), key=lambda i: events[i].at_s)  # stable: file order
+    for i in order:
+        event = events[i]
+        when = f"{event.at_s:g} s"
+        if event.at_s > duration_s:
+            raise ScenarioError(
+                f"events[{i}].at: {when} is after the scenario's end ({duration_s:g} s)"
+            )
+        action = event.action
+        if isinstance(action, AddBrokers):
+            running += action.count
+            started += action.count
+            continue
+        if isinstance(action, StopBrokers | CrashBrokers | RestartBrokers):
+            selection: BrokerSelection | None = action.brokers
+            where = f"events[{i}].{event.kind}"
+        elif isinstance(action, ScaleRates):
+            selection, where = action.brokers, f"events[{i}].scale_rates.brokers"
+        else:
+            continue
+        if selection is None or selection.everyone:
+            continue
+        if selection.indexes:
+            late = [index for index in selection.indexes if index >= started]
+            if late:
+                raise ScenarioError(
+                    f"{where}: no broker has index {late[0]} at {when} ({started} started by "
+                    f"then, indexes 0 to {started - 1})"
+                )
+            continue
+        if selection.count > running:
+            raise ScenarioError(
+                f"{where}: {selection.count} brokers, but at most {running} are running at {when}"
+            )
+        gone = isinstance(action, StopBrokers) or (
+            isinstance(action, CrashBrokers) and action.restart_after_s is None
+        )
+        if gone:
+            running -= selection.count
+
+
 def _expectations(table: Table) -> Expectations:
     def optional_number(key: str) -> float | None:
         return table.number(key) if table.has(key) else None
@@ -491,15 +539,12 @@ def parse_scenario(
     raw_events = root.raw("events", [])
     if not isinstance(raw_events, list):
         raise ScenarioError("events: expected a list of tables ([[events]])")
-    events = tuple(
-        sorted(
-            (
-                _event(Table(item, f"events[{i}]"), tenant, capacity)
-                for i, item in enumerate(raw_events)
-            ),
-            key=lambda event: event.at_s,
-        )
-    )
+    given = [
+        _event(Table(item, f"events[{i}]"), tenant, capacity) for i, item in enumerate(raw_events)
+    ]
+    duration_s = root.duration("duration")
+    _check_events(given, brokers, duration_s)
+    events = tuple(sorted(given, key=lambda event: event.at_s))
     if read is not None and read.changes:
         events, said = _with_churn(read, brokers, events, own)
         notes = (*notes, said)
@@ -517,7 +562,7 @@ def parse_scenario(
     scenario = Scenario(
         name=root.text("name", name),
         description=root.text("description", ""),
-        duration_s=root.duration("duration"),
+        duration_s=duration_s,
         step_s=root.duration("step", 10.0),
         seed=root.integer("seed", 1),
         brokers=brokers,
