@@ -242,6 +242,16 @@ def test_errors_name_the_key(extra: str, message: str) -> None:
             "at = 1\nscale_rates = { factor = 2, brokers = 3 }",
             r"events\[0\].scale_rates.brokers: 3 brokers, but at most 1 are running",
         ),
+        (
+            "at = 1\ncreate_topics = { namespace = 'n', count = 3 }",
+            r"events\[0\].create_topics.namespace: no namespace sim/n at 1 s \(namespaces: none\)",
+        ),
+        # a namespace exists from the event that creates it on, not before
+        (
+            "at = 20\ncreate_namespace = { name = 'n', topics = 1 }\n"
+            "[[events]]\nat = 10\nscale_rates = { namespace = 'n', factor = 2 }",
+            r"events\[1\].scale_rates.namespace: no namespace sim/n at 10 s",
+        ),
         # the second stop comes first in time: the broker it stops has not started yet
         (
             "at = 30\nadd_brokers = 1\n[[events]]\nat = 10\nrestart_brokers = [1]",
@@ -267,10 +277,13 @@ def test_events_within_the_running_brokers_are_accepted() -> None:
         "[[events]]\nat = 2\ncrash_brokers = 1\nrestart_after = 5\n"
         "[[events]]\nat = 3\nrestart_brokers = [2]\n"
         "[[events]]\nat = 4\nstop_brokers = 3\n"  # the crashed one may be back: allowed
+        "[[events]]\nat = 5\ncreate_namespace = { name = 'n', topics = 1 }\n"
+        "[[events]]\nat = 5\ncreate_topics = { namespace = 'n', count = 2 }\n"
         "[[events]]\nat = 60\nstop_brokers = 'all'\n"  # at the end is within the run
     )
     assert [e.kind for e in parse_scenario(tomllib.loads(text)).events] == [
-        "add_brokers", "crash_brokers", "restart_brokers", "stop_brokers", "stop_brokers",
+        "add_brokers", "crash_brokers", "restart_brokers", "stop_brokers", "create_namespace",
+        "create_topics", "stop_brokers",
     ]  # fmt: skip
 
 

@@ -11,7 +11,7 @@ reads the TOML again.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -426,13 +426,17 @@ _ACTION_NAMES: dict[type, str] = {
 }
 
 
-def _check_events(events: Sequence[Event], brokers: int, duration_s: float) -> None:
-    """Refuse the events a run would skip or cut short without a word: one after the end, and
-    a selection of more brokers than can be running then or of an index no broker has yet
-    (the run picks among the running brokers only). The counts are upper bounds: a broker
-    restarting, or crashed to come back, counts as running, and brokers stopped by index are
-    not counted off, so only a selection that cannot be met is refused."""
+def _check_events(
+    events: Sequence[Event], brokers: int, namespaces: Iterable[str], duration_s: float
+) -> None:
+    """Refuse the events a run could not carry out as written: one after the end, one on a
+    namespace that does not exist by then, and a selection of more brokers than can be
+    running then or of an index no broker has yet (the run picks among the running brokers
+    only). The counts are upper bounds: a broker restarting, or crashed to come back, counts
+    as running, and brokers stopped by index are not counted off, so only a selection that
+    cannot be met is refused."""
     running = started = brokers
+    known = set(namespaces)
     order = sorted(range(len(events)), key=lambda i: events[i].at_s)  # stable: file order
     for i in order:
         event = events[i]
@@ -442,6 +446,15 @@ def _check_events(events: Sequence[Event], brokers: int, duration_s: float) -> N
                 f"events[{i}].at: {when} is after the scenario's end ({duration_s:g} s)"
             )
         action = event.action
+        if isinstance(action, CreateNamespace):
+            known.add(action.namespace.name)
+            continue
+        namespace = action.namespace if isinstance(action, CreateTopics | ScaleRates) else None
+        if namespace is not None and namespace not in known:
+            raise ScenarioError(
+                f"events[{i}].{event.kind}.namespace: no namespace {namespace} at {when} "
+                f"(namespaces: {', '.join(sorted(known)) or 'none'})"
+            )
         if isinstance(action, AddBrokers):
             running += action.count
             started += action.count
@@ -543,7 +556,7 @@ def parse_scenario(
         _event(Table(item, f"events[{i}]"), tenant, capacity) for i, item in enumerate(raw_events)
     ]
     duration_s = root.duration("duration")
-    _check_events(given, brokers, duration_s)
+    _check_events(given, brokers, (ns.name for ns in namespaces), duration_s)
     events = tuple(sorted(given, key=lambda event: event.at_s))
     if read is not None and read.changes:
         events, said = _with_churn(read, brokers, events, own)
