@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 
 from ballast.broker.host_usage import HostUsageProvider
 from ballast.broker.identity import BrokerIdentity
-from ballast.broker.traffic import sum_stats_of
 from ballast.clock import Clock
 from ballast.coordination.registry import BrokerRegistration
 from ballast.metadata.store import ConnectionLossError, MetadataError, SessionExpiredError
@@ -25,6 +24,7 @@ from ballast.model.loaddata import (
     SystemResourceUsage,
     largest_change,
     need_broker_data_update,
+    total_of,
 )
 from ballast.tasks import cancel_and_wait, spawn
 
@@ -58,6 +58,7 @@ class LoadReporter:
         self._usage = SystemResourceUsage()
         self._usage_sampled_at: float | None = None
         self._built_from: Mapping[str, NamespaceBundleStats] | None = None
+        self._totals = total_of(())  # of the stats the report was built from
         # the last reports compared (written, current) and their largest change
         self._compared: tuple[LocalBrokerData, LocalBrokerData, tuple[str, float]] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -86,15 +87,18 @@ class LoadReporter:
                 self._usage_sampled_at is None
                 or now - self._usage_sampled_at >= self._config.host_usage_check_interval_ms / 1000
             )
+        # the stats' sums, for the host usage and the report: one pass over the bundles
+        totals = self._totals if same_stats else total_of(stats.values())
         if sample_due:
-            self._usage = self._host_usage.sample(sum_stats_of(stats.values()))
+            self._usage = self._host_usage.sample(totals)
             self._usage_sampled_at = now
         elif same_stats:
             # Nothing changed since the last rebuild: updating would give the same report
             # (its bundles are the stats' keys already, so no gains or losses either).
             return self._local
-        self._local = self._local.updated(self._usage, stats)
+        self._local = self._local.updated(self._usage, stats, totals=totals)
         self._built_from = stats
+        self._totals = totals
         return self._local
 
     async def register(self) -> None:

@@ -94,29 +94,6 @@ def sum_stats(stats: Iterable[TopicStats]) -> NamespaceBundleStats:
     )
 
 
-def sum_stats_of(stats: Iterable[NamespaceBundleStats]) -> NamespaceBundleStats:
-    """The total over several bundles (a broker's traffic)."""
-    rate_in = rate_out = tput_in = tput_out = 0.0
-    producers = consumers = topics = 0
-    for s in stats:
-        rate_in += s.msg_rate_in
-        rate_out += s.msg_rate_out
-        tput_in += s.msg_throughput_in
-        tput_out += s.msg_throughput_out
-        producers += s.producer_count
-        consumers += s.consumer_count
-        topics += s.topics
-    return NamespaceBundleStats(
-        msg_rate_in=rate_in,
-        msg_rate_out=rate_out,
-        msg_throughput_in=tput_in,
-        msg_throughput_out=tput_out,
-        producer_count=producers,
-        consumer_count=consumers,
-        topics=topics,
-    )
-
-
 class WorkloadTraffic:
     """Traffic set by a workload, shared by every broker of a process: whichever broker serves
     a topic reports its rates."""

@@ -24,6 +24,7 @@ from ballast.model.loaddata.stats import (
     DEFAULT_MESSAGE_RATE,
     DEFAULT_MESSAGE_THROUGHPUT,
     NamespaceBundleStats,
+    total_of,
 )
 from ballast.model.loaddata.usage import (
     ResourceUsage,
@@ -56,4 +57,5 @@ __all__ = [
     "largest_change",
     "need_broker_data_update",
     "percent_change",
+    "total_of",
 ]

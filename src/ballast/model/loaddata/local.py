@@ -14,7 +14,12 @@ import msgspec
 
 from ballast.model.bundles import InvalidBundle, canonical_bundle
 from ballast.model.codec import ModelError, decode, encode_sorted, key_path, to_builtins
-from ballast.model.loaddata.stats import NamespaceBundleStats, NonNegativeFloat, NonNegativeInt
+from ballast.model.loaddata.stats import (
+    NamespaceBundleStats,
+    NonNegativeFloat,
+    NonNegativeInt,
+    total_of,
+)
 from ballast.model.loaddata.usage import (
     ResourceUsage,
     ResourceWeights,
@@ -124,15 +129,21 @@ class LocalBrokerData(msgspec.Struct, frozen=True, kw_only=True, rename="camel")
     # -- updates --------------------------------------------------------------------------
 
     def updated(
-        self, usage: SystemResourceUsage, bundle_stats: Mapping[str, NamespaceBundleStats]
+        self,
+        usage: SystemResourceUsage,
+        bundle_stats: Mapping[str, NamespaceBundleStats],
+        *,
+        totals: NamespaceBundleStats | None = None,
     ) -> LocalBrokerData:
         """Pulsar's ``update(systemResourceUsage, bundleStats)``: take the new host usage and
         bundle stats; sums and counts are recomputed; bundles that disappeared are added to
         ``last_bundle_losses``, new ones to ``last_bundle_gains`` (deltas accumulate until
-        :meth:`without_deltas`)."""
+        :meth:`without_deltas`). ``totals``: the stats' :func:`total_of`, when the caller has
+        it already (a reporter sums them for the host usage)."""
         stats = dict(bundle_stats)
         lost = self.bundles - stats.keys()
         gained = stats.keys() - self.bundles
+        total = total_of(stats.values()) if totals is None else totals
         return msgspec.structs.replace(
             self,
             cpu=usage.cpu,
@@ -140,14 +151,14 @@ class LocalBrokerData(msgspec.Struct, frozen=True, kw_only=True, rename="camel")
             direct_memory=usage.direct_memory,
             bandwidth_in=usage.bandwidth_in,
             bandwidth_out=usage.bandwidth_out,
-            msg_throughput_in=sum(s.msg_throughput_in for s in stats.values()),
-            msg_throughput_out=sum(s.msg_throughput_out for s in stats.values()),
-            msg_rate_in=sum(s.msg_rate_in for s in stats.values()),
-            msg_rate_out=sum(s.msg_rate_out for s in stats.values()),
-            num_topics=sum(s.topics for s in stats.values()),
+            msg_throughput_in=total.msg_throughput_in,
+            msg_throughput_out=total.msg_throughput_out,
+            msg_rate_in=total.msg_rate_in,
+            msg_rate_out=total.msg_rate_out,
+            num_topics=total.topics,
             num_bundles=len(stats),
-            num_consumers=sum(s.consumer_count for s in stats.values()),
-            num_producers=sum(s.producer_count for s in stats.values()),
+            num_consumers=total.consumer_count,
+            num_producers=total.producer_count,
             bundles=frozenset(stats),
             last_bundle_gains=self.last_bundle_gains | gained,
             last_bundle_losses=self.last_bundle_losses | lost,

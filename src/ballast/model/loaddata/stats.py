@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated
 
 import msgspec
@@ -57,6 +58,30 @@ class NamespaceBundleStats(msgspec.Struct, frozen=True, kw_only=True, rename="ca
             if abs(mine - theirs) > resolution:
                 return -1 if mine < theirs else 1
         return 0
+
+
+def total_of(stats: Iterable[NamespaceBundleStats]) -> NamespaceBundleStats:
+    """The sums over several bundles (a broker's traffic), in one pass and in the given order;
+    the cache size is not summed (a broker report has no total of it)."""
+    rate_in = rate_out = tput_in = tput_out = 0.0
+    producers = consumers = topics = 0
+    for s in stats:
+        rate_in += s.msg_rate_in
+        rate_out += s.msg_rate_out
+        tput_in += s.msg_throughput_in
+        tput_out += s.msg_throughput_out
+        producers += s.producer_count
+        consumers += s.consumer_count
+        topics += s.topics
+    return NamespaceBundleStats(
+        msg_rate_in=rate_in,
+        msg_rate_out=rate_out,
+        msg_throughput_in=tput_in,
+        msg_throughput_out=tput_out,
+        producer_count=producers,
+        consumer_count=consumers,
+        topics=topics,
+    )
 
 
 # Pulsar's defaults for a bundle with no history (ModularLoadManagerImpl DEFAULT_MESSAGE_*).
