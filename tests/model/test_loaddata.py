@@ -172,42 +172,6 @@ def test_update_tracks_sums_gains_and_losses() -> None:
     assert first.bundles == {a, b}  # the input is never mutated
 
 
-_RATE = st.floats(min_value=0.0, max_value=1e9, allow_nan=False)
-_COUNT = st.integers(min_value=0, max_value=10_000)
-_STATS = st.builds(
-    NamespaceBundleStats,
-    msg_rate_in=_RATE,
-    msg_rate_out=_RATE,
-    msg_throughput_in=_RATE,
-    msg_throughput_out=_RATE,
-    producer_count=_COUNT,
-    consumer_count=_COUNT,
-    topics=_COUNT,
-)
-
-
-@given(st.lists(_STATS, max_size=30))
-def test_a_report_sums_its_bundles_in_order(bundles: list[NamespaceBundleStats]) -> None:
-    """One pass or one sum per field, left to right: the same floats, bit for bit; and a
-    caller's totals give the same report as those :meth:`updated` works out itself."""
-    stats = {f"t/ns/0x{i:08x}_0x{i + 1:08x}": s for i, s in enumerate(bundles)}
-    total = total_of(stats.values())
-    for field in ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out"):
-        expected = 0.0
-        for one in stats.values():
-            expected += getattr(one, field)
-        assert getattr(total, field).hex() == expected.hex()
-    assert total.topics == sum(s.topics for s in bundles)
-    usage = SystemResourceUsage(cpu=ResourceUsage(usage=5, limit=100))
-    itself = LocalBrokerData().updated(usage, stats)
-    assert LocalBrokerData().updated(usage, stats, totals=total) == itself
-    assert (itself.msg_throughput_out, itself.num_producers, itself.num_consumers) == (
-        total.msg_throughput_out,
-        total.producer_count,
-        total.consumer_count,
-    )
-
-
 def test_time_average_update_rule() -> None:
     data = TimeAverageMessageData.starting_at(3)
     assert data.msg_rate_in == 50.0 and data.num_samples == 0
@@ -495,3 +459,25 @@ def test_bundle_data_updates_follow_pulsars_recurrence(
             got.msg_rate_in,
             got.msg_rate_out,
         ] == values
+
+
+@given(st.lists(stats_st, max_size=30))
+def test_a_report_sums_its_bundles_in_order(bundles: list[NamespaceBundleStats]) -> None:
+    """One pass or one sum per field, left to right: the same floats, bit for bit; and a
+    caller's totals give the same report as those :meth:`updated` works out itself."""
+    stats = {f"t/ns/0x{i:08x}_0x{i + 1:08x}": s for i, s in enumerate(bundles)}
+    total = total_of(stats.values())
+    for field in ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out"):
+        expected = 0.0
+        for one in stats.values():
+            expected += getattr(one, field)
+        assert getattr(total, field).hex() == expected.hex()
+    assert total.topics == sum(s.topics for s in bundles)
+    usage = SystemResourceUsage(cpu=ResourceUsage(usage=5, limit=100))
+    itself = LocalBrokerData().updated(usage, stats)
+    assert LocalBrokerData().updated(usage, stats, totals=total) == itself
+    assert (itself.msg_throughput_out, itself.num_producers, itself.num_consumers) == (
+        total.msg_throughput_out,
+        total.producer_count,
+        total.consumer_count,
+    )
