@@ -21,10 +21,16 @@ from ballast.model.bundles import BundleName
 from ballast.pipeline.history import write_snapshot
 from ballast.pipeline.importer import ImportOptions, read_decide_snapshot
 from ballast.sim.copy import copied_namespace_name
-from ballast.sim.history_source import _series
+from ballast.sim.history_source import TopicGrowth, _series, _topic_growth
 from ballast.sim.processes import Recorded
 from ballast.sim.runner import RunOptions, simulate
-from ballast.sim.scenario import AddBrokers, Scenario, StopBrokers, parse_scenario
+from ballast.sim.scenario import (
+    AddBrokers,
+    CreateTopics,
+    Scenario,
+    StopBrokers,
+    parse_scenario,
+)
 from ballast.sim.schema import ScenarioError
 from ballast.sim.summary import summarize
 from ballast.sim.traffic import SimTraffic
@@ -314,3 +320,56 @@ def test_brokers_replaced_all_at_once_drain_onto_their_successors(tmp_path: Path
     assert any(d.origin == "drain" for d in result.decisions)
     assert homes and homes <= {"broker-003:8080", "broker-004:8080", "broker-005:8080"}
     assert summarize(result)["final"]["brokers"] == 3
+
+
+def test_topic_counts_grow_past_their_highest_only() -> None:
+    """A's topics rise, fall (not replayed: topics are not deleted) and rise past the old
+    high; B, reported by two brokers in one snapshot, counts once; A's split children add up;
+    a snapshot that shows nothing of B changes nothing."""
+    a_low, a_high = "public/default/0x00000000_0x20000000", "public/default/0x20000000_0x40000000"
+    rows = pa.table(
+        {
+            "snapshot_ms": [T0 + minute * 60_000 for minute in (0, 0, 1, 1, 1, 2, 3, 3, 4)],
+            "bundle": [A, B, A, B, B, A, a_low, a_high, A],
+            "topics": [10, 4, 15, 6, 6, 12, 9, 8, 20],
+        }
+    )
+    assert _topic_growth(rows, T0, [A, B]) == (
+        TopicGrowth(60.0, A, 5),
+        TopicGrowth(60.0, B, 2),
+        TopicGrowth(180.0, A, 2),  # the children's 17 over the high of 15
+        TopicGrowth(240.0, A, 3),
+    )
+    # a bundle copied with no topics starts at one, as the copy gives it
+    empty_first = pa.table({"snapshot_ms": [T0, T0 + 60_000], "bundle": [A, A], "topics": [0, 3]})
+    assert _topic_growth(empty_first, T0, [A]) == (TopicGrowth(60.0, A, 2),)
+
+
+def test_a_replay_adds_the_topics_the_history_gained(tmp_path: Path) -> None:
+    """Replayed, bundle A gains 25 topics at the second snapshot: idle topics in its copied
+    namespace, so its traffic stays the history's; a fall at the third is not replayed."""
+    first = example_snapshot()
+    owner = next(b for b, r in first["brokers"].items() if A in r["lastStats"])
+    second, third = copy.deepcopy(first), copy.deepcopy(first)
+    second["brokers"][owner]["lastStats"][A]["topics"] = 65
+    third["brokers"][owner]["lastStats"][A]["topics"] = 50
+    scenario = copy_of(history_of(tmp_path, (first, second, third)))
+    name = copied_namespace_name("sim", A)
+    assert [(e.at_s, e.action) for e in scenario.events] == [
+        (60.0, CreateTopics(name, 25, idle=True))
+    ]
+    assert any("the topics' growth: 25 topics added to 1 bundles" in n for n in scenario.notes)
+    unreplayed = copy_of(history_of(tmp_path / "again", (first, second)), "replay = false\n")
+    assert unreplayed.events == ()
+    # Run for real: the topics are there at the end, the throughput is the history's.
+    result = simulate(scenario, RunOptions(strategy="ballast"))
+    end = result.steps[-1].t_s
+    initial = sum(spec.topics for spec in scenario.namespaces)
+
+    def at(t_s: float) -> tuple[int, float]:
+        rows = [r for r in result.brokers if r.t_s == t_s]
+        return sum(r.topics for r in rows), sum(r.throughput for r in rows)
+
+    before, after = at(30.0), at(end)
+    assert before[0] == initial and after[0] == initial + 25
+    assert after[1] == pytest.approx(before[1])

@@ -278,10 +278,12 @@ def test_events_within_the_running_brokers_are_accepted() -> None:
         "[[events]]\nat = 3\nrestart_brokers = [2]\n"
         "[[events]]\nat = 4\nstop_brokers = 3\n"  # the crashed one may be back: allowed
         "[[events]]\nat = 5\ncreate_namespace = { name = 'n', topics = 1 }\n"
-        "[[events]]\nat = 5\ncreate_topics = { namespace = 'n', count = 2 }\n"
+        "[[events]]\nat = 5\ncreate_topics = { namespace = 'n', count = 2, idle = true }\n"
         "[[events]]\nat = 60\nstop_brokers = 'all'\n"  # at the end is within the run
     )
-    assert [e.kind for e in parse_scenario(tomllib.loads(text)).events] == [
+    events = parse_scenario(tomllib.loads(text)).events
+    assert CreateTopics("sim/n", 2, idle=True) in [e.action for e in events]
+    assert [e.kind for e in events] == [
         "add_brokers", "crash_brokers", "restart_brokers", "stop_brokers", "create_namespace",
         "create_topics", "stop_brokers",
     ]  # fmt: skip

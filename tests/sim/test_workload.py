@@ -152,3 +152,18 @@ def test_recorded_sizes_apply_on_top_of_events_and_to_new_topics() -> None:
     workload.follow_sizes(500.0)  # after the last time, the last factor holds
     assert workload.size.tolist()[:5] == [6000.0] + [2000.0] * 3 + [300.0]
     assert workload.size[workload.topics_of("sim/h")][-1] == 2000.0
+
+
+def test_idle_topics_carry_no_traffic_and_leave_the_next_ones_as_they_were() -> None:
+    spec = NamespaceSpec(name="sim/g", bundles=1, topics=10, rate=4.0, popularity=1.0)
+    plain, with_idle = Workload(scenario(spec)), Workload(scenario(spec))
+    plain.add_topics("sim/g", 3)
+    idle = with_idle.add_topics("sim/g", 3, idle=True)
+    assert len(idle) == 3 and with_idle.count == 13
+    assert with_idle.rates(0.0)[10:].tolist() == [0.0] * 3
+    assert with_idle.producers[10:].tolist() == [1] * 3  # still connected
+    assert np.array_equal(with_idle.rates(0.0)[:10], plain.rates(0.0)[:10])
+    # the topics after the idle ones publish as they would after publishing ones
+    plain.add_topics("sim/g", 2)
+    with_idle.add_topics("sim/g", 2)
+    assert np.array_equal(with_idle.rates(0.0)[13:], plain.rates(0.0)[13:])

@@ -10,8 +10,10 @@ A copied bundle's rate at a snapshot is the sum over the history's bundles insid
 (so the children of a later split still count for it). A snapshot without any of them (the
 bundle between owners, reported by nobody) keeps the multiplier before it. Bundles with no
 publish traffic in the first snapshot have no rate to multiply and stay without; namespaces
-that appear later are not added. Replayed, the brokers that join and leave between snapshots
-are read too; :mod:`ballast.sim.churn` makes them the scenario's events.
+that appear later are not added. A copied bundle's topic count that grows past its highest
+becomes idle topics added at that snapshot (:class:`TopicGrowth`; the scenario makes them
+events). Replayed, the brokers that join and leave between snapshots are read too;
+:mod:`ballast.sim.churn` makes them the scenario's events.
 """
 
 from __future__ import annotations
@@ -38,6 +40,16 @@ from ballast.sim.schema import ScenarioError
 
 
 @dataclass(frozen=True, slots=True)
+class TopicGrowth:
+    """Topics a copied bundle gained by a snapshot ``at_s`` seconds after the first: its count
+    there over the highest before it."""
+
+    at_s: float
+    bundle: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
 class HistorySource:
     """The first snapshot of one cluster's history, and per bundle of it with publish
     traffic its rate's and message size's multipliers over time (empty when not replayed);
@@ -53,6 +65,7 @@ class HistorySource:
     changes: tuple[BrokerChange, ...] = ()
     joiner_limits: Mapping[str, BrokerLimits] = field(default_factory=dict)
     size_series: Mapping[str, Recorded] = field(default_factory=dict)
+    topic_growth: tuple[TopicGrowth, ...] = ()
 
 
 def read_history(
@@ -94,6 +107,8 @@ def read_history(
     )
     changes = _churn(brokers, first_ms) if replay and replay_brokers else ()
     series = _series(bundles, first_ms, published) if replay else _Series({}, {})
+    reported = sorted({b for data in snapshot.brokers.values() for b in data.local_data.last_stats})
+    growth = _topic_growth(bundles, first_ms, reported) if replay else ()
     return HistorySource(
         cluster=clusters[0],
         snapshot=snapshot,
@@ -104,6 +119,7 @@ def read_history(
         brokers=tuple(snapshot.brokers),
         changes=changes,
         joiner_limits=_joiner_limits(brokers, first_ms, changes),
+        topic_growth=growth,
     )
 
 
@@ -218,3 +234,39 @@ def _series(bundles: pa.Table, first_ms: int, copied: Sequence[str]) -> _Series:
             if throughputs[0, i] > 0.0
         },
     )
+
+
+def _topic_growth(
+    bundles: pa.Table, first_ms: int, copied: Sequence[str]
+) -> tuple[TopicGrowth, ...]:
+    """Each of the ``copied`` bundles' topic count at every snapshot (the topics of the
+    history's bundles inside its range; a bundle two brokers report in one snapshot counts
+    once, with the larger count) wherever it passes the highest count before it, from the
+    first snapshot's (at least 1, as copied). A snapshot that shows none of a bundle's range
+    changes nothing, and a count that falls is not replayed: topics are not deleted."""
+    if not copied or bundles.num_rows == 0:
+        return ()
+    encoded = pc.dictionary_encode(bundles.column("bundle")).combine_chunks()
+    names = encoded.dictionary.to_pylist()
+    owners = _owners(names, copied)
+    name_of = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    times, snapshot_of = np.unique(bundles.column("snapshot_ms").to_numpy(), return_inverse=True)
+    keys = snapshot_of * len(names) + name_of
+    topics = bundles.column("topics").to_numpy(zero_copy_only=False).astype(np.int64)
+    per_name = np.zeros(times.size * len(names), dtype=np.int64)
+    np.maximum.at(per_name, keys, topics)
+    shown = np.bincount(keys, minlength=per_name.size) > 0
+    inside = owners >= 0
+    counts = np.zeros((len(copied), times.size), dtype=np.int64)
+    seen = np.zeros((len(copied), times.size), dtype=np.int64)
+    np.add.at(counts, owners[inside], per_name.reshape(times.size, -1)[:, inside].T)
+    np.add.at(seen, owners[inside], shown.reshape(times.size, -1)[:, inside].T)
+    highest = np.maximum(counts[:, 0], 1)
+    growth: list[TopicGrowth] = []
+    for row in range(1, times.size):
+        now = np.where(seen[:, row] > 0, counts[:, row], 0)
+        for index in np.flatnonzero(now > highest).tolist():
+            at_s = float(times[row] - first_ms) / 1000.0
+            growth.append(TopicGrowth(at_s, copied[index], int(now[index] - highest[index])))
+        highest = np.maximum(highest, now)
+    return tuple(growth)

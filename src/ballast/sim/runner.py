@@ -345,7 +345,8 @@ class Simulation:
             await self._create_namespace_records(spec)
             await self._new_topics(self.workload.add_namespace(spec))
         elif isinstance(action, CreateTopics):
-            await self._new_topics(self.workload.add_topics(action.namespace, action.count))
+            added = self.workload.add_topics(action.namespace, action.count, idle=action.idle)
+            await self._new_topics(added)
         elif isinstance(action, ScaleRates):
             self._scale(action)
 

@@ -22,6 +22,7 @@ from ballast.sim.copy import (
     BrokerLimits,
     CopiedLoad,
     CopySpec,
+    copied_namespace_name,
     copy_load,
     is_history,
     read_source,
@@ -32,6 +33,7 @@ from ballast.sim.schema import ScenarioError, Table, parse_duration
 
 if TYPE_CHECKING:
     from ballast.sim.churn import BrokerChange
+    from ballast.sim.history_source import TopicGrowth
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +95,12 @@ class CreateNamespace:
 
 @dataclass(frozen=True, slots=True)
 class CreateTopics:
+    """``count`` more topics of a namespace: publishing as the namespace's spec says, or, when
+    ``idle``, counted as topics with their connections but carrying no traffic."""
+
     namespace: str
     count: int
+    idle: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +223,7 @@ class _Copied:
     brokers: tuple[str, ...] = ()
     changes: tuple[BrokerChange, ...] = ()
     joiner_limits: Mapping[str, BrokerLimits] = field(default_factory=dict)
+    growth: tuple[TopicGrowth, ...] = ()
 
 
 def _copy(table: Table, tenant: str, base_dir: Path | None) -> _Copied:
@@ -262,6 +269,7 @@ def _copy(table: Table, tenant: str, base_dir: Path | None) -> _Copied:
         history.brokers,
         history.changes,
         history.joiner_limits,
+        history.topic_growth,
     )
 
 
@@ -295,6 +303,26 @@ def _with_churn(
     mixed = f" ({len(unlike)} with a capacity of their own)" if unlike else ""
     said = f"replaying the brokers' churn: {joined} joining{mixed}, {left} leaving (gracefully)"
     return with_churn(read.brokers, read.changes, events, unlike.get), said
+
+
+def _with_growth(
+    read: _Copied, tenant: str, events: tuple[Event, ...]
+) -> tuple[tuple[Event, ...], str]:
+    """The events with the history's topic growth (idle topics added to the copied bundles'
+    namespaces: the bundles' rates stay the history's), and what to tell the user."""
+    copied = {spec.name for spec in read.load.namespaces}
+    growth = [
+        (g.at_s, name, g.count)
+        for g in read.growth
+        if (name := copied_namespace_name(tenant, g.bundle)) in copied
+    ]
+    added = [Event(at_s, CreateTopics(name, count, idle=True)) for at_s, name, count in growth]
+    said = (
+        f"replaying the topics' growth: {sum(count for _, _, count in growth)} topics added "
+        f"to {len({name for _, name, _ in growth})} bundles, without traffic of their own (a "
+        "count that falls is not replayed)"
+    )
+    return tuple(sorted((*events, *added), key=lambda event: event.at_s)), said
 
 
 def _namespace(table: Table, tenant: str) -> NamespaceSpec:
@@ -376,6 +404,7 @@ def _event(table: Table, tenant: str, base: BrokerCapacity) -> Event:
         action = CreateTopics(
             namespace if "/" in namespace else f"{tenant}/{namespace}",
             sub.integer("count", minimum=1),
+            idle=sub.flag("idle", False),
         )
         sub.finish()
     else:
@@ -560,6 +589,9 @@ def parse_scenario(
     events = tuple(sorted(given, key=lambda event: event.at_s))
     if read is not None and read.changes:
         events, said = _with_churn(read, brokers, events, own)
+        notes = (*notes, said)
+    if read is not None and read.growth:
+        events, said = _with_growth(read, tenant, events)
         notes = (*notes, said)
     settings = root.raw("settings", {})
     if not isinstance(settings, dict):

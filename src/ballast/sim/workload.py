@@ -142,9 +142,11 @@ class Workload:
             )
         return added
 
-    def add_topics(self, namespace: str, count: int) -> list[TopicName]:
+    def add_topics(self, namespace: str, count: int, *, idle: bool = False) -> list[TopicName]:
+        """``count`` more topics of ``namespace``, publishing as its spec says, or nothing
+        (``idle``: they count as topics, with their connections, and carry no traffic)."""
         entry = self._namespaces[namespace]
-        added = self._grow(entry, count)
+        added = self._grow(entry, count, idle=idle)
         for process in entry.processes:
             process.grow(count)
         if entry.sizes is not None:
@@ -159,7 +161,7 @@ class Workload:
 
         return order
 
-    def _grow(self, entry: _Namespace, count: int) -> list[TopicName]:
+    def _grow(self, entry: _Namespace, count: int, *, idle: bool = False) -> list[TopicName]:
         spec = entry.spec
         first_number = entry.indexes.size
         start = len(self.names)
@@ -195,7 +197,9 @@ class Workload:
             [self.namespace_of, np.full(count, entry.position, dtype=np.int64)]
         )
         self.hashes = np.concatenate([self.hashes, hashes])
-        self.base_rate = np.concatenate([self.base_rate, rates * weights])
+        # the draws above are made for idle topics too: later topics get the same ones
+        base = np.zeros(count) if idle else rates * weights
+        self.base_rate = np.concatenate([self.base_rate, base])
         self.size = np.concatenate([self.size, np.maximum(sizes, 1.0)])
         self._base_size = np.concatenate([self._base_size, np.maximum(sizes, 1.0)])
         self.fan_out = np.concatenate([self.fan_out, np.full(count, spec.fan_out)])
