@@ -262,6 +262,19 @@ def test_brokers_join_and_leave_as_the_history_shows(tmp_path: Path) -> None:
     assert summary["final"]["brokers"] == 3 and new["loadedAfterS"] is not None
 
 
+def test_events_on_a_replayed_churn_are_not_counted_against_the_first_brokers(
+    tmp_path: Path,
+) -> None:
+    """The churn's brokers join after the scenario's events are read: a selection of index 3
+    (the broker that joins at 180 s) is the user's to make."""
+    root, _ = write_churn_history(tmp_path)
+    scenario = copy_of(root, "[[events]]\nat = 200\nstop_brokers = [3]\n")
+    assert [e.at_s for e in scenario.events] == [120.0, 180.0, 200.0]
+    unreplayed = "replay_brokers = false\n[[events]]\nat = 200\nstop_brokers = [3]\n"
+    with pytest.raises(ScenarioError, match=r"no broker has index 3 at 200 s \(3 started"):
+        copy_of(write_churn_history(tmp_path / "again")[0], unreplayed)
+
+
 def test_a_joining_broker_of_another_machine_starts_with_its_own_capacity(
     tmp_path: Path,
 ) -> None:

@@ -456,15 +456,16 @@ _ACTION_NAMES: dict[type, str] = {
 
 
 def _check_events(
-    events: Sequence[Event], brokers: int, namespaces: Iterable[str], duration_s: float
+    events: Sequence[Event], brokers: int | None, namespaces: Iterable[str], duration_s: float
 ) -> None:
     """Refuse the events a run could not carry out as written: one after the end, one on a
     namespace that does not exist by then, and a selection of more brokers than can be
     running then or of an index no broker has yet (the run picks among the running brokers
     only). The counts are upper bounds: a broker restarting, or crashed to come back, counts
     as running, and brokers stopped by index are not counted off, so only a selection that
-    cannot be met is refused."""
-    running = started = brokers
+    cannot be met is refused. ``brokers`` None: the brokers are not known from the events
+    alone (a replayed history's churn adds and stops more), so selections are not checked."""
+    running = started = brokers if brokers is not None else 0
     known = set(namespaces)
     order = sorted(range(len(events)), key=lambda i: events[i].at_s)  # stable: file order
     for i in order:
@@ -495,7 +496,7 @@ def _check_events(
             selection, where = action.brokers, f"events[{i}].scale_rates.brokers"
         else:
             continue
-        if selection is None or selection.everyone:
+        if selection is None or selection.everyone or brokers is None:
             continue
         if selection.indexes:
             late = [index for index in selection.indexes if index >= started]
@@ -585,7 +586,8 @@ def parse_scenario(
         _event(Table(item, f"events[{i}]"), tenant, capacity) for i, item in enumerate(raw_events)
     ]
     duration_s = root.duration("duration")
-    _check_events(given, brokers, (ns.name for ns in namespaces), duration_s)
+    churn = read is not None and bool(read.changes) and brokers == len(read.brokers)
+    _check_events(given, None if churn else brokers, (ns.name for ns in namespaces), duration_s)
     events = tuple(sorted(given, key=lambda event: event.at_s))
     if read is not None and read.changes:
         events, said = _with_churn(read, brokers, events, own)
