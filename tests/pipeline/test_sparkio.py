@@ -18,8 +18,8 @@ from ballast.pipeline.sparkio import (
     date_of,
     hour_of,
     read_history,
-    require_file_system,
     require_history,
+    require_output_root,
     write_history,
 )
 
@@ -76,16 +76,16 @@ def test_require_history_names_what_is_missing(spark: SparkSession, tmp_path: Pa
         require_history(spark, str(tmp_path), (TOPICS,))
 
 
-def test_require_file_system_rejects_unknown_schemes(spark: SparkSession, tmp_path: Path) -> None:
-    require_file_system(spark, str(tmp_path / "not-yet"))  # absent is fine: jobs create it
+def test_require_output_root_rejects_unknown_schemes(spark: SparkSession, tmp_path: Path) -> None:
+    require_output_root(spark, str(tmp_path / "not-yet"))  # absent is fine: jobs create it
     with pytest.raises(PathError, match="cannot reach nofs://out"):
-        require_file_system(spark, "nofs://out")
+        require_output_root(spark, "nofs://out")
     a_file = tmp_path / "out.txt"
     a_file.write_text("not a directory")
     for given in (str(a_file), a_file.as_uri()):
         with pytest.raises(PathError, match=r"out\.txt is a file, not a directory"):
-            require_file_system(spark, given)
-    require_file_system(spark, str(tmp_path))  # an existing directory is fine
+            require_output_root(spark, given)
+    require_output_root(spark, str(tmp_path))  # an existing directory is fine
 
 
 def test_conform_names_missing_columns(spark: SparkSession) -> None:

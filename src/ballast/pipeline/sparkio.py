@@ -96,7 +96,7 @@ def refuse_history(spark: SparkSession, root: str, tables: Sequence[Table]) -> N
         )
 
 
-def require_file_system(spark: SparkSession, path: str) -> None:
+def require_output_root(spark: SparkSession, path: str) -> None:
     """Raise :class:`PathError` if Spark has no file system for the output root ``path`` (an
     unknown URI scheme, a host it cannot reach) or ``path`` is a file (the outputs are
     directories under it), before a job spends its time on the reads."""

@@ -37,10 +37,10 @@ SettingsCheck = Callable[["Settings"], None]
 
 def require_paths(spark: SparkSession, paths: JobPaths) -> None:
     """Fail early, with the reason, when the history holds neither broker nor bundle rows
-    or Spark has no file system for the output (a job would otherwise read an absent
-    history as an empty one, or fail with a Java stack after its reads)."""
+    or the output is a file or on a file system Spark has none for (a job would otherwise
+    read an absent history as an empty one, or fail with a Java stack after its reads)."""
     from ballast.pipeline.schema import BROKERS, BUNDLES
-    from ballast.pipeline.sparkio import require_file_system, require_history
+    from ballast.pipeline.sparkio import require_history, require_output_root
 
     require_history(spark, paths.history, (BROKERS, BUNDLES))
-    require_file_system(spark, paths.out)
+    require_output_root(spark, paths.out)

@@ -23,7 +23,7 @@ from ballast.pipeline.jobs.base import Summary
 from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS, Table
 from ballast.pipeline.sparkio import (
     refuse_history,
-    require_file_system,
+    require_output_root,
     table_path,
     write_history,
 )
@@ -67,7 +67,7 @@ def generate(
 ) -> Summary:
     """Write the history ``spec`` describes to ``out``; its tables there are replaced only
     with ``replace`` (else :class:`~ballast.pipeline.sparkio.PathError`)."""
-    require_file_system(spark, out)
+    require_output_root(spark, out)
     if not replace:
         refuse_history(spark, out, (BROKERS, BUNDLES, TOPICS))
     tables = (BROKERS, BUNDLES, *((TOPICS,) if spec.topic_snapshots else ()))
