@@ -234,8 +234,10 @@ def test_errors_name_the_key(extra: str, message: str) -> None:
     [
         (
             "at = '2m'\nadd_brokers = 1",
-            r"events\[0\].at: 120 s is after the scenario's end \(60 s\)",
+            r"events\[0\].at: 120 s is not before the run's end \(60 s\)",
         ),
+        # the run records its last step and stops: an event then would never happen
+        ("at = 60\nadd_brokers = 1", r"events\[0\].at: 60 s is not before the run's end"),
         ("at = 1\nstop_brokers = 2", r"events\[0\].stop_brokers: 2 brokers, but at most 1 "),
         ("at = 1\ncrash_brokers = [1]", r"crash_brokers: no broker has index 1 at 1 s \(1 started"),
         (
@@ -271,6 +273,14 @@ def test_events_a_run_could_not_carry_out_are_refused(events: str, message: str)
         parse_scenario(tomllib.loads(MINIMAL + "[[events]]\n" + events))
 
 
+def test_the_run_ends_at_its_last_step() -> None:
+    # 100 s in steps of 30 s: the run's steps are 0, 30, 60 and 90 s
+    text = "duration = 100\nstep = 30\n[cluster]\nbrokers = 1\n[[events]]\nat = 95\nadd_brokers = 1"
+    with pytest.raises(ScenarioError, match=r"95 s is not before the run's end \(90 s\)"):
+        parse_scenario(tomllib.loads(text))
+    assert parse_scenario(tomllib.loads(text.replace("95", "89"))).events[0].at_s == 89.0
+
+
 def test_events_within_the_running_brokers_are_accepted() -> None:
     text = MINIMAL + (
         "[[events]]\nat = 1\nadd_brokers = 2\n"  # 3 running, indexes 0-2
@@ -279,7 +289,7 @@ def test_events_within_the_running_brokers_are_accepted() -> None:
         "[[events]]\nat = 4\nstop_brokers = 3\n"  # the crashed one may be back: allowed
         "[[events]]\nat = 5\ncreate_namespace = { name = 'n', topics = 1 }\n"
         "[[events]]\nat = 5\ncreate_topics = { namespace = 'n', count = 2, idle = true }\n"
-        "[[events]]\nat = 60\nstop_brokers = 'all'\n"  # at the end is within the run
+        "[[events]]\nat = 59\nstop_brokers = 'all'\n"  # within the last step
     )
     events = parse_scenario(tomllib.loads(text)).events
     assert CreateTopics("sim/n", 2, idle=True) in [e.action for e in events]

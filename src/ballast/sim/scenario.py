@@ -456,9 +456,10 @@ _ACTION_NAMES: dict[type, str] = {
 
 
 def _check_events(
-    events: Sequence[Event], brokers: int | None, namespaces: Iterable[str], duration_s: float
+    events: Sequence[Event], brokers: int | None, namespaces: Iterable[str], end_s: float
 ) -> None:
-    """Refuse the events a run could not carry out as written: one after the end, one on a
+    """Refuse the events a run could not carry out as written: one at or after the end of the
+    run (``end_s``, its last step: the run records it and stops), one on a
     namespace that does not exist by then, and a selection of more brokers than can be
     running then or of an index no broker has yet (the run picks among the running brokers
     only). The counts are upper bounds: a broker restarting, or crashed to come back, counts
@@ -471,10 +472,8 @@ def _check_events(
     for i in order:
         event = events[i]
         when = f"{event.at_s:g} s"
-        if event.at_s > duration_s:
-            raise ScenarioError(
-                f"events[{i}].at: {when} is after the scenario's end ({duration_s:g} s)"
-            )
+        if event.at_s >= end_s:
+            raise ScenarioError(f"events[{i}].at: {when} is not before the run's end ({end_s:g} s)")
         action = event.action
         if isinstance(action, CreateNamespace):
             known.add(action.namespace.name)
@@ -585,9 +584,12 @@ def parse_scenario(
     given = [
         _event(Table(item, f"events[{i}]"), tenant, capacity) for i, item in enumerate(raw_events)
     ]
-    duration_s = root.duration("duration")
+    duration_s, step_s = root.duration("duration"), root.duration("step", 10.0)
+    if step_s <= 0:
+        raise ScenarioError("step: must be above 0")
     churn = read is not None and bool(read.changes) and brokers == len(read.brokers)
-    _check_events(given, None if churn else brokers, (ns.name for ns in namespaces), duration_s)
+    end_s = round(duration_s / step_s) * step_s  # the time of the run's last step
+    _check_events(given, None if churn else brokers, (ns.name for ns in namespaces), end_s)
     events = tuple(sorted(given, key=lambda event: event.at_s))
     if read is not None and read.changes:
         events, said = _with_churn(read, brokers, events, own)
@@ -610,7 +612,7 @@ def parse_scenario(
         name=root.text("name", name),
         description=root.text("description", ""),
         duration_s=duration_s,
-        step_s=root.duration("step", 10.0),
+        step_s=step_s,
         seed=root.integer("seed", 1),
         brokers=brokers,
         capacity=capacity,
@@ -624,8 +626,6 @@ def parse_scenario(
         capacities=capacities,
     )
     root.finish()
-    if scenario.step_s <= 0:
-        raise ScenarioError("step: must be above 0")
     names = [ns.name for ns in namespaces] + [
         e.action.namespace.name for e in events if isinstance(e.action, CreateNamespace)
     ]
