@@ -92,5 +92,10 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     assert bad.returncode == 2 and "InvalidBundle" in bad.stderr
     bad_name = admin("topics", "lookup", "persistent:///x")
     assert bad_name.returncode == 2 and "InvalidTopicName" in bad_name.stderr
+    # a tenant with a "/" would reach another path and come back as a bare 404
+    for command in (("tenants", "create"), ("tenants", "delete"), ("namespaces", "list")):
+        bad_tenant = admin(*command, "acme/orders")
+        assert bad_tenant.returncode == 2, command
+        assert 'tenant "acme/orders" has characters outside' in bad_tenant.stderr
     unreachable = ballast("admin", "--url", "http://127.0.0.1:1", "brokers", "list")
     assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr

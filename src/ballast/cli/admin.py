@@ -16,7 +16,7 @@ import typer
 
 from ballast.cli.common import fail, print_json
 from ballast.model.bundles import BundleRange, InvalidBundle
-from ballast.model.naming import InvalidNameError, NamespaceName, TopicName
+from ballast.model.naming import InvalidNameError, NamespaceName, TopicName, validate_tenant
 
 admin_app = typer.Typer(
     help="Administer a running cluster through its HTTP API (like pulsar-admin).",
@@ -114,6 +114,16 @@ def _namespace(text: str) -> NamespaceName:
     return namespace
 
 
+def _tenant(text: str) -> str:
+    """A tenant name, checked as the broker checks it (a name with a ``/`` would otherwise
+    reach another path and come back as a bare 404)."""
+    try:
+        validate_tenant(text)
+    except InvalidNameError as exc:
+        fail(str(exc))
+    return text
+
+
 def _bundle(text: str) -> str:
     if text == "LARGEST":
         return text
@@ -145,13 +155,15 @@ def tenants_create(
 ) -> None:
     """Create a tenant."""
     clusters = [c for c in (allowed_clusters or "").split(",") if c]
-    show(ctx, call(ctx, "PUT", f"/admin/v2/tenants/{tenant}", {"allowedClusters": clusters}))
+    show(
+        ctx, call(ctx, "PUT", f"/admin/v2/tenants/{_tenant(tenant)}", {"allowedClusters": clusters})
+    )
 
 
 @tenants_app.command("delete")
 def tenants_delete(ctx: typer.Context, tenant: str) -> None:
     """Delete a tenant (it must have no namespaces)."""
-    show(ctx, call(ctx, "DELETE", f"/admin/v2/tenants/{tenant}"))
+    show(ctx, call(ctx, "DELETE", f"/admin/v2/tenants/{_tenant(tenant)}"))
 
 
 # -- namespaces ---------------------------------------------------------------------------------
@@ -160,7 +172,7 @@ def tenants_delete(ctx: typer.Context, tenant: str) -> None:
 @namespaces_app.command("list")
 def namespaces_list(ctx: typer.Context, tenant: str) -> None:
     """List a tenant's namespaces."""
-    show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{tenant}"))
+    show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{_tenant(tenant)}"))
 
 
 @namespaces_app.command("create")
