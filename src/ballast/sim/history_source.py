@@ -252,13 +252,14 @@ def _topic_growth(
     name_of = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     times, snapshot_of = np.unique(bundles.column("snapshot_ms").to_numpy(), return_inverse=True)
     keys = snapshot_of * len(names) + name_of
-    topics = bundles.column("topics").to_numpy(zero_copy_only=False).astype(np.int64)
-    per_name = np.zeros(times.size * len(names), dtype=np.int64)
+    topics = bundles.column("topics").to_numpy(zero_copy_only=False).astype(np.int32)
+    # int32: a day of a large cluster is a (bundles × snapshots) array of each
+    per_name = np.zeros(times.size * len(names), dtype=np.int32)
     np.maximum.at(per_name, keys, topics)
     shown = np.bincount(keys, minlength=per_name.size) > 0
     inside = owners >= 0
-    counts = np.zeros((len(copied), times.size), dtype=np.int64)
-    seen = np.zeros((len(copied), times.size), dtype=np.int64)
+    counts = np.zeros((len(copied), times.size), dtype=np.int32)
+    seen = np.zeros((len(copied), times.size), dtype=np.int32)
     np.add.at(counts, owners[inside], per_name.reshape(times.size, -1)[:, inside].T)
     np.add.at(seen, owners[inside], shown.reshape(times.size, -1)[:, inside].T)
     highest = np.maximum(counts[:, 0], 1)
