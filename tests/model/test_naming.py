@@ -15,6 +15,7 @@ from ballast.model.naming import (
     heartbeat_namespace,
     java_url_encode,
     partition_index,
+    validate_tenant,
 )
 
 
@@ -87,6 +88,20 @@ def test_documented_error_text() -> None:
     with pytest.raises(InvalidTopicName) as caught:
         TopicName.parse("persistent:///ns/t")
     assert str(caught.value) == 'InvalidTopicName: tenant "" is empty in "persistent:///ns/t"'
+
+
+@pytest.mark.parametrize(
+    ("tenant", "message"),
+    [
+        ("", "InvalidNamespaceName: tenant name is empty"),
+        ("a/b", 'InvalidNamespaceName: tenant "a/b" has characters outside [a-zA-Z0-9_-=:.]'),
+    ],
+)
+def test_a_tenant_on_its_own_is_named_once(tenant: str, message: str) -> None:
+    with pytest.raises(InvalidNamespaceName) as caught:
+        validate_tenant(tenant)
+    assert str(caught.value) == message
+    validate_tenant("acme-1.prod")
 
 
 @pytest.mark.parametrize(

@@ -64,10 +64,11 @@ _DOMAINS = {domain.value: domain for domain in TopicDomain}
 
 
 def _check_part(role: str, value: str, whole: str, error: type[InvalidNameError]) -> None:
+    where = "" if whole == value else f' in "{whole}"'  # a name on its own is not repeated
     if value == "":
-        raise error(f'{role} "" is empty in "{whole}"')
+        raise error(f'{role} "" is empty{where}' if where else f"{role} name is empty")
     if _NAMED_ENTITY.fullmatch(value) is None:
-        raise error(f'{role} "{value}" has characters outside [a-zA-Z0-9_-=:.] in "{whole}"')
+        raise error(f'{role} "{value}" has characters outside [a-zA-Z0-9_-=:.]{where}')
 
 
 def validate_tenant(name: str) -> None:
