@@ -5,7 +5,7 @@ the simulated cluster's creation order (the scenario's own added brokers include
 from __future__ import annotations
 
 from ballast.sim.churn import BrokerChange, broker_changes, with_churn
-from ballast.sim.scenario import AddBrokers, BrokerSelection, Event, ScaleRates, StopBrokers
+from ballast.sim.events import AddBrokers, BrokerSelection, Event, ScaleRates, StopBrokers
 
 
 def test_the_changes_between_snapshots() -> None:

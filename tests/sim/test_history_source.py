@@ -21,16 +21,11 @@ from ballast.model.bundles import BundleName
 from ballast.pipeline.history import write_snapshot
 from ballast.pipeline.importer import ImportOptions, read_decide_snapshot
 from ballast.sim.copy import copied_namespace_name
+from ballast.sim.events import AddBrokers, CreateTopics, StopBrokers
 from ballast.sim.history_source import TopicGrowth, _series, _topic_growth
 from ballast.sim.processes import Recorded
 from ballast.sim.runner import RunOptions, simulate
-from ballast.sim.scenario import (
-    AddBrokers,
-    CreateTopics,
-    Scenario,
-    StopBrokers,
-    parse_scenario,
-)
+from ballast.sim.scenario import Scenario, parse_scenario
 from ballast.sim.schema import ScenarioError
 from ballast.sim.summary import summarize
 from ballast.sim.traffic import SimTraffic

@@ -6,8 +6,7 @@ import tomllib
 
 import pytest
 
-from ballast.sim.processes import Bursts, Diurnal, HotSpot, RandomWalk
-from ballast.sim.scenario import (
+from ballast.sim.events import (
     AddBrokers,
     CrashBrokers,
     CreateNamespace,
@@ -15,8 +14,9 @@ from ballast.sim.scenario import (
     RestartBrokers,
     ScaleRates,
     StopBrokers,
-    parse_scenario,
 )
+from ballast.sim.processes import Bursts, Diurnal, HotSpot, RandomWalk
+from ballast.sim.scenario import parse_scenario
 from ballast.sim.schema import ScenarioError, parse_duration
 
 FULL = """

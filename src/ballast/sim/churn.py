@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from ballast.broker.host_usage import BrokerCapacity
-from ballast.sim.scenario import AddBrokers, BrokerSelection, Event, StopBrokers
+from ballast.sim.events import AddBrokers, BrokerSelection, Event, StopBrokers
 
 # A joining broker's own capacity, or None for the cluster's.
 CapacityOf = Callable[[str], BrokerCapacity | None]

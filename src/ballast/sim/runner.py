@@ -41,10 +41,7 @@ from ballast.model.naming import TopicName
 from ballast.pipeline.leader_sink import HistoryPathError, leader_history_sink
 from ballast.sim import metrics
 from ballast.sim.clients import SimClients
-from ballast.sim.invariants import check_settled
-from ballast.sim.metrics import Capacities, Decision
-from ballast.sim.namespace_spec import NamespaceSpec
-from ballast.sim.scenario import (
+from ballast.sim.events import (
     AddBrokers,
     BrokerSelection,
     CrashBrokers,
@@ -53,9 +50,12 @@ from ballast.sim.scenario import (
     Event,
     RestartBrokers,
     ScaleRates,
-    Scenario,
     StopBrokers,
 )
+from ballast.sim.invariants import check_settled
+from ballast.sim.metrics import Capacities, Decision
+from ballast.sim.namespace_spec import NamespaceSpec
+from ballast.sim.scenario import Scenario
 from ballast.sim.strategies import strategy_profile
 from ballast.sim.traffic import SimTraffic
 from ballast.sim.workload import Workload

@@ -11,13 +11,14 @@ reads the TOML again.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ballast.broker.host_usage import BrokerCapacity
 from ballast.model.config import SETTINGS_BY_KEY, nearest_key
+from ballast.sim.churn import BrokerChange, with_churn
 from ballast.sim.copy import (
     BrokerLimits,
     CopiedLoad,
@@ -27,108 +28,27 @@ from ballast.sim.copy import (
     is_history,
     read_source,
 )
+from ballast.sim.events import (
+    EVENT_KINDS,
+    PICKS,
+    Action,
+    AddBrokers,
+    BrokerSelection,
+    CrashBrokers,
+    CreateNamespace,
+    CreateTopics,
+    Event,
+    RestartBrokers,
+    ScaleRates,
+    StopBrokers,
+    check_events,
+)
 from ballast.sim.namespace_spec import NamespaceSpec
 from ballast.sim.processes import ProcessSpec, parse_process
 from ballast.sim.schema import ScenarioError, Table, parse_duration
 
 if TYPE_CHECKING:
-    from ballast.sim.churn import BrokerChange
     from ballast.sim.history_source import TopicGrowth
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerSelection:
-    """Which brokers an event acts on: explicit indexes (creation order, from 0), or
-    ``count`` brokers picked by ``pick`` — ``first``/``last`` (by creation), ``busiest``
-    (most load now), ``random`` (the scenario's seed) — or ``all``."""
-
-    indexes: tuple[int, ...] = ()
-    count: int = 0
-    pick: str = "last"
-
-    @property
-    def everyone(self) -> bool:
-        return self.pick == "all"
-
-
-PICKS = ("first", "last", "busiest", "random", "all")
-
-
-@dataclass(frozen=True, slots=True)
-class AddBrokers:
-    count: int
-    capacity: BrokerCapacity | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class StopBrokers:
-    """Stop brokers for good: gracefully (controlled shutdown: drained first) or not."""
-
-    brokers: BrokerSelection
-    graceful: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class CrashBrokers:
-    """``kill -9``: the session expires after the timeout; with ``restart_after`` the broker
-    comes back (a new incarnation) that long after the crash."""
-
-    brokers: BrokerSelection
-    restart_after_s: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RestartBrokers:
-    """Restart brokers one after the other, ``interval_s`` apart (0: all at once): each stops
-    (gracefully or not) and starts again ``down_s`` later."""
-
-    brokers: BrokerSelection
-    graceful: bool = True
-    down_s: float = 10.0
-    interval_s: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class CreateNamespace:
-    namespace: NamespaceSpec
-
-
-@dataclass(frozen=True, slots=True)
-class CreateTopics:
-    """``count`` more topics of a namespace: publishing as the namespace's spec says, or, when
-    ``idle``, counted as topics with their connections but carrying no traffic."""
-
-    namespace: str
-    count: int
-    idle: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ScaleRates:
-    """Multiply the rates of some topics by ``factor`` and their message sizes by
-    ``size_factor`` from now on: of a namespace (or all), optionally only the ``share`` most
-    popular, or only those served now by the selected brokers (a hot broker)."""
-
-    factor: float
-    namespace: str | None = None
-    share: float = 1.0
-    brokers: BrokerSelection | None = None
-    size_factor: float = 1.0
-
-
-Action = (
-    AddBrokers | StopBrokers | CrashBrokers | RestartBrokers | CreateNamespace | CreateTopics
-) | ScaleRates
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    at_s: float
-    action: Action
-
-    @property
-    def kind(self) -> str:
-        return _ACTION_NAMES[type(self.action)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +145,11 @@ class _Copied:
     joiner_limits: Mapping[str, BrokerLimits] = field(default_factory=dict)
     growth: tuple[TopicGrowth, ...] = ()
 
+    def replays_churn(self, brokers: int) -> bool:
+        """Whether the history's brokers join and leave in the run: it has changes, and the
+        cluster starts with its brokers (else their places would not match)."""
+        return bool(self.changes) and brokers == len(self.brokers)
+
 
 def _copy(table: Table, tenant: str, base_dir: Path | None) -> _Copied:
     """The ``[copy]`` table read and its source copied, with the notes for the user."""
@@ -285,13 +210,11 @@ def _with_churn(
     ``[cluster.capacity]`` keys over the fitted one)."""
     joined = sum(len(change.joined) for change in read.changes)
     left = sum(len(change.left) for change in read.changes)
-    if brokers != len(read.brokers):
+    if not read.replays_churn(brokers):
         return events, (
             f"brokers joining ({joined}) and leaving ({left}) not replayed: the cluster starts "
             f"with {brokers} brokers, the history with {len(read.brokers)}"
         )
-    from ballast.sim.churn import with_churn  # it builds on this module's events
-
     # a joiner unlike the cluster's machine starts with its own; the others with the cluster's
     fit = read.load.fit
     unlike: dict[str, BrokerCapacity] = {}
@@ -372,9 +295,9 @@ def _selection(table: Table, key: str = "brokers") -> BrokerSelection:
 
 def _event(table: Table, tenant: str, base: BrokerCapacity) -> Event:
     at_s = table.duration("at")
-    kinds = [k for k in _EVENT_KEYS if table.has(k)]
+    kinds = [k for k in EVENT_KINDS if table.has(k)]
     if len(kinds) != 1:
-        raise ScenarioError(f"{table.where}: needs exactly one of {', '.join(_EVENT_KEYS)}")
+        raise ScenarioError(f"{table.where}: needs exactly one of {', '.join(EVENT_KINDS)}")
     kind = kinds[0]
     action: Action
     if kind == "add_brokers":
@@ -433,87 +356,6 @@ def _event(table: Table, tenant: str, base: BrokerCapacity) -> Event:
         sub.finish()
     table.finish()
     return Event(at_s, action)
-
-
-_EVENT_KEYS = (
-    "add_brokers",
-    "stop_brokers",
-    "crash_brokers",
-    "restart_brokers",
-    "create_namespace",
-    "create_topics",
-    "scale_rates",
-)
-_ACTION_NAMES: dict[type, str] = {
-    AddBrokers: "add_brokers",
-    StopBrokers: "stop_brokers",
-    CrashBrokers: "crash_brokers",
-    RestartBrokers: "restart_brokers",
-    CreateNamespace: "create_namespace",
-    CreateTopics: "create_topics",
-    ScaleRates: "scale_rates",
-}
-
-
-def _check_events(
-    events: Sequence[Event], brokers: int | None, namespaces: Iterable[str], end_s: float
-) -> None:
-    """Refuse the events a run could not carry out as written: one at or after the end of the
-    run (``end_s``, its last step: the run records it and stops), one on a
-    namespace that does not exist by then, and a selection of more brokers than can be
-    running then or of an index no broker has yet (the run picks among the running brokers
-    only). The counts are upper bounds: a broker restarting, or crashed to come back, counts
-    as running, and brokers stopped by index are not counted off, so only a selection that
-    cannot be met is refused. ``brokers`` None: the brokers are not known from the events
-    alone (a replayed history's churn adds and stops more), so selections are not checked."""
-    running = started = brokers if brokers is not None else 0
-    known = set(namespaces)
-    order = sorted(range(len(events)), key=lambda i: events[i].at_s)  # stable: file order
-    for i in order:
-        event = events[i]
-        when = f"{event.at_s:g} s"
-        if event.at_s >= end_s:
-            raise ScenarioError(f"events[{i}].at: {when} is not before the run's end ({end_s:g} s)")
-        action = event.action
-        if isinstance(action, CreateNamespace):
-            known.add(action.namespace.name)
-            continue
-        namespace = action.namespace if isinstance(action, CreateTopics | ScaleRates) else None
-        if namespace is not None and namespace not in known:
-            raise ScenarioError(
-                f"events[{i}].{event.kind}.namespace: no namespace {namespace} at {when} "
-                f"(namespaces: {', '.join(sorted(known)) or 'none'})"
-            )
-        if isinstance(action, AddBrokers):
-            running += action.count
-            started += action.count
-            continue
-        if isinstance(action, StopBrokers | CrashBrokers | RestartBrokers):
-            selection: BrokerSelection | None = action.brokers
-            where = f"events[{i}].{event.kind}"
-        elif isinstance(action, ScaleRates):
-            selection, where = action.brokers, f"events[{i}].scale_rates.brokers"
-        else:
-            continue
-        if selection is None or selection.everyone or brokers is None:
-            continue
-        if selection.indexes:
-            late = [index for index in selection.indexes if index >= started]
-            if late:
-                raise ScenarioError(
-                    f"{where}: no broker has index {late[0]} at {when} ({started} started by "
-                    f"then, indexes 0 to {started - 1})"
-                )
-            continue
-        if selection.count > running:
-            raise ScenarioError(
-                f"{where}: {selection.count} brokers, but at most {running} are running at {when}"
-            )
-        gone = isinstance(action, StopBrokers) or (
-            isinstance(action, CrashBrokers) and action.restart_after_s is None
-        )
-        if gone:
-            running -= selection.count
 
 
 def _expectations(table: Table) -> Expectations:
@@ -587,9 +429,9 @@ def parse_scenario(
     duration_s, step_s = root.duration("duration"), root.duration("step", 10.0)
     if step_s <= 0:
         raise ScenarioError("step: must be above 0")
-    churn = read is not None and bool(read.changes) and brokers == len(read.brokers)
+    churn = read is not None and read.replays_churn(brokers)
     end_s = round(duration_s / step_s) * step_s  # the time of the run's last step
-    _check_events(given, None if churn else brokers, (ns.name for ns in namespaces), end_s)
+    check_events(given, None if churn else brokers, (ns.name for ns in namespaces), end_s)
     events = tuple(sorted(given, key=lambda event: event.at_s))
     if read is not None and read.changes:
         events, said = _with_churn(read, brokers, events, own)
