@@ -106,9 +106,15 @@ def read_history(
         }
     )
     changes = _churn(brokers, first_ms) if replay and replay_brokers else ()
-    series = _series(bundles, first_ms, published) if replay else _Series({}, {})
-    reported = sorted({b for data in snapshot.brokers.values() for b in data.local_data.last_stats})
-    growth = _topic_growth(bundles, first_ms, reported) if replay else ()
+    series = _Series({}, {})
+    growth: tuple[TopicGrowth, ...] = ()
+    if replay:
+        reported = sorted(
+            {b for data in snapshot.brokers.values() for b in data.local_data.last_stats}
+        )
+        rows = _Rows.of(bundles, reported)  # placed once for both series
+        series = _series(bundles, first_ms, published, rows.within(reported, published))
+        growth = _topic_growth(bundles, first_ms, reported, rows)
     return HistorySource(
         cluster=clusters[0],
         snapshot=snapshot,
@@ -189,7 +195,41 @@ class _Series:
     sizes: dict[str, Recorded]
 
 
-def _series(bundles: pa.Table, first_ms: int, copied: Sequence[str]) -> _Series:
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """The history's bundle rows placed: the snapshot times, and per row its snapshot (an
+    index into ``times``), its bundle name (an index into the names) and the copied bundle
+    whose range holds it (an index into the copied bundles, -1 for none)."""
+
+    times: np.ndarray
+    snapshot_of: np.ndarray
+    name_of: np.ndarray
+    name_owner: np.ndarray  # per name, the copied bundle whose range holds it (-1: none)
+
+    @classmethod
+    def of(cls, bundles: pa.Table, copied: Sequence[str]) -> _Rows:
+        encoded = pc.dictionary_encode(bundles.column("bundle")).combine_chunks()
+        name_of = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        times, snapshot_of = np.unique(
+            bundles.column("snapshot_ms").to_numpy(), return_inverse=True
+        )
+        return cls(times, snapshot_of, name_of, _owners(encoded.dictionary.to_pylist(), copied))
+
+    @property
+    def owner(self) -> np.ndarray:
+        """Per row, the copied bundle whose range holds it (-1: none)."""
+        return np.take(self.name_owner, self.name_of)
+
+    def within(self, copied: Sequence[str], subset: Sequence[str]) -> _Rows:
+        """The same rows placed among ``subset`` of the ``copied`` bundles."""
+        place = {name: index for index, name in enumerate(subset)}
+        among = np.array([place.get(name, -1) for name in copied] + [-1], dtype=np.int64)
+        return _Rows(self.times, self.snapshot_of, self.name_of, among[self.name_owner])
+
+
+def _series(
+    bundles: pa.Table, first_ms: int, copied: Sequence[str], rows: _Rows | None = None
+) -> _Series:
     """Each of the ``copied`` bundles' rate in at every snapshot over its rate in at the
     first (the same rows' sum, so a bundle two brokers reported counts alike at both), and
     its message size (the sums' throughput over their rate) over the first's. A snapshot
@@ -198,10 +238,8 @@ def _series(bundles: pa.Table, first_ms: int, copied: Sequence[str]) -> _Series:
     bundle without throughput in at the first snapshot has no size series."""
     if not copied or bundles.num_rows == 0:
         return _Series({}, {})
-    encoded = pc.dictionary_encode(bundles.column("bundle")).combine_chunks()
-    owners = _owners(encoded.dictionary.to_pylist(), copied)
-    owner = owners[encoded.indices.to_numpy(zero_copy_only=False)]
-    times, snapshot_of = np.unique(bundles.column("snapshot_ms").to_numpy(), return_inverse=True)
+    placed = rows if rows is not None else _Rows.of(bundles, copied)
+    times, snapshot_of, owner = placed.times, placed.snapshot_of, placed.owner
     kept = owner >= 0
     keys = snapshot_of[kept] * len(copied) + owner[kept]
     shape = (times.size, len(copied))
@@ -237,7 +275,7 @@ def _series(bundles: pa.Table, first_ms: int, copied: Sequence[str]) -> _Series:
 
 
 def _topic_growth(
-    bundles: pa.Table, first_ms: int, copied: Sequence[str]
+    bundles: pa.Table, first_ms: int, copied: Sequence[str], rows: _Rows | None = None
 ) -> tuple[TopicGrowth, ...]:
     """Each of the ``copied`` bundles' topic count at every snapshot (the topics of the
     history's bundles inside its range; a bundle two brokers report in one snapshot counts
@@ -246,15 +284,13 @@ def _topic_growth(
     changes nothing, and a count that falls is not replayed: topics are not deleted."""
     if not copied or bundles.num_rows == 0:
         return ()
-    encoded = pc.dictionary_encode(bundles.column("bundle")).combine_chunks()
-    names = encoded.dictionary.to_pylist()
-    owners = _owners(names, copied)
-    name_of = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    times, snapshot_of = np.unique(bundles.column("snapshot_ms").to_numpy(), return_inverse=True)
-    keys = snapshot_of * len(names) + name_of
+    placed = rows if rows is not None else _Rows.of(bundles, copied)
+    times = placed.times
+    owners = placed.name_owner
+    keys = placed.snapshot_of * owners.size + placed.name_of
     topics = bundles.column("topics").to_numpy(zero_copy_only=False).astype(np.int32)
     # int32: a day of a large cluster is a (bundles × snapshots) array of each
-    per_name = np.zeros(times.size * len(names), dtype=np.int32)
+    per_name = np.zeros(times.size * owners.size, dtype=np.int32)
     np.maximum.at(per_name, keys, topics)
     shown = np.bincount(keys, minlength=per_name.size) > 0
     inside = owners >= 0
