@@ -173,8 +173,13 @@ def _owners(names: Sequence[str], copied: Sequence[str]) -> np.ndarray:
         ranges.setdefault(str(parsed.namespace), []).append(
             (parsed.range.lower, parsed.range.upper, index)
         )
+    exact = {name: index for index, name in enumerate(copied)}
     owners = np.full(len(names), -1, dtype=np.int64)
     for position, name in enumerate(names):
+        found = exact.get(name)  # most rows: the copied bundle itself, not a split child
+        if found is not None:
+            owners[position] = found
+            continue
         try:
             parsed = BundleName.parse(name)
         except InvalidBundle:
