@@ -88,6 +88,10 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     )
     missing = admin("namespaces", "policies", "acme/none")
     assert missing.returncode == 1 and "404" in missing.stderr
+    none = admin("namespaces", "split", "acme/orders", "LARGEST")  # no persistent topics yet
+    assert none.returncode == 1 and "404: Bundle range LARGEST not found" in none.stderr
+    named = admin("namespaces", "unload", "acme/orders", "HOT")  # only a split picks by name
+    assert named.returncode == 2 and "InvalidBundle" in named.stderr
     bad = admin("namespaces", "unload", "acme/orders", "0xzz_0x1")
     assert bad.returncode == 2 and "InvalidBundle" in bad.stderr
     bad_name = admin("topics", "lookup", "persistent:///x")

@@ -20,8 +20,9 @@ from ballast.coordination.ownership import read_owner
 from ballast.metadata.chunking import ChunkingStore
 from ballast.metadata.memory import MemoryMetadataStore
 from ballast.metadata.store import Create, MetadataStore
+from ballast.model.bundles import BundleName
 from ballast.model.config import load_settings
-from ballast.model.naming import TopicName
+from ballast.model.naming import NamespaceName, TopicName
 from tests.support.invariants import ownership_records, settle_and_check
 from tests.support.waiting import eventually
 
@@ -200,12 +201,90 @@ async def test_admin_split_and_unload(clock: Clock) -> None:
     unload = await cluster.request(UnloadRequest(bundle=children[0]))
     assert unload.ok
     assert children[0] not in await ownership_records(observer)
+    # As in Pulsar, splitting a bundle nobody owns places it first, then splits it.
+    again = await cluster.request(SplitRequest(bundle=children[0]))
+    assert again.ok, again.message
+    grandchildren = again.result["children"]
+    assert isinstance(grandchildren, list) and len(grandchildren) == 2
+    records = await ownership_records(observer)
+    assert all(c in records for c in grandchildren) and children[0] not in records
+    leader = cluster.leader()
+    assert leader is not None and leader.controller is not None
+    actions = [
+        (d["action"], d["origin"])
+        for d in leader.controller.decisions_log
+        if d["bundle"] == children[0]
+    ]
+    assert actions[-2:] == [("assign", "admin"), ("split", "admin")]
     bad = await cluster.request(UnloadRequest(bundle="t/admin/0x00000000_0x00000010"))
     assert not bad.ok and bad.status == 412
     missing = await cluster.request(UnloadRequest(bundle="t/none/0x00000000_0xffffffff"))
     assert missing.status == 404
     await settle_and_check(cluster, observer, clock)
     await lookup_all(cluster, topics)
+    await settle_and_check(cluster, observer, clock)
+    await cluster.close()
+
+
+async def test_admin_split_of_the_largest_and_the_hot_bundle(clock: Clock) -> None:
+    traffic = WorkloadTraffic()
+    cluster, observer = await start_cluster(
+        clock,
+        3,
+        "loadBalancerAutoBundleSplitEnabled=false",
+        "loadBalancerSheddingEnabled=false",
+        traffic=traffic,
+    )
+    assert (await cluster.request(CreateNamespace(namespace="t/pick", bundles=4))).ok
+    for which in ("LARGEST", "HOT"):  # no topics yet: Pulsar answers 404
+        none = await cluster.request(SplitRequest(bundle=f"t/pick/{which}"))
+        assert (none.status, none.message) == (404, f"Bundle range {which} not found")
+    # Topics chosen by bundle: 5 in the first one, 2 in the second, 1 (the hot one) in the third.
+    layout = await cluster.running()[0].bundles.bundles(NamespaceName.parse("t/pick"))
+    wanted = dict(zip(layout.bundles[:3], (5, 2, 1), strict=True))
+    chosen: dict[BundleName, list[TopicName]] = {b: [] for b in wanted}
+    for i in range(1000):
+        topic = TopicName.parse(f"persistent://t/pick/topic-{i}")
+        home = layout.find(topic)
+        if home in chosen and len(chosen[home]) < wanted[home]:
+            chosen[home].append(topic)
+    largest, _, hot = layout.bundles[:3]
+    assert [len(chosen[b]) for b in layout.bundles[:3]] == [5, 2, 1]
+    for topic in chosen[hot]:
+        traffic.set(topic, TopicStats.of(500, 10 * 1024, producers=1, consumers=1))
+    for topic in chosen[largest][:2]:
+        traffic.set(topic, TopicStats.of(50, 1024, producers=1, consumers=1))
+    for topics in chosen.values():
+        for topic in topics:
+            await cluster.running()[0].topic_index.create(topic)
+        await lookup_all(cluster, topics)
+    leader = cluster.leader()
+    assert leader is not None and leader.controller is not None
+    controller = leader.controller
+
+    def hot_is_hottest() -> bool:
+        data = controller.image.bundle_data
+        throughput = {
+            b: data[str(b)].long_term_data.total_msg_throughput
+            for b in (largest, hot)
+            if str(b) in data and data[str(b)].topics > 0
+        }
+        return len(throughput) == 2 and throughput[hot] > throughput[largest] > 0
+
+    await eventually(hot_is_hottest, clock, what="the bundles' load reported", timeout_s=5 * 60)
+    split = await cluster.request(SplitRequest(bundle="t/pick/LARGEST"))
+    assert split.ok, split.message
+    assert [d["bundle"] for d in controller.decisions_log if d["action"] == "split"] == [
+        str(largest)
+    ]
+    split = await cluster.request(SplitRequest(bundle="t/pick/HOT"))
+    assert split.ok, split.message
+    assert [d["bundle"] for d in controller.decisions_log if d["action"] == "split"] == [
+        str(largest),
+        str(hot),
+    ]
+    after = await cluster.running()[0].bundles.bundles(NamespaceName.parse("t/pick"))
+    assert after.count == 6
     await settle_and_check(cluster, observer, clock)
     await cluster.close()
 

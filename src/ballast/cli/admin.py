@@ -15,7 +15,7 @@ import aiohttp
 import typer
 
 from ballast.cli.common import fail, print_json
-from ballast.model.bundles import BundleRange, InvalidBundle
+from ballast.model.bundles import SPLIT_NAMED_BUNDLES, BundleRange, InvalidBundle
 from ballast.model.naming import InvalidNameError, NamespaceName, TopicName, validate_tenant
 
 admin_app = typer.Typer(
@@ -124,8 +124,9 @@ def _tenant(text: str) -> str:
     return text
 
 
-def _bundle(text: str) -> str:
-    if text == "LARGEST":
+def _bundle(text: str, *, named: bool = False) -> str:
+    """A bundle range; with ``named``, also ``LARGEST`` or ``HOT`` (a split picks the bundle)."""
+    if named and text in SPLIT_NAMED_BUNDLES:
         return text
     try:
         return str(BundleRange.parse(text))
@@ -134,7 +135,14 @@ def _bundle(text: str) -> str:
 
 
 NamespaceArg = Annotated[str, typer.Argument(metavar="TENANT/NAMESPACE")]
-BundleArg = Annotated[str, typer.Argument(metavar="BUNDLE", help="0x..._0x... or LARGEST")]
+BundleArg = Annotated[str, typer.Argument(metavar="BUNDLE", help="0x..._0x...")]
+SplitBundleArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="BUNDLE",
+        help="0x..._0x..., LARGEST (most topics) or HOT (highest long-term throughput)",
+    ),
+]
 
 # -- tenants ------------------------------------------------------------------------------------
 
@@ -238,7 +246,7 @@ def namespaces_unload(
 def namespaces_split(
     ctx: typer.Context,
     namespace: NamespaceArg,
-    bundle: BundleArg,
+    bundle: SplitBundleArg,
     algorithm: Annotated[
         str | None, typer.Option("--algorithm", help="A split algorithm name.")
     ] = None,
@@ -258,7 +266,9 @@ def namespaces_split(
             body = [int(p, 0) for p in positions.split(",") if p.strip()]
         except ValueError:
             fail("--positions are integers (0x... or decimal)")
-    path = f"/admin/v2/namespaces/{_namespace(namespace)}/{_bundle(bundle)}/split?{query}"
+    path = (
+        f"/admin/v2/namespaces/{_namespace(namespace)}/{_bundle(bundle, named=True)}/split?{query}"
+    )
     show(ctx, call(ctx, "PUT", path, body))
 
 

@@ -10,6 +10,8 @@ Concurrency contract: handlers run in the controller's event task.
 
 from __future__ import annotations
 
+import asyncio
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -31,6 +33,7 @@ from ballast.controller.requests import (
 from ballast.metadata import paths
 from ballast.metadata.store import Check, Create, Delete, NodeExistsError, Op, SetValue
 from ballast.model.bundles import (
+    SPLIT_NAMED_BUNDLES,
     BundleName,
     InvalidBundle,
     NamespaceBundles,
@@ -38,7 +41,14 @@ from ballast.model.bundles import (
     parse_boundaries,
 )
 from ballast.model.codec import ModelError
-from ballast.model.naming import InvalidNameError, NamespaceName, validate_tenant
+from ballast.model.naming import (
+    InvalidNameError,
+    NamespaceName,
+    TopicDomain,
+    TopicName,
+    java_url_decode,
+    validate_tenant,
+)
 from ballast.model.policies import BundlesData, FailureDomain, IsolationPolicies, LocalPolicies
 
 if TYPE_CHECKING:
@@ -111,8 +121,9 @@ class AdminHandlers:
 
     async def _SplitRequest(self, request: SplitRequest) -> Any:  # noqa: N802
         text = request.bundle
-        if text.endswith("/LARGEST"):
-            found = self._largest(text[: -len("/LARGEST")])
+        namespace_text, _, last = text.rpartition("/")
+        if last in SPLIT_NAMED_BUNDLES:
+            found = await self._named_bundle(namespace_text, last)
             if isinstance(found, RequestReply):
                 return found
             text = found
@@ -127,11 +138,11 @@ class AdminHandlers:
         if not bundle.range.can_split:
             return failed(412, f"{bundle} can't be split further")
         name = str(bundle)
-        owner = self.c.image.owners.get(name)
-        if owner is None:
-            return failed(412, f"{name} is not owned by any broker")
         if name in self.c.image.moving:
             return failed(409, f"{name} is already being moved")
+        owner = self.c.image.owners.get(name)
+        if owner is None:
+            return self._assign_then_split(bundle, msgspec.structs.replace(request, bundle=name))
         self.c.image.moving.add(name)
         self.c.log_decision(
             "split", name, owner, None, f"admin split ({algorithm})", origin="admin"
@@ -140,7 +151,28 @@ class AdminHandlers:
             self.c.moves.split(name, owner, algorithm, request.boundaries, request.unload)
         )
 
-    def _largest(self, namespace_text: str) -> str | RequestReply:
+    def _assign_then_split(self, bundle: BundleName, request: SplitRequest) -> Any:
+        """Pulsar's split looks the bundle up for writing first (``validateNamespaceBundle
+        Ownership`` with ``readOnly`` false), so a bundle nobody owns is placed, and split once
+        its owner holds it."""
+        started = self.c.start_assign(bundle, "admin split of an unowned bundle", origin="admin")
+        if started is None:
+            return failed(503, f"no broker can take {bundle}")
+        assigned = self.c.completion(started[1])
+
+        async def split_when_owned() -> RequestReply:
+            reply = await assigned
+            if not reply.ok:
+                return reply
+            return await self.c.request(request)
+
+        return asyncio.ensure_future(split_when_owned())
+
+    async def _named_bundle(self, namespace_text: str, which: str) -> str | RequestReply:
+        """The bundle ``LARGEST`` or ``HOT`` names in a split (Pulsar's ``getBundleRange``):
+        LARGEST holds the most persistent topics (the first to reach the count, listing the
+        topics in order); HOT has the highest long-term throughput among bundles with topics.
+        404 when no bundle qualifies, as Pulsar answers."""
         try:
             namespace = NamespaceName.parse(namespace_text)
         except InvalidNameError as exc:
@@ -148,8 +180,30 @@ class AdminHandlers:
         bundles = self.c.image.namespaces.get(namespace)
         if bundles is None:
             return failed(404, f"namespace {namespace} does not exist")
-        data = self.c.image.bundle_data
-        return str(max(bundles.bundles, key=lambda b: data[str(b)].topics if str(b) in data else 0))
+        found: BundleName | None = None
+        if which == "LARGEST":
+            counts: Counter[BundleName] = Counter()
+            most = 0
+            topics_path = paths.namespace_topics(namespace, TopicDomain.PERSISTENT)
+            for encoded in await self.c.store.children(topics_path):
+                topic = TopicName.of(TopicDomain.PERSISTENT, namespace, java_url_decode(encoded))
+                owner = bundles.find(topic)
+                counts[owner] += 1
+                if counts[owner] > most:
+                    most, found = counts[owner], owner
+        else:
+            data = self.c.image.bundle_data
+            hottest = -1.0
+            for candidate in bundles.bundles:
+                stats = data.get(str(candidate))
+                if stats is None or stats.topics <= 0:
+                    continue
+                throughput = stats.long_term_data.total_msg_throughput
+                if throughput > hottest:
+                    hottest, found = throughput, candidate
+        if found is None:
+            return failed(404, f"Bundle range {which} not found")
+        return str(found)
 
     async def _DrainBroker(self, request: DrainBroker) -> RequestReply:  # noqa: N802
         view = self.c.image.brokers.get(request.broker)

@@ -422,14 +422,10 @@ class Controller:
         owner = self.image.owners.get(str(bundle))
         if owner is not None and owner in self.image.brokers:
             return owner
-        choice = self._choose(bundle)
-        if choice is None:
+        started = self.start_assign(bundle, "", origin="lookup")
+        if started is None:
             raise NoBrokerError(f"no broker can take bundle {bundle}")
-        broker, why = choice
-        self.log_decision("assign", str(bundle), None, broker, why, origin="lookup")
-        self.image.moving.add(str(bundle))
-        self.moves.assign(str(bundle), broker)
-        return broker
+        return started[0]
 
     def _choose(self, bundle: BundleName) -> tuple[str, str] | None:
         """Placement with preallocation bookkeeping (Pulsar's ``selectBrokerForAssignment``)."""
@@ -450,16 +446,21 @@ class Controller:
         return result.decision.broker, str(result.decision.reason)
 
     def _assign(self, bundle: BundleName, why: str) -> None:
+        if self.start_assign(bundle, why, origin="failover") is None:
+            log.warning("cannot place %s (%s): no broker", bundle, why)
+
+    def start_assign(self, bundle: BundleName, why: str, origin: str) -> tuple[str, int] | None:
+        """Place the unowned ``bundle`` and start its assignment: the chosen broker and the
+        move's id, or None when no broker can take it. ``why`` (when given) is logged before
+        placement's own reason."""
         choice = self._choose(bundle)
         if choice is None:
-            log.warning("cannot place %s (%s): no broker", bundle, why)
-            return
+            return None
         broker, placed = choice
-        self.log_decision(
-            "assign", str(bundle), None, broker, f"{why}; {placed}", origin="failover"
-        )
+        reason = f"{why}; {placed}" if why else placed
+        self.log_decision("assign", str(bundle), None, broker, reason, origin=origin)
         self.image.moving.add(str(bundle))
-        self.moves.assign(str(bundle), broker)
+        return broker, self.moves.assign(str(bundle), broker)
 
     async def _shedding(self, _event: SheddingTick) -> None:
         """Every ``loadBalancerSheddingIntervalMinutes``: the shedding cycle, its moves issued

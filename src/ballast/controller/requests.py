@@ -23,7 +23,8 @@ class UnloadRequest(ControllerRequest, frozen=True, kw_only=True, tag="unload"):
 
 
 class SplitRequest(ControllerRequest, frozen=True, kw_only=True, tag="split"):
-    """Split a bundle (``bundle`` may be a bundle name or ``<namespace>/LARGEST``)."""
+    """Split a bundle (``bundle`` may be a bundle name, ``<namespace>/LARGEST`` or
+    ``<namespace>/HOT``)."""
 
     bundle: str
     algorithm: str | None = None

@@ -21,6 +21,9 @@ FULL_UPPER = 0xFFFFFFFF
 RING_SIZE = 2**32
 # Pulsar takes the bundle count as a Java int; (0, 2^31 - 1] is what its API can carry.
 MAX_BUNDLES = 2**31 - 1
+# Names a split may take instead of a range (Pulsar's ``BundleType``): the bundle with the most
+# topics, or the one with the highest long-term throughput.
+SPLIT_NAMED_BUNDLES = ("LARGEST", "HOT")
 _JAVA_LONG_MIN = -(2**63)
 _JAVA_LONG_MAX = 2**63 - 1
 

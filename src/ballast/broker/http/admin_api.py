@@ -28,7 +28,7 @@ from ballast.controller.requests import (
     UnloadRequest,
 )
 from ballast.metadata import paths
-from ballast.model.bundles import BundleRange, InvalidBundle
+from ballast.model.bundles import SPLIT_NAMED_BUNDLES, BundleRange, InvalidBundle
 from ballast.model.naming import (
     InvalidNameError,
     NamespaceName,
@@ -203,11 +203,12 @@ class AdminApi:
                 await peers.close()
         return web.json_response(sorted(set(names)))
 
-    def _bundle(self, request: web.Request) -> str:
+    def _bundle(self, request: web.Request, *, named: bool = False) -> str:
+        """``{namespace}/{range}``; with ``named`` (a split), the range may be LARGEST or HOT."""
         namespace = _namespace(request)
         text = request.match_info["bundle"]
-        if text == "LARGEST":
-            return f"{namespace}/LARGEST"
+        if named and text in SPLIT_NAMED_BUNDLES:
+            return f"{namespace}/{text}"
         try:
             return f"{namespace}/{BundleRange.parse(text)}"
         except InvalidBundle as exc:
@@ -221,7 +222,7 @@ class AdminApi:
         )
 
     async def split(self, request: web.Request) -> web.StreamResponse:
-        bundle = self._bundle(request)
+        bundle = self._bundle(request, named=True)
         body = await _json_body(request)
         positions: tuple[int, ...] = ()
         if body is not None:

@@ -190,7 +190,7 @@ def routes(node: BrokerNode) -> list[Route]:
             "PUT",
             NS + "/{bundle}/split",
             admin.split,
-            "Split a bundle (range or LARGEST)",
+            "Split a bundle (a range, LARGEST or HOT)",
             "namespaces",
             query=("authoritative", "unload", "splitAlgorithmName"),
             body="split boundaries (specified_positions_divide)",
