@@ -159,8 +159,17 @@ class AdminApi:
         return web.json_response(policies)
 
     async def delete_namespace(self, request: web.Request) -> web.StreamResponse:
+        """Without ``force``, a namespace with topics is refused (409), as Pulsar does: the
+        leader checks the store for persistent topics; the non-persistent ones live only on
+        the brokers serving the bundles, so they are asked here first."""
         namespace = _namespace(request)
         force = request.query.get("force", "false").lower() == "true"
+        if not force and await self.node.store.exists(paths.namespace_policies(namespace)):
+            loaded = await self._non_persistent_topics(namespace)
+            if isinstance(loaded, web.StreamResponse):
+                return loaded
+            if loaded:
+                return reason(409, f"cannot delete non empty namespace {namespace}")
         return done(
             await to_leader(self.node, DeleteNamespace(namespace=str(namespace), force=force))
         )
@@ -194,14 +203,24 @@ class AdminApi:
                     str(TopicName.of(TopicDomain.PERSISTENT, namespace, java_url_decode(encoded)))
                 )
         if mode != "PERSISTENT":
-            peers = PeerTopics(self.node)
-            try:
-                names.extend(await peers.non_persistent_topics(namespace))
-            except PeerError as exc:
-                return reason(503, str(exc))
-            finally:
-                await peers.close()
+            loaded = await self._non_persistent_topics(namespace)
+            if isinstance(loaded, web.StreamResponse):
+                return loaded
+            names.extend(loaded)
         return web.json_response(sorted(set(names)))
+
+    async def _non_persistent_topics(
+        self, namespace: NamespaceName
+    ) -> list[str] | web.StreamResponse:
+        """The namespace's non-persistent topics loaded on any broker, or a 503 when a broker
+        serving one of its bundles cannot be asked."""
+        peers = PeerTopics(self.node)
+        try:
+            return await peers.non_persistent_topics(namespace)
+        except PeerError as exc:
+            return reason(503, str(exc))
+        finally:
+            await peers.close()
 
     def _bundle(self, request: web.Request, *, named: bool = False) -> str:
         """``{namespace}/{range}``; with ``named`` (a split), the range may be LARGEST or HOT."""

@@ -1,0 +1,56 @@
+"""A namespace whose non-persistent topics an official client is using: the admin API lists
+them (``mode=ALL``) and refuses to delete the namespace without ``force`` (409), as Pulsar
+does; these topics live only on the brokers, not in the store the leader checks."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import pytest
+
+from ballast.clock import Clock
+from tests.support.official_client import (
+    close_all,
+    http_url,
+    new_client,
+    pulsar_url,
+    start_cluster,
+    topics_per_bundle,
+)
+
+pytestmark = [pytest.mark.real_time, pytest.mark.integration]
+
+NAMESPACE = "t/busy"
+
+
+async def test_a_namespace_with_live_topics_is_deleted_only_with_force(clock: Clock) -> None:
+    cluster = await start_cluster(clock, NAMESPACE, 4)
+    nodes = list(cluster.nodes.values())
+    topics = topics_per_bundle(NAMESPACE, 4)
+    closeables: list[Any] = []
+    try:
+        client = await new_client(pulsar_url(nodes[0]))
+        closeables.append(client)
+        for topic in topics:
+            closeables.append(await asyncio.to_thread(client.create_producer, str(topic)))
+        base = f"{http_url(nodes[1])}/admin/v2/namespaces/{NAMESPACE}"
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{base}/topics", params={"mode": "ALL"}) as listed:
+                assert listed.status == 200
+                assert sorted(await listed.json()) == sorted(str(t) for t in topics)
+            async with http.get(f"{base}/topics") as persistent:  # Pulsar's default mode
+                assert await persistent.json() == []
+            async with http.delete(base) as refused:
+                assert refused.status == 409, await refused.text()
+                assert "non empty" in (await refused.json())["reason"]
+            async with http.get(base) as still:
+                assert still.status == 200
+            async with http.delete(base, params={"force": "true"}) as deleted:
+                assert deleted.status == 204, await deleted.text()
+            async with http.get(base) as gone:
+                assert gone.status == 404
+    finally:
+        await close_all(reversed(closeables))
+        await cluster.close()
