@@ -73,6 +73,34 @@ def test_invalid_isolation_policy_regex() -> None:
     assert caught.value.path == '$["p"].primary'
 
 
+@pytest.mark.parametrize(
+    ("failover", "message"),
+    [
+        ({"policy_type": "foo"}, 'policy_type "foo" is not min_available'),
+        ({"parameters": {"min_limit": "abc"}}, 'parameters.min_limit "abc" is not a whole'),
+        ({"parameters": {"usage_threshold": "8.5"}}, 'usage_threshold "8.5" is not a whole'),
+        ({"parameters": {"min_limit": True}}, "got `bool`"),
+    ],
+)
+def test_an_auto_failover_policy_placement_could_not_read_is_refused(
+    failover: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ModelError, match=message) as caught:
+        IsolationPolicies.from_mapping({"p": {"auto_failover_policy": failover}})
+    assert caught.value.path.startswith('$["p"].auto_failover_policy')
+
+
+def test_auto_failover_parameters_as_numbers_or_strings() -> None:
+    policies = IsolationPolicies.from_mapping(
+        {"p": {"auto_failover_policy": {"parameters": {"min_limit": 3, "usage_threshold": "-7"}}}}
+    )
+    failover = policies.policies["p"].auto_failover_policy
+    assert (failover.min_limit, failover.usage_threshold) == (3, -7.0)
+    assert (
+        IsolationPolicies.from_mapping({"p": {}}).policies["p"].auto_failover_policy.min_limit == 1
+    )
+
+
 def test_failure_domains_and_hosts() -> None:
     domains = broker_domains({"rack1": FailureDomain(brokers=["b1:8080"]), "rack2": ["b2:8080"]})
     assert domains == {"b1:8080": "rack1", "b2:8080": "rack2"}

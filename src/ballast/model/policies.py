@@ -89,18 +89,42 @@ class AutoFailoverPolicy(msgspec.Struct, frozen=True, kw_only=True):
     policy_type: str = MIN_AVAILABLE
     parameters: dict[str, str | int | float] = {}
 
+    def __post_init__(self) -> None:
+        # Checked when the policy is set, as Pulsar's AutoFailoverPolicyFactory does, so that
+        # a policy that was accepted cannot fail every placement it applies to later.
+        if self.policy_type != MIN_AVAILABLE:
+            raise ValueError(f'policy_type "{self.policy_type}" is not {MIN_AVAILABLE}')
+        for key in ("min_limit", "usage_threshold"):
+            value = self.parameters.get(key)
+            if value is not None and _whole_number(value) is None:
+                raise ValueError(f'parameters.{key} "{value}" is not a whole number')
+
     @property
     def min_limit(self) -> int:
-        return int(self.parameters.get("min_limit", 1))
+        return _whole_number(self.parameters.get("min_limit", 1)) or 0
 
     @property
     def usage_threshold(self) -> float:
-        return float(self.parameters.get("usage_threshold", 100))
+        return float(_whole_number(self.parameters.get("usage_threshold", 100)) or 0)
 
     def should_failover(self, available_primaries: int) -> bool:
         """``min_available``: use secondaries when fewer primaries than ``min_limit`` are
         available."""
         return available_primaries < self.min_limit
+
+
+def _whole_number(value: str | int | float) -> int | None:
+    """``value`` as Java's ``Integer.parseInt`` reads the stored string (an int stays one);
+    None if it is not a whole number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    if re.fullmatch(r"[+-]?[0-9]+", value) is None:
+        return None
+    return int(value)
 
 
 class NamespaceIsolationPolicy(msgspec.Struct, frozen=True, kw_only=True):
