@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
+import yarl
 
 from ballast.broker.cluster import LocalCluster
 from ballast.broker.identity import BrokerIdentity
@@ -33,9 +34,12 @@ class Api:
         broker: int = 0,
         json: object = None,
         redirects: bool = True,
+        encoded: bool = False,
     ) -> tuple[int, object, aiohttp.ClientResponse]:
+        """``encoded``: send ``path`` byte for byte (``%2E%2E`` stays escaped)."""
+        url = yarl.URL(self.urls[broker] + path, encoded=encoded)
         async with self.session.request(
-            method, self.urls[broker] + path, json=json, allow_redirects=redirects
+            method, url, json=json, allow_redirects=redirects
         ) as response:
             body: object = None
             if response.content_type == "application/json":
@@ -195,6 +199,44 @@ async def test_bad_requests_get_pulsar_status_codes(clock: Clock) -> None:
             assert status == expected, (method, path, status, body)
             assert isinstance(body, dict) and isinstance(body.get("reason"), str), (path, body)
             assert body["reason"]
+
+
+async def test_names_no_metadata_path_can_hold_are_bad_requests(clock: Clock) -> None:
+    async for api in api_for(clock):
+        await api.call("PUT", "/admin/v2/namespaces/t/ns")
+        domains = "/admin/v2/clusters/standalone/failureDomains"
+        cases = [
+            ("PUT", "/admin/v2/tenants/%2E%2E", "is not a name"),
+            ("GET", "/admin/v2/tenants/%2E", "is not a name"),
+            ("DELETE", "/admin/v2/tenants/%2E%2E", "is not a name"),
+            ("GET", "/admin/v2/tenants/%00", "characters outside"),
+            ("GET", "/admin/v2/namespaces/%2E%2E", "is not a name"),
+            ("PUT", "/admin/v2/namespaces/t/%2E%2E", "is not a name"),
+            ("GET", "/admin/v2/namespaces/t/%2E/bundles", "is not a name"),
+            ("GET", "/admin/v2/persistent/t/ns/%2E%2E/partitions", "invalid name"),
+            ("POST", f"{domains}/%2E%2E", "is not a name"),
+            ("DELETE", f"{domains}/%2E%2E", "is not a name"),
+        ]
+        for method, path, why in cases:
+            status, body, _ = await api.call(
+                method, path, json={"brokers": []}, encoded=True, broker=follower(api)
+            )
+            assert status == 400, (method, path, status, body)
+            assert isinstance(body, dict) and why in body["reason"], (path, body)
+
+
+async def test_a_broker_is_in_one_failure_domain(clock: Clock) -> None:
+    async for api in api_for(clock):
+        domains = "/admin/v2/clusters/standalone/failureDomains"
+        first, second = list(api.cluster.nodes)[:2]
+        assert (await api.call("POST", f"{domains}/d1", json={"brokers": [first]}))[0] == 204
+        status, body, _ = await api.call("POST", f"{domains}/d2", json={"brokers": [second, first]})
+        assert status == 409 and isinstance(body, dict), body
+        assert body["reason"] == f"failure domain d1 already has broker {first}"
+        # the domain that holds it may list it again, with others
+        renewed = {"brokers": [first, second]}
+        assert (await api.call("POST", f"{domains}/d1", json=renewed))[0] == 204
+        assert (await api.call("GET", domains))[1] == {"d1": renewed}
 
 
 async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:

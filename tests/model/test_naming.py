@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ballast.model.naming import (
+    InvalidNameError,
     InvalidNamespaceName,
     InvalidTopicName,
     NamespaceName,
@@ -15,6 +16,7 @@ from ballast.model.naming import (
     heartbeat_namespace,
     java_url_encode,
     partition_index,
+    validate_entity_name,
     validate_tenant,
 )
 
@@ -74,6 +76,9 @@ def test_v1_parts_and_the_slash_quirk() -> None:
         ("persistent://te nant/ns/x", 'tenant "te nant" has characters'),
         ("persistent://t/n$s/x", 'namespace "n$s" has characters'),
         ("persistent://tënant/ns/x", 'tenant "tënant"'),
+        ("persistent://../ns/x", 'tenant ".." is not a name: "." and ".." are path steps in'),
+        ("persistent://t/./x", 'namespace "." is not a name'),
+        ("persistent://t/../ns/x", 'cluster ".." is not a name'),
         ("", "short name"),
     ],
 )
@@ -95,6 +100,7 @@ def test_documented_error_text() -> None:
     [
         ("", "InvalidNamespaceName: tenant name is empty"),
         ("a/b", 'InvalidNamespaceName: tenant "a/b" has characters outside [a-zA-Z0-9_-=:.]'),
+        ("..", 'InvalidNamespaceName: tenant ".." is not a name: "." and ".." are path steps'),
     ],
 )
 def test_a_tenant_on_its_own_is_named_once(tenant: str, message: str) -> None:
@@ -102,6 +108,15 @@ def test_a_tenant_on_its_own_is_named_once(tenant: str, message: str) -> None:
         validate_tenant(tenant)
     assert str(caught.value) == message
     validate_tenant("acme-1.prod")
+    validate_tenant("...")  # only the path steps themselves are refused
+
+
+def test_an_entity_name_is_one_path_step() -> None:
+    validate_entity_name("failure domain", "rack-1")
+    for bad, why in ((".", "is not a name"), ("a/b", "characters outside"), ("", "is empty")):
+        with pytest.raises(InvalidNameError, match=why) as caught:
+            validate_entity_name("failure domain", bad)
+        assert "failure domain" in str(caught.value)
 
 
 @pytest.mark.parametrize(

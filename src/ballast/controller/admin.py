@@ -47,6 +47,7 @@ from ballast.model.naming import (
     TopicDomain,
     TopicName,
     java_url_decode,
+    validate_entity_name,
     validate_tenant,
 )
 from ballast.model.policies import BundlesData, FailureDomain, IsolationPolicies, LocalPolicies
@@ -375,6 +376,10 @@ class AdminHandlers:
         return ok()
 
     async def _SetFailureDomain(self, request: SetFailureDomain) -> RequestReply:  # noqa: N802
+        try:
+            validate_entity_name("failure domain", request.domain)
+        except InvalidNameError as exc:
+            return failed(400, str(exc))
         path = paths.failure_domain(self.c.cluster, request.domain)
         stat = await self.c.store.exists(path)
         if request.brokers is None:
@@ -383,6 +388,11 @@ class AdminHandlers:
             await self.c.election.fenced_multi([Delete(path, stat.version)])
             self.c.image.failure_domains.pop(request.domain, None)
             return ok()
+        for other, brokers in sorted(self.c.image.failure_domains.items()):
+            # A broker belongs to one domain: Pulsar refuses the second (CONFLICT).
+            shared = sorted(set(brokers) & set(request.brokers))
+            if other != request.domain and shared:
+                return failed(409, f"failure domain {other} already has broker {', '.join(shared)}")
         body = msgspec.json.encode(FailureDomain(brokers=list(request.brokers)))
         await self._ensure(paths.failure_domains(self.c.cluster))
         ops: list[Op] = (

@@ -69,11 +69,20 @@ def _check_part(role: str, value: str, whole: str, error: type[InvalidNameError]
         raise error(f'{role} "" is empty{where}' if where else f"{role} name is empty")
     if _NAMED_ENTITY.fullmatch(value) is None:
         raise error(f'{role} "{value}" has characters outside [a-zA-Z0-9_-=:.]{where}')
+    if value in (".", ".."):
+        # Pulsar's pattern lets them through, and then no metadata path can hold them.
+        raise error(f'{role} "{value}" is not a name: "." and ".." are path steps{where}')
 
 
 def validate_tenant(name: str) -> None:
     """A tenant name on its own (``InvalidNamespaceName`` naming the problem)."""
     _check_part("tenant", name, name, InvalidNamespaceName)
+
+
+def validate_entity_name(role: str, name: str) -> None:
+    """A name kept as one metadata path step (a failure domain, say): Pulsar's named-entity
+    characters, not empty, not ``.`` or ``..`` (``InvalidNameError`` naming ``role``)."""
+    _check_part(role, name, name, InvalidNameError)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,8 @@ from ballast.model.naming import (
     TopicDomain,
     TopicName,
     java_url_decode,
+    validate_entity_name,
+    validate_tenant,
 )
 from ballast.model.policies import BundlesData, LocalPolicies
 
@@ -62,11 +64,29 @@ def done(reply: RequestReply) -> web.StreamResponse:
     return reason(reply.status, reply.message)
 
 
+def _tenant(request: web.Request) -> str:
+    tenant = request.match_info["tenant"]
+    try:
+        validate_tenant(tenant)
+    except InvalidNameError as exc:
+        raise ApiError(400, str(exc)) from None
+    return tenant
+
+
 def _namespace(request: web.Request) -> NamespaceName:
     try:
         return NamespaceName.of(request.match_info["tenant"], request.match_info["namespace"])
     except InvalidNameError as exc:
         raise ApiError(400, str(exc)) from None
+
+
+def _domain(request: web.Request) -> str:
+    domain = request.match_info["domain"]
+    try:
+        validate_entity_name("failure domain", domain)
+    except InvalidNameError as exc:
+        raise ApiError(400, str(exc)) from None
+    return domain
 
 
 async def _json_body(request: web.Request) -> Any:
@@ -89,9 +109,10 @@ class AdminApi:
         return web.json_response(sorted(await self.node.store.children(paths.POLICIES)))
 
     async def get_tenant(self, request: web.Request) -> web.StreamResponse:
-        record = await self.node.store.get(paths.tenant(request.match_info["tenant"]))
+        tenant = _tenant(request)
+        record = await self.node.store.get(paths.tenant(tenant))
         if record is None:
-            return reason(404, f"tenant {request.match_info['tenant']} does not exist")
+            return reason(404, f"tenant {tenant} does not exist")
         return web.Response(body=record.value or b"{}", content_type="application/json")
 
     async def create_tenant(self, request: web.Request) -> web.StreamResponse:
@@ -102,7 +123,7 @@ class AdminApi:
             await to_leader(
                 self.node,
                 CreateTenant(
-                    tenant=request.match_info["tenant"],
+                    tenant=_tenant(request),
                     admin_roles=tuple(body.get("adminRoles", ())),
                     allowed_clusters=tuple(body.get("allowedClusters", ())),
                 ),
@@ -110,12 +131,12 @@ class AdminApi:
         )
 
     async def delete_tenant(self, request: web.Request) -> web.StreamResponse:
-        return done(await to_leader(self.node, DeleteTenant(tenant=request.match_info["tenant"])))
+        return done(await to_leader(self.node, DeleteTenant(tenant=_tenant(request))))
 
     # -- namespaces -------------------------------------------------------------------------
 
     async def list_namespaces(self, request: web.Request) -> web.StreamResponse:
-        tenant = request.match_info["tenant"]
+        tenant = _tenant(request)
         if await self.node.store.exists(paths.tenant(tenant)) is None:
             return reason(404, f"tenant {tenant} does not exist")
         names = await self.node.store.children(paths.tenant(tenant))
@@ -342,14 +363,12 @@ class AdminApi:
         return done(
             await to_leader(
                 self.node,
-                SetFailureDomain(domain=request.match_info["domain"], brokers=tuple(brokers)),
+                SetFailureDomain(domain=_domain(request), brokers=tuple(brokers)),
             )
         )
 
     async def delete_failure_domain(self, request: web.Request) -> web.StreamResponse:
         self._cluster(request)
         return done(
-            await to_leader(
-                self.node, SetFailureDomain(domain=request.match_info["domain"], brokers=None)
-            )
+            await to_leader(self.node, SetFailureDomain(domain=_domain(request), brokers=None))
         )

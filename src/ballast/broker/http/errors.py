@@ -8,6 +8,8 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from ballast.metadata.store import InvalidPathError
+
 log = logging.getLogger(__name__)
 
 
@@ -36,6 +38,10 @@ async def error_middleware(
         raise
     except web.HTTPException as exc:
         return reason(exc.status, exc.reason)
+    except InvalidPathError as exc:
+        # A name from the request that no metadata path can hold (a topic called "..", a
+        # control character): the request is bad, not the broker.
+        return reason(400, f"invalid name: {exc}")
     except Exception as exc:
         log.exception("%s %s failed", request.method, request.path)
         return reason(500, f"internal error: {type(exc).__name__}: {exc}")
