@@ -86,6 +86,8 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
         and "409" in conflict.stderr
         and "already exists" in conflict.stderr
     )
+    unknown = admin("tenants", "create", "other", "--allowed-clusters", "nope")
+    assert unknown.returncode == 1 and "412: Clusters do not exist: nope" in unknown.stderr
     missing = admin("namespaces", "policies", "acme/none")
     assert missing.returncode == 1 and "404" in missing.stderr
     none = admin("namespaces", "split", "acme/orders", "LARGEST")  # no persistent topics yet

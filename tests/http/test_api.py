@@ -225,6 +225,29 @@ async def test_names_no_metadata_path_can_hold_are_bad_requests(clock: Clock) ->
             assert isinstance(body, dict) and why in body["reason"], (path, body)
 
 
+async def test_a_tenant_body_is_checked_as_pulsar_does(clock: Clock) -> None:
+    async for api in api_for(clock):
+        cases: list[tuple[object, int, str]] = [
+            ({"adminRoles": 5}, 400, "adminRoles"),
+            ({"adminRoles": "abc"}, 400, "Expected `array | null`, got `str`"),
+            ({"adminRoles": [1, None]}, 400, "adminRoles[0]"),
+            ({"allowedClusters": ["nope", "other"]}, 412, "Clusters do not exist: nope, other"),
+            ({"allowedClusters": ["standalone", " "]}, 412, "Clusters can not be empty"),
+            ([1], 400, "a tenant body is a JSON object"),
+        ]
+        for body, status, why in cases:
+            got, answer, _ = await api.call("PUT", "/admin/v2/tenants/x", json=body)
+            assert got == status and isinstance(answer, dict), (body, got, answer)
+            assert why in answer["reason"], (body, answer)
+        assert (await api.call("GET", "/admin/v2/tenants/x"))[0] == 404  # none was created
+        fine = {"adminRoles": None, "allowedClusters": ["standalone", "global"]}
+        assert (await api.call("PUT", "/admin/v2/tenants/x", json=fine))[0] == 204
+        assert (await api.call("GET", "/admin/v2/tenants/x"))[1] == {
+            "adminRoles": [],
+            "allowedClusters": ["standalone", "global"],
+        }
+
+
 async def test_a_broker_is_in_one_failure_domain(clock: Clock) -> None:
     async for api in api_for(clock):
         domains = "/admin/v2/clusters/standalone/failureDomains"

@@ -56,6 +56,9 @@ if TYPE_CHECKING:
     from ballast.controller.controller import Controller
 
 
+GLOBAL_CLUSTER = "global"  # Pulsar's name for a namespace of every cluster
+
+
 def ok(message: str = "", **result: Any) -> RequestReply:
     return RequestReply(ok=True, status=200, message=message, result=result)
 
@@ -243,6 +246,13 @@ class AdminHandlers:
         path = paths.tenant(request.tenant)
         if await self.c.store.exists(path) is not None:
             return failed(409, f"tenant {request.tenant} already exists")
+        # Pulsar's validateClusters: no blank name, and only clusters that exist ("global"
+        # included). None at all is this cluster, as pulsar-admin fills in every cluster.
+        if any(not c.strip() for c in request.allowed_clusters):
+            return failed(412, "Clusters can not be empty")
+        unknown = sorted(set(request.allowed_clusters) - {self.c.cluster, GLOBAL_CLUSTER})
+        if unknown:
+            return failed(412, f"Clusters do not exist: {', '.join(unknown)}")
         info = TenantInfo(
             admin_roles=list(request.admin_roles),
             allowed_clusters=list(request.allowed_clusters) or [self.c.cluster],

@@ -29,6 +29,7 @@ from ballast.controller.requests import (
 )
 from ballast.metadata import paths
 from ballast.model.bundles import SPLIT_NAMED_BUNDLES, BundleRange, InvalidBundle
+from ballast.model.codec import ModelError, convert
 from ballast.model.naming import (
     InvalidNameError,
     NamespaceName,
@@ -62,6 +63,13 @@ def done(reply: RequestReply) -> web.StreamResponse:
     if reply.ok:
         return web.Response(status=204)
     return reason(reply.status, reply.message)
+
+
+class _TenantBody(msgspec.Struct, kw_only=True, rename="camel"):
+    """The parts of Pulsar's ``TenantInfo`` a create reads (null: none given)."""
+
+    admin_roles: list[str] | None = None
+    allowed_clusters: list[str] | None = None
 
 
 def _tenant(request: web.Request) -> str:
@@ -116,16 +124,21 @@ class AdminApi:
         return web.Response(body=record.value or b"{}", content_type="application/json")
 
     async def create_tenant(self, request: web.Request) -> web.StreamResponse:
+        tenant = _tenant(request)
         body = await _json_body(request) or {}
         if not isinstance(body, dict):
             raise ApiError(400, "a tenant body is a JSON object")
+        try:
+            info = convert(body, _TenantBody)
+        except ModelError as exc:
+            raise ApiError(400, f"tenant body: {exc}") from None
         return done(
             await to_leader(
                 self.node,
                 CreateTenant(
-                    tenant=_tenant(request),
-                    admin_roles=tuple(body.get("adminRoles", ())),
-                    allowed_clusters=tuple(body.get("allowedClusters", ())),
+                    tenant=tenant,
+                    admin_roles=tuple(info.admin_roles or ()),
+                    allowed_clusters=tuple(info.allowed_clusters or ()),
                 ),
             )
         )
