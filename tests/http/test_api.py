@@ -168,6 +168,17 @@ async def test_unload_and_split_change_ownership(clock: Clock) -> None:
         after = await ownership_records(store)
         assert second not in after
         assert {"t/moves/0x80000000_0xbfffffff", "t/moves/0xbfffffff_0xffffffff"} <= set(after)
+        # A split that finds no cut point (here a position outside the bundle) leaves the
+        # bundle as it was and answers 204, as Pulsar does.
+        status, body, _ = await api.call(
+            "PUT",
+            "/admin/v2/namespaces/t/moves/0xbfffffff_0xffffffff/split"
+            "?splitAlgorithmName=specified_positions_divide",
+            json=[1],
+        )
+        assert status == 204, body
+        assert (await api.call("GET", "/admin/v2/namespaces/t/moves/bundles"))[1] == bundles
+        assert await ownership_records(store) == after
 
 
 async def test_bad_requests_get_pulsar_status_codes(clock: Clock) -> None:

@@ -216,6 +216,15 @@ async def test_admin_split_and_unload(clock: Clock) -> None:
         if d["bundle"] == children[0]
     ]
     assert actions[-2:] == [("assign", "admin"), ("split", "admin")]
+    # No cut point: nothing changes, and the reply says why (Pulsar answers it as done).
+    kept = grandchildren[0]
+    nothing = await cluster.request(
+        SplitRequest(bundle=kept, algorithm="specified_positions_divide", boundaries=(1,))
+    )
+    assert nothing.ok and nothing.message.startswith(f"{kept} not split: "), nothing
+    assert nothing.result["children"] == []
+    assert leader.controller.image.owners.get(kept) == records[kept][0]
+    assert kept in await ownership_records(observer)
     bad = await cluster.request(UnloadRequest(bundle="t/admin/0x00000000_0x00000010"))
     assert not bad.ok and bad.status == 412
     missing = await cluster.request(UnloadRequest(bundle="t/none/0x00000000_0xffffffff"))

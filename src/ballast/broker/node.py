@@ -426,11 +426,12 @@ class BrokerNode:
             self.owners.invalidate(bundle)
             return CommandReply(ok=True)
         if isinstance(command, SplitBundle):
-            children = await execute_split(self, bundle, command, self._split_config)
+            outcome = await execute_split(self, bundle, command, self._split_config)
+            # No cut point is not a failure: like Pulsar, the bundle is left as it was.
             return CommandReply(
-                ok=bool(children),
-                children=tuple(str(c) for c in children),
-                message="" if children else "no split boundary found",
+                ok=True,
+                children=tuple(str(c) for c in outcome.children),
+                message=f"{bundle} not split: {outcome.why_not}" if outcome.why_not else "",
             )
         raise ValueError(f"unknown command {type(command).__name__}")
 

@@ -8,6 +8,7 @@ owned by this broker, the parent released, the children optionally unloaded.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -33,11 +34,19 @@ class SplitFailedError(OwnershipError):
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class SplitOutcome:
+    """The children of a split, or none and why the algorithm found no cut point (the bundle
+    then stays as it was, which Pulsar answers as a success)."""
+
+    children: tuple[BundleName, ...]
+    why_not: str = ""
+
+
 async def execute_split(
     node: BrokerNode, bundle: BundleName, command: SplitBundle, config: SplitConfig
-) -> list[BundleName]:
-    """Split ``bundle`` (which ``node`` must own); returns the children, or ``[]`` when the
-    algorithm finds no cut point (the bundle stays as it was)."""
+) -> SplitOutcome:
+    """Split ``bundle`` (which ``node`` must own)."""
     if node.ownership.state_of(bundle) is not OwnershipState.OWNED:
         raise SplitFailedError(bundle, f"{node.broker_id} does not own it")
     if command.algorithm not in config.supported_algorithms:
@@ -64,7 +73,7 @@ async def execute_split(
     )
     if not found.found:
         log.info("split of %s found no boundary: %s", bundle, found.reason)
-        return []
+        return SplitOutcome((), found.reason)
     await node.ownership.transition(bundle, OwnershipState.SPLITTING)
     try:
         updated = await _rewrite_boundaries(node, bundle, found.points)
@@ -86,7 +95,7 @@ async def execute_split(
     if command.unload:
         for child in children:
             await node.unload(child)
-    return children
+    return SplitOutcome(tuple(children))
 
 
 async def _rewrite_boundaries(

@@ -519,7 +519,7 @@ class Controller:
     async def _apply_move(self, event: MoveFinished) -> None:
         """The one place a finished move changes the image."""
         self.image.moving.discard(event.bundle)
-        if event.kind == "split" and event.ok:
+        if event.kind == "split" and event.ok and event.children:
             parsed = BundleName.parse(event.bundle)
             self.image.forget_bundle(event.bundle)
             await self.track_namespace(parsed.namespace)

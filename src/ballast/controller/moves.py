@@ -191,7 +191,7 @@ class MoveExecutor:
                     unload=unload,
                 ),
             )
-            if reply.ok:
+            if reply.ok and reply.children:
                 self.stats.split += 1
             self._finish(
                 MoveFinished(
