@@ -68,6 +68,16 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     after = json.loads(admin("--json", "namespaces", "bundles", "acme/orders").stdout)
     assert after["numBundles"] == 5 and "0x20000000" in after["boundaries"]
     assert admin("namespaces", "unload", "acme/orders", "0x80000000_0xc0000000").returncode == 0
+    # Positions take specified_positions_divide. The bundle was just unloaded: it is assigned,
+    # then split; with no topics in it the algorithm finds no cut and nothing changes (204).
+    cut = admin(
+        "namespaces", "split", "acme/orders", "0x80000000_0xc0000000", "--positions", "0x90000000"
+    )
+    assert cut.returncode == 0 and cut.stdout.strip() == "ok", cut.stderr
+    assert json.loads(admin("--json", "namespaces", "bundles", "acme/orders").stdout) == after
+    mixed = admin("namespaces", "split", "acme/orders", "0x90000000_0xc0000000",
+                  "--positions", "0xa0000000", "--algorithm", "range_equally_divide")  # fmt: skip
+    assert mixed.returncode == 2 and "specified_positions_divide only" in mixed.stderr
     assert admin("namespaces", "anti-affinity", "acme/orders", "--set", "g1").returncode == 0
     assert admin("namespaces", "anti-affinity", "acme/orders").stdout.strip() == "g1"
     policy = tmp_path / "iso.json"
@@ -103,5 +113,18 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
         bad_tenant = admin(*command, "acme/orders")
         assert bad_tenant.returncode == 2, command
         assert 'tenant "acme/orders" has characters outside' in bad_tenant.stderr
+    # Names are checked before they become a path: no "..", no query in a policy name.
+    for command in (
+        ("namespaces", "delete", "acme/.."),
+        ("tenants", "create", ".."),
+        ("isolation", "delete", "p1?x=1"),
+        ("brokers", "list", "--cluster", "a/b"),
+        ("namespaces", "topics", "acme/orders", "--mode", "durable"),
+    ):
+        refused = admin(*command)
+        assert refused.returncode == 2 and refused.stderr.startswith("error: "), command
+    for url in ("http://127.0.0.1:99999", "http://[::1"):
+        bad_url = ballast("admin", "--url", url, "brokers", "list")
+        assert bad_url.returncode == 2 and "is not a valid URL" in bad_url.stderr, url
     unreachable = ballast("admin", "--url", "http://127.0.0.1:1", "brokers", "list")
     assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr

@@ -10,13 +10,20 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import typer
 
 from ballast.cli.common import fail, print_json
 from ballast.model.bundles import SPLIT_NAMED_BUNDLES, BundleRange, InvalidBundle
-from ballast.model.naming import InvalidNameError, NamespaceName, TopicName, validate_tenant
+from ballast.model.naming import (
+    InvalidNameError,
+    NamespaceName,
+    TopicName,
+    validate_entity_name,
+    validate_tenant,
+)
 
 admin_app = typer.Typer(
     help="Administer a running cluster through its HTTP API (like pulsar-admin).",
@@ -36,6 +43,7 @@ admin_app.add_typer(stats_app, name="broker-stats")
 admin_app.add_typer(isolation_app, name="isolation")
 
 DEFAULT_URL = "http://127.0.0.1:8080"
+POSITIONS_ALGORITHM = "specified_positions_divide"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,18 +65,37 @@ def admin_options(
     chosen = (url or os.environ.get("BALLAST_ADMIN_URL") or DEFAULT_URL).rstrip("/")
     if not chosen.startswith(("http://", "https://")):
         fail(f'--url "{chosen}" is not an http(s) URL')
+    try:
+        parts = urlsplit(chosen)
+        _ = parts.port  # raises ValueError for a port outside 0-65535
+    except ValueError as exc:
+        fail(f'--url "{chosen}" is not a valid URL: {exc}')
+    if not parts.hostname:
+        fail(f'--url "{chosen}" has no host')
     ctx.obj = AdminTarget(chosen, as_json)
 
 
-def call(ctx: typer.Context, method: str, path: str, body: Any = None) -> Any:
-    """One HTTP call; the JSON answer (None for 204). Errors exit 1 with Pulsar's reason."""
+def call(
+    ctx: typer.Context,
+    method: str,
+    path: str,
+    body: Any = None,
+    params: dict[str, str] | None = None,
+) -> Any:
+    """One HTTP call; the JSON answer (None for 204). Errors exit 1 with Pulsar's reason.
+    ``path`` is made of checked names only; values a user typed go in ``params``, which are
+    escaped."""
     target: AdminTarget = ctx.obj
 
     async def run() -> tuple[int, Any]:
         async with (
             aiohttp.ClientSession() as session,
             session.request(
-                method, target.url + path, json=body, timeout=aiohttp.ClientTimeout(total=60)
+                method,
+                target.url + path,
+                json=body,
+                params=params,
+                timeout=aiohttp.ClientTimeout(total=60),
             ) as response,
         ):
             if response.status == 204:
@@ -119,6 +146,16 @@ def _tenant(text: str) -> str:
     reach another path and come back as a bare 404)."""
     try:
         validate_tenant(text)
+    except InvalidNameError as exc:
+        fail(str(exc))
+    return text
+
+
+def _entity(role: str, text: str) -> str:
+    """A cluster or policy name, kept to the characters Pulsar allows in names so that it
+    is one path step as typed."""
+    try:
+        validate_entity_name(role, text)
     except InvalidNameError as exc:
         fail(str(exc))
     return text
@@ -203,9 +240,8 @@ def namespaces_delete(
 ) -> None:
     """Delete a namespace."""
     ns = _namespace(namespace)
-    show(
-        ctx, call(ctx, "DELETE", f"/admin/v2/namespaces/{ns}?force={'true' if force else 'false'}")
-    )
+    params = {"force": "true" if force else "false"}
+    show(ctx, call(ctx, "DELETE", f"/admin/v2/namespaces/{ns}", params=params))
 
 
 @namespaces_app.command("policies")
@@ -220,10 +256,28 @@ def namespaces_bundles(ctx: typer.Context, namespace: NamespaceArg) -> None:
     show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{_namespace(namespace)}/bundles"))
 
 
+TOPIC_MODES = {"persistent": "PERSISTENT", "non-persistent": "NON_PERSISTENT", "all": "ALL"}
+
+
 @namespaces_app.command("topics")
-def namespaces_topics(ctx: typer.Context, namespace: NamespaceArg) -> None:
+def namespaces_topics(
+    ctx: typer.Context,
+    namespace: NamespaceArg,
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="persistent, non-persistent or all. Ballast serves non-persistent topics, so "
+            "the default is all (Pulsar's API lists persistent ones unless asked).",
+        ),
+    ] = "all",
+) -> None:
     """List a namespace's topics."""
-    show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{_namespace(namespace)}/topics"))
+    wanted = TOPIC_MODES.get(mode.lower().replace("_", "-"))
+    if wanted is None:
+        fail(f'--mode "{mode}" is not persistent, non-persistent or all')
+    path = f"/admin/v2/namespaces/{_namespace(namespace)}/topics"
+    show(ctx, call(ctx, "GET", path, params={"mode": wanted}))
 
 
 @namespaces_app.command("unload")
@@ -237,9 +291,8 @@ def namespaces_unload(
 ) -> None:
     """Unload a bundle (or transfer it with --destination)."""
     path = f"/admin/v2/namespaces/{_namespace(namespace)}/{_bundle(bundle)}/unload"
-    if destination:
-        path += f"?destinationBroker={destination}"
-    show(ctx, call(ctx, "PUT", path))
+    params = {"destinationBroker": destination} if destination else None
+    show(ctx, call(ctx, "PUT", path, params=params))
 
 
 @namespaces_app.command("split")
@@ -253,23 +306,29 @@ def namespaces_split(
     unload: Annotated[bool, typer.Option("--unload", help="Unload the two halves.")] = False,
     positions: Annotated[
         str | None,
-        typer.Option("--positions", help="Split positions for specified_positions_divide."),
+        typer.Option(
+            "--positions",
+            help="Split positions (0x... or decimal, comma-separated); they take "
+            "specified_positions_divide, the only algorithm that reads them.",
+        ),
     ] = None,
 ) -> None:
     """Split a bundle."""
-    query = f"unload={'true' if unload else 'false'}"
-    if algorithm:
-        query += f"&splitAlgorithmName={algorithm}"
     body = None
     if positions:
         try:
             body = [int(p, 0) for p in positions.split(",") if p.strip()]
         except ValueError:
             fail("--positions are integers (0x... or decimal)")
-    path = (
-        f"/admin/v2/namespaces/{_namespace(namespace)}/{_bundle(bundle, named=True)}/split?{query}"
-    )
-    show(ctx, call(ctx, "PUT", path, body))
+        if algorithm is None:
+            algorithm = POSITIONS_ALGORITHM
+        elif algorithm != POSITIONS_ALGORITHM:
+            fail(f"--positions are read by {POSITIONS_ALGORITHM} only, not --algorithm {algorithm}")
+    params = {"unload": "true" if unload else "false"}
+    if algorithm:
+        params["splitAlgorithmName"] = algorithm
+    path = f"/admin/v2/namespaces/{_namespace(namespace)}/{_bundle(bundle, named=True)}/split"
+    show(ctx, call(ctx, "PUT", path, body, params=params))
 
 
 @namespaces_app.command("anti-affinity")
@@ -300,7 +359,7 @@ def brokers_list(
     cluster: Annotated[str, typer.Option("--cluster", help="Cluster name.")] = "standalone",
 ) -> None:
     """List the live brokers."""
-    show(ctx, call(ctx, "GET", f"/admin/v2/brokers/{cluster}"))
+    show(ctx, call(ctx, "GET", f"/admin/v2/brokers/{_entity('cluster', cluster)}"))
 
 
 @brokers_app.command("leader")
@@ -331,7 +390,8 @@ def isolation_list(
     cluster: Annotated[str, typer.Option("--cluster", help="Cluster name.")] = "standalone",
 ) -> None:
     """Show the namespace isolation policies."""
-    show(ctx, call(ctx, "GET", f"/admin/v2/clusters/{cluster}/namespaceIsolationPolicies"))
+    path = f"/admin/v2/clusters/{_entity('cluster', cluster)}/namespaceIsolationPolicies"
+    show(ctx, call(ctx, "GET", path))
 
 
 @isolation_app.command("set")
@@ -350,12 +410,7 @@ def isolation_set(
         fail(f"cannot read {policy_file}: {exc.strerror or exc}")
     except json.JSONDecodeError as exc:
         fail(f"{policy_file} is not JSON: {exc}")
-    show(
-        ctx,
-        call(
-            ctx, "POST", f"/admin/v2/clusters/{cluster}/namespaceIsolationPolicies/{name}", policy
-        ),
-    )
+    show(ctx, call(ctx, "POST", _isolation_path(cluster, name), policy))
 
 
 @isolation_app.command("delete")
@@ -365,6 +420,10 @@ def isolation_delete(
     cluster: Annotated[str, typer.Option("--cluster", help="Cluster name.")] = "standalone",
 ) -> None:
     """Delete a namespace isolation policy."""
-    show(
-        ctx, call(ctx, "DELETE", f"/admin/v2/clusters/{cluster}/namespaceIsolationPolicies/{name}")
-    )
+    show(ctx, call(ctx, "DELETE", _isolation_path(cluster, name)))
+
+
+def _isolation_path(cluster: str, name: str) -> str:
+    cluster_name = _entity("cluster", cluster)
+    policy = _entity("isolation policy", name)
+    return f"/admin/v2/clusters/{cluster_name}/namespaceIsolationPolicies/{policy}"
