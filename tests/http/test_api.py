@@ -200,6 +200,8 @@ async def test_bad_requests_get_pulsar_status_codes(clock: Clock) -> None:
                 412,
             ),
             ("PUT", "/admin/v2/namespaces/t/missing/0x00000000_0xffffffff/unload", 404),
+            ("PUT", "/admin/v2/namespaces/pulsar/127.0.0.1:1234", 412),  # a heartbeat namespace
+            ("DELETE", "/admin/v2/namespaces/pulsar/127.0.0.1:1234", 412),
             ("PUT", "/admin/v2/tenants/t", 409),
             ("DELETE", "/admin/v2/tenants/t", 409),
             ("GET", "/admin/v2/no/such/path", 404),

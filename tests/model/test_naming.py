@@ -167,6 +167,11 @@ def test_system_service_namespaces() -> None:
     assert heartbeat_namespace("host:8080", cluster="c1").is_system_service
     assert not NamespaceName.parse("pulsar/ordinary").is_system_service
     assert not NamespaceName.parse("public/default").is_system_service
+    # Of these, only the brokers' own are heartbeat namespaces: pulsar/system is placed.
+    assert heartbeat_namespace("10.0.0.1:8080").is_heartbeat
+    assert heartbeat_namespace("host:8080", cluster="c1").is_heartbeat
+    assert not NamespaceName.parse("pulsar/system").is_heartbeat
+    assert not NamespaceName.parse("acme/host:8080").is_heartbeat
 
 
 def test_encoding_matches_java_url_encoder() -> None:

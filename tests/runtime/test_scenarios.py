@@ -298,6 +298,18 @@ async def test_admin_split_of_the_largest_and_the_hot_bundle(clock: Clock) -> No
     await cluster.close()
 
 
+async def test_the_pulsar_system_namespace_is_placed_like_any_other(clock: Clock) -> None:
+    # It is a system namespace (kept out of shedding) but not a broker's heartbeat one.
+    cluster, observer = await start_cluster(clock, 3)
+    assert (await cluster.request(CreateTenant(tenant="pulsar"))).ok
+    assert (await cluster.request(CreateNamespace(namespace="pulsar/system", bundles=2))).ok
+    topics = await create_topics(cluster, "pulsar/system", 6)
+    owners = await lookup_all(cluster, topics)
+    assert set(owners.values()) <= {n.broker_id for n in cluster.running()}
+    await settle_and_check(cluster, observer, clock)
+    await cluster.close()
+
+
 async def test_killing_the_leader_elects_one_that_carries_on(clock: Clock) -> None:
     cluster, observer = await start_cluster(clock, 3)
     assert (await cluster.request(CreateNamespace(namespace="t/ha", bundles=8))).ok

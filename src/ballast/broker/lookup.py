@@ -38,7 +38,7 @@ from ballast.metadata.store import MetadataError, MetadataStore
 from ballast.model.bundles import BundleName, NamespaceBundles
 from ballast.model.codec import ModelError
 from ballast.model.loaddata import LocalBrokerData
-from ballast.model.naming import HEARTBEAT_TENANT, TopicName
+from ballast.model.naming import TopicName
 
 
 class AnswerKind(enum.Enum):
@@ -237,11 +237,7 @@ class LookupService:
 
     async def _find(self, bundle: BundleName, options: LookupOptions) -> LookupAnswer:
         namespace = bundle.namespace
-        if (
-            namespace.tenant == HEARTBEAT_TENANT
-            and namespace.is_system_service
-            and (namespace.local_name != "system")
-        ):
+        if namespace.is_heartbeat:
             return await self._heartbeat(bundle, namespace.local_name, options)
         owner = await self._owners.owner(bundle)
         if owner is not None:

@@ -67,6 +67,12 @@ def failed(status: int, message: str) -> RequestReply:
     return RequestReply(ok=False, status=status, message=message)
 
 
+def _heartbeat_reason(namespace: NamespaceName) -> str:
+    # Each broker owns its own one whole, outside placement; bundles an admin made in it would
+    # be placed on other brokers and outlive a delete.
+    return f"{namespace} is a broker's heartbeat namespace, which only that broker holds"
+
+
 class TenantInfo(msgspec.Struct, kw_only=True, rename="camel"):
     """Pulsar's ``TenantInfo`` at ``/admin/policies/<tenant>``."""
 
@@ -278,6 +284,8 @@ class AdminHandlers:
             return failed(400, str(exc))
         if not namespace.is_v2:
             return failed(400, "only v2 namespaces (tenant/namespace) can be created")
+        if namespace.is_heartbeat:
+            return failed(412, _heartbeat_reason(namespace))
         if await self.c.store.exists(paths.tenant(namespace.tenant)) is None:
             return failed(404, f"tenant {namespace.tenant} does not exist")
         if await self.c.store.exists(paths.namespace_policies(namespace)) is not None:
@@ -312,6 +320,8 @@ class AdminHandlers:
             namespace = NamespaceName.parse(request.namespace)
         except InvalidNameError as exc:
             return failed(400, str(exc))
+        if namespace.is_heartbeat:
+            return failed(412, _heartbeat_reason(namespace))
         policy = await self.c.store.exists(paths.namespace_policies(namespace))
         if policy is None:
             return failed(404, f"namespace {namespace} does not exist")

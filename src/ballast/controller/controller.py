@@ -50,7 +50,6 @@ from ballast.controller.history import HistoryRecorder, HistorySink
 from ballast.controller.image import ClusterImage
 from ballast.controller.loading import (
     SheddingMemory,
-    is_heartbeat,
     list_namespaces,
     load_bundle_data,
     load_failure_domains,
@@ -401,7 +400,7 @@ class Controller:
                 bundle not in self.image.owners
                 and bundle not in self.image.moving
                 and self.image.bundle_exists(parsed)
-                and not is_heartbeat(parsed.namespace)
+                and not parsed.namespace.is_heartbeat
             ):
                 self._assign(parsed, f"it was held by {broker}, which is gone")
 
@@ -429,7 +428,7 @@ class Controller:
 
     def _choose(self, bundle: BundleName) -> tuple[str, str] | None:
         """Placement with preallocation bookkeeping (Pulsar's ``selectBrokerForAssignment``)."""
-        if is_heartbeat(bundle.namespace):
+        if bundle.namespace.is_heartbeat:
             return None  # only its own broker may own a heartbeat bundle
         snapshot = self.image.snapshot()
         if not snapshot.brokers:

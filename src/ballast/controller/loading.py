@@ -18,7 +18,7 @@ from ballast.metadata.store import MetadataStore, join
 from ballast.model.bundles import BundleName, NamespaceBundles
 from ballast.model.codec import ModelError
 from ballast.model.loaddata import BundleData
-from ballast.model.naming import HEARTBEAT_TENANT, InvalidNameError, NamespaceName
+from ballast.model.naming import InvalidNameError, NamespaceName
 from ballast.model.policies import (
     FailureDomain,
     IsolationPolicies,
@@ -120,10 +120,6 @@ async def scan_owners(store: MetadataStore, namespace: NamespaceName) -> dict[st
         if owner.broker_id is not None:
             owners[canonical_bundle_text(text)] = owner.broker_id
     return owners
-
-
-def is_heartbeat(namespace: NamespaceName) -> bool:
-    return namespace.tenant == HEARTBEAT_TENANT and namespace.is_system_service
 
 
 class SheddingMemory(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

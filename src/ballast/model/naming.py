@@ -155,6 +155,13 @@ class NamespaceName:
             return True
         return _looks_like_host_port(self.local_name)
 
+    @property
+    def is_heartbeat(self) -> bool:
+        """A broker's heartbeat namespace, ``pulsar/<host:port>`` or
+        ``pulsar/<cluster>/<host:port>``: only that broker may own it (Pulsar's
+        ``isHeartbeatNamespace``; ``pulsar/system`` is a system namespace, not one of these)."""
+        return self.tenant == HEARTBEAT_TENANT and _looks_like_host_port(self.local_name)
+
     def __str__(self) -> str:
         if self.cluster is None:
             return f"{self.tenant}/{self.local_name}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ballast.broker.cluster import LocalCluster
 from ballast.clock import Clock
-from ballast.controller.loading import is_heartbeat, scan_owners
+from ballast.controller.loading import scan_owners
 from ballast.coordination.ownership import OwnershipState, parse_owner
 from ballast.metadata import paths
 from ballast.metadata.store import MetadataStore, join
@@ -115,4 +115,4 @@ async def check_settled(
 
 
 def heartbeat(bundle: str) -> bool:
-    return is_heartbeat(NamespaceName.parse(bundle.rpartition("/")[0]))
+    return NamespaceName.parse(bundle.rpartition("/")[0]).is_heartbeat
