@@ -59,6 +59,8 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
     bad.write_text("topics = -3\n")
     for args, needle in (
         (["--brokers", "0"], "--brokers must be at least 1"),
+        (["--duration", "-1"], "--duration must be a positive number of seconds, not -1.0"),
+        (["--duration", "nan"], "--duration must be a positive number"),
         (["--store", "zk:127.0.0.1:2181"], "ballast broker"),
         (["--store", "nope"], "invalid metadata store URL"),
         (["--workload", str(bad)], "topics = -3 is out of range"),

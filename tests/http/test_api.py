@@ -281,8 +281,19 @@ async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
             await api.call("PUT", "/admin/v2/namespaces/t/a", json={"bundles": {"numBundles": 3}})
         )[0] == 204
         assert (await api.call("PUT", "/admin/v2/namespaces/t/b?numBundles=2"))[0] == 204
+        # The body is read as Jackson reads BundlesData: a number in a string is a number.
+        as_text = {"bundles": {"numBundles": "5"}}
+        assert (await api.call("PUT", "/admin/v2/namespaces/t/c", json=as_text))[0] == 204
+        assert (await api.call("GET", "/admin/v2/namespaces/t/c/bundles"))[1]["numBundles"] == 5  # type: ignore[index]
+        for wrong in (True, 1.5, [2]):
+            status, body, _ = await api.call(
+                "PUT", "/admin/v2/namespaces/t/d", json={"bundles": {"numBundles": wrong}}
+            )
+            assert status == 400 and isinstance(body, dict), (wrong, status, body)
+            assert "numBundles" in body["reason"]
+        assert (await api.call("GET", "/admin/v2/namespaces/t/d"))[0] == 404
         assert (await api.call("GET", "/admin/v2/tenants"))[1] == ["t"]
-        assert (await api.call("GET", "/admin/v2/namespaces/t"))[1] == ["t/a", "t/b"]
+        assert (await api.call("GET", "/admin/v2/namespaces/t"))[1] == ["t/a", "t/b", "t/c"]
         status, policies, _ = await api.call("GET", "/admin/v2/namespaces/t/a", broker=2)
         assert status == 200 and isinstance(policies, dict)
         assert policies["bundles"]["numBundles"] == 3
@@ -347,4 +358,4 @@ async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
         assert status == 200 and partitions == {"partitions": 0}
         status, _, _ = await api.call("DELETE", "/admin/v2/namespaces/t/b")
         assert status == 204
-        assert (await api.call("GET", "/admin/v2/namespaces/t"))[1] == ["t/a"]
+        assert (await api.call("GET", "/admin/v2/namespaces/t"))[1] == ["t/a", "t/c"]

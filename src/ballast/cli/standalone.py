@@ -57,6 +57,8 @@ def standalone_command(
         fail("--brokers must be at least 1")
     if not 0 < port < 65536 or not 0 < broker_port < 65536:
         fail("ports must be in 1..65535")
+    if duration is not None and not duration > 0:  # also NaN
+        fail(f"--duration must be a positive number of seconds, not {duration}")
     try:
         parsed = parse_store_url(store)
     except InvalidStoreUrlError as exc:

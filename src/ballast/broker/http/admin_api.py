@@ -72,6 +72,13 @@ class _TenantBody(msgspec.Struct, kw_only=True, rename="camel"):
     allowed_clusters: list[str] | None = None
 
 
+class _BundlesBody(msgspec.Struct, kw_only=True, rename="camel"):
+    """A namespace's ``bundles`` as a create gives them."""
+
+    num_bundles: int | None = None
+    boundaries: list[str | int] | None = None
+
+
 def _tenant(request: web.Request) -> str:
     tenant = request.match_info["tenant"]
     try:
@@ -162,10 +169,13 @@ class AdminApi:
         count: int | None = None
         boundaries: tuple[str, ...] = ()
         if isinstance(bundles, dict):
-            if isinstance(bundles.get("numBundles"), int):
-                count = bundles["numBundles"]
-            if isinstance(bundles.get("boundaries"), list):
-                boundaries = tuple(str(b) for b in bundles["boundaries"])
+            try:
+                # Not strict, as Jackson reads Pulsar's BundlesData: "8" is 8, 0 is "0".
+                given = msgspec.convert(bundles, _BundlesBody, strict=False)
+            except msgspec.ValidationError as exc:
+                raise ApiError(400, f"bundles: {exc}") from None
+            count = given.num_bundles
+            boundaries = tuple(str(b) for b in given.boundaries or ())
         elif bundles is not None:
             raise ApiError(400, 'bundles must be {"numBundles": N} or {"boundaries": [...]}')
         query_count = request.query.get("numBundles")
