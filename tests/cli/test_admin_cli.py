@@ -78,6 +78,8 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     mixed = admin("namespaces", "split", "acme/orders", "0x90000000_0xc0000000",
                   "--positions", "0xa0000000", "--algorithm", "range_equally_divide")  # fmt: skip
     assert mixed.returncode == 2 and "specified_positions_divide only" in mixed.stderr
+    none_yet = admin("namespaces", "anti-affinity", "acme/orders")
+    assert none_yet.returncode == 0 and none_yet.stdout.strip() == ""
     assert admin("namespaces", "anti-affinity", "acme/orders", "--set", "g1").returncode == 0
     assert admin("namespaces", "anti-affinity", "acme/orders").stdout.strip() == "g1"
     policy = tmp_path / "iso.json"

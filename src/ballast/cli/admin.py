@@ -347,7 +347,8 @@ def namespaces_anti_affinity(
     elif delete:
         show(ctx, call(ctx, "DELETE", path))
     else:
-        show(ctx, call(ctx, "GET", path))
+        group_now = call(ctx, "GET", path)  # None: the namespace has no group
+        show(ctx, group_now if group_now is not None else "")
 
 
 # -- brokers, topics, stats, isolation ------------------------------------------------------

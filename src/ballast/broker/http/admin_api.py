@@ -319,7 +319,9 @@ class AdminApi:
             group = msgspec.json.decode(
                 record.value, type=LocalPolicies
             ).namespace_anti_affinity_group
-        return web.json_response(group or "")
+        if not group:  # Pulsar's resource returns null: JAX-RS answers 204, no body
+            return web.Response(status=204)
+        return web.json_response(group)
 
     async def set_anti_affinity(self, request: web.Request) -> web.StreamResponse:
         namespace = _namespace(request)
