@@ -217,6 +217,36 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
             r"events\[0\].scale_rates.size_factor: must be above 0",
         ),
         ("[expect]\nmoves_max = 1.5", "expect.moves_max: expected an integer"),
+        ("[[events]]\nat = 1\nstop_brokers = []", r"stop_brokers: an empty list selects no"),
+        (
+            "[[events]]\nat = 1\nscale_rates = { factor = 2, brokers = [] }",
+            r"scale_rates.brokers: an empty list selects no broker",
+        ),
+        ("[[namespaces]]\nname = 'n'\ntopics = 1\nrate = nan", r"rate: expected a finite"),
+        ("[[namespaces]]\nname = 'n'\ntopics = 1\nsize = inf", r"size: expected a finite"),
+        ("[metrics]\ntarget_std = nan", r"metrics.target_std: expected a finite number, not nan"),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\n"
+            "processes = [{ kind = 'diurnal', period = 0 }]",
+            r"processes\[0\].period: must be above 0",
+        ),
+        (
+            "[[namespaces]]\nname = 'x/y/z'\ntopics = 1",
+            r"namespaces\[0\].name: give a namespace as name or tenant/name",
+        ),
+        (
+            "[[namespaces]]\nname = 'bad name!'\ntopics = 1",
+            r'namespaces\[0\].name: InvalidNamespaceName: namespace "bad name!" has characters',
+        ),
+        ("[[namespaces]]\nname = ''\ntopics = 1", r"namespaces\[0\].name: is empty"),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\nbundles = 3000000000",
+            r"bundles: must be at most 2147483647",
+        ),
+        (
+            "[[events]]\nat = 1\ncreate_namespace = { name = 'bad name', topics = 3 }",
+            r"events\[0\].create_namespace.name: InvalidNamespaceName",
+        ),
         (
             "[settings]\nloadBalancerSheddingIntervalMinute = 1",
             r"settings: unknown key loadBalancerSheddingIntervalMinute \(did you mean "
@@ -273,12 +303,33 @@ def test_events_a_run_could_not_carry_out_are_refused(events: str, message: str)
         parse_scenario(tomllib.loads(MINIMAL + "[[events]]\n" + events))
 
 
+@pytest.mark.parametrize(
+    ("top", "message"),
+    [
+        ('duration = "1m"\nstep = "2m"', r"duration: 60 s is not a whole number of 120 s steps"),
+        (
+            'duration = "1m"\nstep = "7s"',
+            r"60 s is not a whole number of 7 s steps \(for example 56 s\)",
+        ),
+        ("duration = nan", r"duration: a duration is a finite number, not nan"),
+        ('duration = "1m"\nstep = inf', r"step: a duration is a finite number, not inf"),
+        (
+            "duration = 60\ntenant = 'bad tenant'",
+            r'tenant: InvalidNamespaceName: tenant "bad tenant" has characters outside',
+        ),
+    ],
+)
+def test_the_run_as_a_whole_is_checked(top: str, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario(tomllib.loads(top + "\n[cluster]\nbrokers = 1\n"))
+
+
 def test_the_run_ends_at_its_last_step() -> None:
-    # 100 s in steps of 30 s: the run's steps are 0, 30, 60 and 90 s
-    text = "duration = 100\nstep = 30\n[cluster]\nbrokers = 1\n[[events]]\nat = 95\nadd_brokers = 1"
-    with pytest.raises(ScenarioError, match=r"95 s is not before the run's end \(90 s\)"):
+    # 90 s in steps of 30 s: the run's steps are 0, 30, 60 and 90 s
+    text = "duration = 90\nstep = 30\n[cluster]\nbrokers = 1\n[[events]]\nat = 90\nadd_brokers = 1"
+    with pytest.raises(ScenarioError, match=r"90 s is not before the run's end \(90 s\)"):
         parse_scenario(tomllib.loads(text))
-    assert parse_scenario(tomllib.loads(text.replace("95", "89"))).events[0].at_s == 89.0
+    assert parse_scenario(tomllib.loads(text.replace("at = 90", "at = 89"))).events[0].at_s == 89.0
 
 
 def test_events_within_the_running_brokers_are_accepted() -> None:

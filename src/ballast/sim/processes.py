@@ -95,6 +95,8 @@ def parse_process(table: Table) -> ProcessSpec:
         )
         if spec.amplitude >= 1:
             raise ScenarioError(f"{table.path('amplitude')}: must be below 1 (rates stay > 0)")
+        if spec.period_s <= 0:
+            raise ScenarioError(f"{table.path('period')}: must be above 0")
     elif kind == "bursts":
         spec = Bursts(
             every_s=table.duration("every"),

@@ -10,6 +10,7 @@ reads the TOML again.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,7 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ballast.broker.host_usage import BrokerCapacity
+from ballast.model.bundles import MAX_BUNDLES
 from ballast.model.config import SETTINGS_BY_KEY, nearest_key
+from ballast.model.naming import InvalidNameError, NamespaceName, validate_tenant
 from ballast.sim.churn import BrokerChange, with_churn
 from ballast.sim.copy import (
     BrokerLimits,
@@ -250,15 +253,23 @@ def _with_growth(
 
 def _namespace(table: Table, tenant: str) -> NamespaceSpec:
     name = table.text("name")
-    if name.count("/") != 1:
+    if not name:
+        raise ScenarioError(f"{table.path('name')}: is empty")
+    if "/" not in name:
         name = f"{tenant}/{name}"
-    if not name.startswith(f"{tenant}/"):
+    try:
+        parsed = NamespaceName.parse(name)
+    except InvalidNameError as exc:
+        raise ScenarioError(f"{table.path('name')}: {exc}") from None
+    if not parsed.is_v2:
+        raise ScenarioError(f"{table.path('name')}: give a namespace as name or tenant/name")
+    if parsed.tenant != tenant:
         raise ScenarioError(f"{table.path('name')}: namespaces belong to tenant {tenant!r}")
     processes = _processes(table)
     group = table.raw("anti_affinity_group")
     spec = NamespaceSpec(
         name=name,
-        bundles=table.integer("bundles", 4, minimum=1),
+        bundles=table.integer("bundles", 4, minimum=1, maximum=MAX_BUNDLES),
         topics=table.integer("topics", minimum=0),
         rate=table.number("rate", 10.0),
         size=table.number("size", 1024.0, minimum=1.0),
@@ -287,6 +298,8 @@ def _selection(table: Table, key: str = "brokers") -> BrokerSelection:
     if isinstance(value, list):
         if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value):
             raise ScenarioError(f"{table.path(key)}: expected broker indexes (0, 1, ...)")
+        if not value:  # an empty selection would read as no selection: every broker
+            raise ScenarioError(f"{table.path(key)}: an empty list selects no broker")
         return BrokerSelection(indexes=tuple(value))
     if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
         return BrokerSelection(count=value, pick=pick)
@@ -390,6 +403,10 @@ def parse_scenario(
     directory)."""
     root = Table(dict(data), "")
     tenant = root.text("tenant", "sim")
+    try:
+        validate_tenant(tenant)
+    except InvalidNameError as exc:
+        raise ScenarioError(f"tenant: {exc}") from None
     copied: CopiedLoad | None = None
     notes: tuple[str, ...] = ()
     read: _Copied | None = None
@@ -429,6 +446,15 @@ def parse_scenario(
     duration_s, step_s = root.duration("duration"), root.duration("step", 10.0)
     if step_s <= 0:
         raise ScenarioError("step: must be above 0")
+    steps = duration_s / step_s
+    if steps < 1 or abs(steps - round(steps)) > 1e-9 * steps:
+        # The run records a step at every multiple of step up to duration; a duration that
+        # is not one (or a step longer than the run) would end the timeline elsewhere.
+        fits = max(1, math.floor(steps)) * step_s
+        raise ScenarioError(
+            f"duration: {duration_s:g} s is not a whole number of {step_s:g} s steps "
+            f"(for example {fits:g} s)"
+        )
     churn = read is not None and read.replays_churn(brokers)
     end_s = round(duration_s / step_s) * step_s  # the time of the run's last step
     check_events(given, None if churn else brokers, (ns.name for ns in namespaces), end_s)

@@ -3,6 +3,7 @@ parser (durations, typed getters, unknown-key checks)."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -23,6 +24,8 @@ def parse_duration(value: object, where: str) -> float:
     if isinstance(value, bool):
         raise ScenarioError(f"{where}: expected a duration, got {value!r}")
     if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise ScenarioError(f"{where}: a duration is a finite number, not {value}")
         if value < 0:
             raise ScenarioError(f"{where}: a duration cannot be negative")
         return float(value)
@@ -79,16 +82,22 @@ class Table:
         value = self.required(key, default)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ScenarioError(f"{self.path(key)}: expected a number")
+        if not math.isfinite(value):  # TOML has nan and inf; no figure here can be one
+            raise ScenarioError(f"{self.path(key)}: expected a finite number, not {value}")
         if value < minimum:
             raise ScenarioError(f"{self.path(key)}: must be at least {minimum:g}")
         return float(value)
 
-    def integer(self, key: str, default: int | None = None, *, minimum: int = 0) -> int:
+    def integer(
+        self, key: str, default: int | None = None, *, minimum: int = 0, maximum: int | None = None
+    ) -> int:
         value = self.required(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
             raise ScenarioError(f"{self.path(key)}: expected an integer")
         if value < minimum:
             raise ScenarioError(f"{self.path(key)}: must be at least {minimum}")
+        if maximum is not None and value > maximum:
+            raise ScenarioError(f"{self.path(key)}: must be at most {maximum}")
         return value
 
     def flag(self, key: str, default: bool) -> bool:
