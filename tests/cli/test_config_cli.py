@@ -41,7 +41,13 @@ def test_show_merges_file_env_and_set(ballast: Run, tmp_path: Path) -> None:
 
 def test_show_changed_only_in_text(ballast: Run) -> None:
     result = ballast(
-        "config", "show", "--changed", "--set", "loadBalancerSheddingGracePeriodMinutes=2"
+        "config",
+        "show",
+        "--changed",
+        "--set",
+        "loadBalancerSheddingGracePeriodMinutes=2",
+        "--set",
+        "loadBalancerSheddingIntervalMinutes=1",  # given, but the default: not a change
     )
     assert result.returncode == 0
     assert result.stdout.split() == [
@@ -50,6 +56,15 @@ def test_show_changed_only_in_text(ballast: Run) -> None:
         "min",
         "(--set)",
     ]
+
+
+def test_a_pulsar_broker_conf_in_iso_8859_1_is_read(ballast: Run, tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"  # Java reads properties files in ISO-8859-1
+    conf.write_bytes(b"# caf\xe9\nloadBalancerSheddingIntervalMinutes 5\n")
+    result = ballast("config", "show", "--config", str(conf), "--json")
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)["loadBalancerSheddingIntervalMinutes"]
+    assert (shown["value"], shown["source"]) == (5, f"{conf}:2")
 
 
 def test_show_warns_on_typos_and_fails_on_bad_values(ballast: Run) -> None:

@@ -13,6 +13,7 @@ from ballast.model.config import (
     SplitConfig,
     ThresholdShedderConfig,
     TransferShedderConfig,
+    decode_conf,
     defaults,
     load_settings,
 )
@@ -48,6 +49,31 @@ def test_precedence_file_then_env_then_set() -> None:
     assert s.source("loadBalancerBrokerMaxTopics") == "--set"
     assert s.source("loadBalancerEnabled") == "default"
     assert loaded.warnings == ()
+
+
+def test_a_broker_conf_is_read_as_java_properties() -> None:
+    conf = (
+        "\ufeffloadBalancerSheddingIntervalMinutes 5\n"  # a byte-order mark, then a space
+        "! a comment\n"
+        "loadBalancerSheddingExcludedNamespaces=a/b,\\\n"
+        "    c/d\n"  # continued
+        "loadBalancerLoadSheddingStrategy : \\u0074hreshold\n"  # an escape
+        "loadBalancerBrokerMaxTopics=7\n"
+    )
+    loaded = load_settings(conf_text=conf)
+    s = loaded.settings
+    assert s["loadBalancerSheddingIntervalMinutes"] == 5
+    assert s.source("loadBalancerSheddingIntervalMinutes") == "broker.conf:1"
+    assert s["loadBalancerSheddingExcludedNamespaces"] == ("a/b", "c/d")
+    assert s["loadBalancerLoadSheddingStrategy"] == "threshold"
+    assert s.source("loadBalancerBrokerMaxTopics") == "broker.conf:6"  # lines as in the file
+    assert loaded.warnings == ()
+
+
+def test_a_conf_file_in_iso_8859_1_decodes() -> None:
+    latin = "# caf\xe9\nloadBalancerSheddingIntervalMinutes=5\n".encode("iso-8859-1")
+    assert decode_conf(latin) == "# caf\xe9\nloadBalancerSheddingIntervalMinutes=5\n"
+    assert decode_conf("# café".encode()) == "# café"  # UTF-8 where it is
 
 
 def test_blank_value_keeps_the_default() -> None:

@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import typer
 from rich.console import Console
 
-from ballast.model.config import ConfigError, Settings, load_settings
+from ballast.model.config import ConfigError, Settings, decode_conf, load_settings
 
 EXIT_INVALID = 2
 
@@ -49,7 +49,7 @@ def settings_from(config: Path | None, overrides: list[str] | None) -> Settings:
     conf_text = None
     if config is not None:
         try:
-            conf_text = config.read_text(encoding="utf-8")
+            conf_text = decode_conf(config.read_bytes())
         except OSError as exc:
             fail(f"cannot read config file {config}: {exc.strerror or exc}")
     try:

@@ -42,7 +42,7 @@ def show_command(
     """Print every setting with its effective value, unit and where it came from (default,
     the config file, a BALLAST_<key> environment variable, or --set)."""
     settings = settings_from(config, overrides)
-    rows = [s for s in SETTINGS if not changed or settings.source(s.key) != "default"]
+    rows = [s for s in SETTINGS if not changed or settings[s.key] != s.default]
     if as_json:
         print_json(
             {

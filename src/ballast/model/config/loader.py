@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import javaproperties
+
 from ballast.model.config.setting import Kind, Setting
 from ballast.model.config.settings import SETTINGS, SETTINGS_BY_KEY
 
@@ -147,20 +149,26 @@ def nearest_key(key: str) -> str | None:
 
 
 def parse_conf_text(text: str) -> list[tuple[int, str, str]]:
-    """Lines of a Java-properties style file (``key=value``, ``key: value``; ``#`` and ``!``
-    start comments) as ``(line, key, value)``."""
+    r"""The entries of a Java properties file (``broker.conf``), read as Java's
+    ``Properties.load`` reads them — ``key=value``, ``key: value`` or ``key value``, ``\``
+    continuing a line, ``\uXXXX`` escapes, ``#`` and ``!`` comments — as ``(line, key,
+    value)``, the line being where the entry starts."""
     entries: list[tuple[int, str, str]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped[0] in "#!":
-            continue
-        separators = [i for i in (stripped.find("="), stripped.find(":")) if i >= 0]
-        if not separators:
-            entries.append((number, stripped, ""))
-            continue
-        cut = min(separators)
-        entries.append((number, stripped[:cut].strip(), stripped[cut + 1 :].strip()))
+    line = 1
+    for element in javaproperties.parse(text.removeprefix("\ufeff")):
+        if isinstance(element, javaproperties.KeyValue):
+            entries.append((line, element.key, element.value.strip()))
+        line += len(element.source.splitlines())
     return entries
+
+
+def decode_conf(data: bytes) -> str:
+    """A properties file's text: UTF-8 where it is, else ISO-8859-1, the charset Java's
+    ``Properties.load`` reads a stream in (so a Pulsar ``broker.conf`` always decodes)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("iso-8859-1")
 
 
 def parse_assignment(text: str) -> tuple[str, str]:
