@@ -108,7 +108,16 @@ def test_split_with_settings_override(ballast: Run) -> None:
 def test_split_errors_exit_2(ballast: Run, tmp_path: Path) -> None:
     bad_topics = tmp_path / "bad.txt"
     bad_topics.write_text("a,1,2,x,4\n")
+    utf16 = tmp_path / "utf16.txt"
+    utf16.write_bytes("persistent://t/ns/a\n".encode("utf-16"))
     for args in (
+        [
+            "0x0_0xffffffff",
+            "--algorithm",
+            "topic_count_equally_divide",
+            "--topics-file",
+            str(utf16),
+        ],
         ["nope"],
         ["0x0_0x1"],
         ["0x0_0x10", "--parts", "2", "--positions", "0x5"],

@@ -174,6 +174,14 @@ def test_malformed_snapshot_exits_2_naming_the_path(ballast: Run, document: str,
     assert result.stdout == ""
 
 
+def test_a_snapshot_that_is_not_utf_8_exits_2(ballast: Run, tmp_path: Path) -> None:
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{"brokers": {"b\xe9": {}}}')
+    result = ballast("decide", "shed", str(latin), "--now-ms", "1")
+    assert result.returncode == 2 and "malformed snapshot: $: not valid JSON" in result.stderr
+    assert "internal error" not in result.stderr
+
+
 def test_bad_names_exit_2_with_the_valid_choices(ballast: Run) -> None:
     snapshot = str(DATA / "bsd-topics.snapshot.json")
     shed = ballast("decide", "shed", snapshot, "--strategy", "fastest")

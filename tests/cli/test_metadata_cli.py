@@ -74,8 +74,23 @@ def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:
     assert conflict.returncode == 2 and "--overwrite" in conflict.stderr
     assert ballast("metadata", "load", str(second), "--store", store, "--overwrite").returncode == 0
     assert ballast("metadata", "get", "/x", "--store", store).stdout.strip() == "two"
+    # A refused load writes nothing: /a would come first, /x is the conflict.
+    partly = tmp_path / "c.json"
+    partly.write_text(json.dumps({"records": {"/a": {"text": "new"}, "/x": {"text": "three"}}}))
+    refused = ballast("metadata", "load", str(partly), "--store", store)
+    assert refused.returncode == 2 and "/x exists with other content" in refused.stderr
+    assert ballast("metadata", "ls", "/", "--store", store).stdout.split() == ["x"]
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{"records": {"/caf\xe9": {"text": "x"}}}')
+    not_a_dump = tmp_path / "empty.json"
+    not_a_dump.write_text("{}")
     for args, needle in (
         (["get", "/missing", "--store", store], "no record at /missing"),
+        (["ls", "/missing", "--store", store], "no record at /missing"),
+        (["dump", "/missing", "--store", store], "no record at /missing"),
+        (["dump", "/x", "--store", store, "--out", str(tmp_path)], "cannot write"),
+        (["load", str(latin), "--store", store], "is not UTF-8 text"),
+        (["load", str(not_a_dump), "--store", f"sqlite:{tmp_path / 'new.db'}"], "records"),
         (["ls", "relative", "--store", store], "invalid path"),
         (["ls", "/", "--store", "nosuch:thing"], "invalid metadata store URL"),
         (["load", str(tmp_path / "none.json"), "--store", store], "cannot read"),
@@ -86,6 +101,7 @@ def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:
         assert needle in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr
     assert not (tmp_path / "typo.db").exists()  # reading a store never creates one
+    assert not (tmp_path / "new.db").exists()  # nor does a load of what is not a dump
 
 
 @pytest.mark.integration

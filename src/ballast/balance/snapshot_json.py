@@ -61,7 +61,7 @@ def parse_snapshot(data: bytes | str) -> ParsedSnapshot:
     path above it); raises :class:`ModelError` naming the path."""
     try:
         obj = msgspec.json.decode(data)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise ModelError("$", f"not valid JSON ({exc})") from None
     if is_metadata_dump(obj):
         assembled, warnings = metadata_dump_to_object(obj)

@@ -406,10 +406,10 @@ def isolation_set(
 ) -> None:
     """Set a namespace isolation policy from a JSON file."""
     try:
-        policy = json.loads(policy_file.read_text())
+        policy = json.loads(policy_file.read_text(encoding="utf-8"))
     except OSError as exc:
         fail(f"cannot read {policy_file}: {exc.strerror or exc}")
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         fail(f"{policy_file} is not JSON: {exc}")
     show(ctx, call(ctx, "POST", _isolation_path(cluster, name), policy))
 

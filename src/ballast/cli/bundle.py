@@ -79,6 +79,8 @@ def parse_topics_file(path: Path) -> list[TopicLoad]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         fail(f"cannot read topics file {path}: {exc.strerror or exc}")
+    except UnicodeDecodeError as exc:
+        fail(f"topics file {path} is not UTF-8 text: {exc}")
     topics: list[TopicLoad] = []
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()

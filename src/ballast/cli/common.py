@@ -68,9 +68,11 @@ def settings_from(config: Path | None, overrides: list[str] | None) -> Settings:
 
 def read_text_arg(path: str) -> str:
     """The text of a file argument, ``-`` meaning stdin; exit 2 if unreadable."""
-    if path == "-":
-        return sys.stdin.read()
     try:
+        if path == "-":
+            return sys.stdin.buffer.read().decode("utf-8")
         return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror or exc}")
+    except UnicodeDecodeError as exc:
+        fail(f"{'stdin' if path == '-' else path} is not UTF-8 text: {exc}")

@@ -12,7 +12,13 @@ import typer
 
 from ballast.cli.common import fail, print_json, read_text_arg
 from ballast.clock import SystemClock
-from ballast.metadata.dump import DumpFormatError, dump_tree, encode_value, load_tree
+from ballast.metadata.dump import (
+    DumpFormatError,
+    dump_records,
+    dump_tree,
+    encode_value,
+    load_tree,
+)
 from ballast.metadata.factory import InvalidStoreUrlError, MetadataStores, parse_store_url
 from ballast.metadata.store import InvalidPathError, MetadataError, MetadataStore
 
@@ -70,8 +76,16 @@ def ls_command(
     store: StoreOption,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
 ) -> None:
-    """List the children of PATH."""
-    names = _with_store(store, lambda s: s.children(path))
+    """List the children of PATH. Exits 1 if there is no record at PATH."""
+
+    async def listing(s: MetadataStore) -> list[str] | None:
+        if path != "/" and await s.exists(path) is None:
+            return None
+        return await s.children(path)
+
+    names = _with_store(store, listing)
+    if names is None:
+        fail(f"no record at {path}", code=1)
     if as_json:
         print_json(names)
     else:
@@ -124,13 +138,25 @@ def dump_command(
     store: StoreOption,
     out: Annotated[Path | None, typer.Option("--out", help="Write here instead of stdout.")] = None,
 ) -> None:
-    """Dump PATH and everything below it as JSON (see docs/metadata.md for the format)."""
-    dumped = _with_store(store, lambda s: dump_tree(s, path))
+    """Dump PATH and everything below it as JSON (see docs/metadata.md for the format).
+    Exits 1 if there is no record at PATH."""
+
+    async def dumping(s: MetadataStore) -> dict[str, Any] | None:
+        if path != "/" and await s.exists(path) is None:
+            return None
+        return await dump_tree(s, path)
+
+    dumped = _with_store(store, dumping)
+    if dumped is None:
+        fail(f"no record at {path}", code=1)
     text = json.dumps(dumped, indent=1, sort_keys=False)
     if out is None:
         typer.echo(text)
     else:
-        out.write_text(text + "\n")
+        try:
+            out.write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            fail(f"cannot write {out}: {exc.strerror or exc}")
         typer.echo(f"{len(dumped['records'])} records written to {out}", err=True)
 
 
@@ -149,5 +175,9 @@ def load_command(
         fail(f"{dump_file} is not JSON: {exc}")
     if not isinstance(dumped, dict):
         fail(f"{dump_file}: a dump is a JSON object")
-    result = _with_store(store, lambda s: load_tree(s, dumped, overwrite=overwrite), create=True)
+    try:
+        records = dump_records(dumped)
+    except DumpFormatError as exc:
+        fail(f"{dump_file}: {exc}")
+    result = _with_store(store, lambda s: load_tree(s, records, overwrite=overwrite), create=True)
     typer.echo(f"{result.written} records written, {result.unchanged} unchanged", err=True)

@@ -86,11 +86,9 @@ class LoadResult:
     unchanged: int
 
 
-async def load_tree(
-    store: MetadataStore, dump: Mapping[str, Any], *, overwrite: bool = False
-) -> LoadResult:
-    """Write the records of ``dump``. An existing record with other content is an error
-    unless ``overwrite``; identical ones are left alone."""
+def dump_records(dump: Mapping[str, Any]) -> list[tuple[str, bytes]]:
+    """The records of ``dump`` as (path, value), parents before children; DumpFormatError if
+    the dump is not one (checked before any store is touched)."""
     records = dump.get("records")
     if not isinstance(records, dict):
         raise DumpFormatError('a dump needs a "records" object')
@@ -101,14 +99,25 @@ async def load_tree(
         except MetadataError as exc:
             raise DumpFormatError(str(exc)) from None
         prepared.append((path, decode_value(path, entry)))
-    written = unchanged = 0
-    for path, value in sorted(prepared, key=lambda item: item[0].count("/")):
+    return sorted(prepared, key=lambda item: item[0].count("/"))
+
+
+async def load_tree(
+    store: MetadataStore, records: list[tuple[str, bytes]], *, overwrite: bool = False
+) -> LoadResult:
+    """Write ``records`` (from :func:`dump_records`). An existing record with other content
+    is an error unless ``overwrite``; identical ones are left alone. Every record is compared
+    before the first is written, so a refused load writes nothing."""
+    changed: list[tuple[str, bytes]] = []
+    unchanged = 0
+    for path, value in records:
         current = await store.get(path)
         if current is not None and current.value == value:
             unchanged += 1
             continue
         if current is not None and current.value and not overwrite:
             raise DumpFormatError(f"{path} exists with other content (use --overwrite)")
+        changed.append((path, value))
+    for path, value in changed:
         await store.put(path, value)
-        written += 1
-    return LoadResult(written, unchanged)
+    return LoadResult(len(changed), unchanged)

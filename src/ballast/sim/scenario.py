@@ -506,7 +506,7 @@ def load_scenario(path: Path) -> Scenario:
     """Read and validate a scenario file."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{path}: {exc}") from None
     except OSError as exc:
         raise ScenarioError(f"{path}: {exc.strerror or exc}") from None

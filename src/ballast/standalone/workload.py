@@ -69,7 +69,7 @@ class DemoWorkload:
             raw: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise WorkloadError(f"cannot read {path}: {exc.strerror or exc}") from None
-        except tomllib.TOMLDecodeError as exc:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise WorkloadError(f"{path} is not TOML: {exc}") from None
         known = {f.name: f.type for f in fields(cls)}
         unknown = sorted(set(raw) - set(known))
