@@ -28,9 +28,9 @@ def test_a_run_unfreezes_what_it_froze() -> None:
         simulation = Simulation(scenario, RunOptions(), clock)
         original = simulation.record
 
-        def record() -> None:  # called at every step, while the run holds the freeze
+        def record(now: float) -> None:  # called at every step, while the run holds the freeze
             frozen.append(gc.get_freeze_count())
-            original()
+            original(now)
 
         simulation.record = record  # type: ignore[method-assign]
         await simulation.run()

@@ -18,6 +18,8 @@ from ballast.sim.metrics import (
     mean_load,
     usage_of,
 )
+from ballast.sim.scenario import Expectations
+from ballast.sim.summary import check_expectations
 
 CAP = BrokerCapacity(cores=4, cpu_per_msg_s=20e-6, cpu_per_byte_s=0.0, nic_bytes_per_s=1e8)
 
@@ -96,3 +98,24 @@ def test_repeated_capacities_are_the_columns_of_copies() -> None:
     for name in Capacities.__slots__:
         assert np.array_equal(getattr(repeated, name), getattr(listed, name))
     assert Capacities.repeated(CAP, 0).cores.shape == (0,)
+
+
+def _summary(new_brokers: dict[str, float], cycles: int | None) -> dict[str, object]:
+    return {
+        "final": {"std": 0.01, "ratio": 1.0},
+        "convergenceS": 0.0,
+        "moves": {"shedding": 0},
+        "bounces": 0,
+        "newBrokers": new_brokers,
+        "newBrokersLoadedWithinCycles": cycles,
+        "unownedTopicSeconds": 0.0,
+    }
+
+
+def test_new_brokers_loaded_in_time_holds_when_none_joined() -> None:
+    expect = Expectations(new_brokers_loaded_within_cycles=2)
+    assert check_expectations(expect, _summary({}, None))["newBrokersLoadedWithinCycles"]["ok"]
+    never = check_expectations(expect, _summary({"b": 60.0}, None))
+    assert not never["newBrokersLoadedWithinCycles"]["ok"]  # one joined and never got load
+    late = check_expectations(expect, _summary({"b": 60.0}, 3))
+    assert not late["newBrokersLoadedWithinCycles"]["ok"]

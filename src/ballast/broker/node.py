@@ -179,6 +179,10 @@ class BrokerNode:
         await self._stop_controller()
         if graceful:
             await self._drain(deadline)
+        # What could not be moved stops being served: its clients are disconnected and look
+        # their topics up again (as a Pulsar broker closes every topic when it shuts down).
+        for bundle in list(self.served.bundles_unordered()):
+            self.served.remove_bundle(bundle)
         await self.reporter.stop()
         await self.registry.stop()
         await self.ownership.close()

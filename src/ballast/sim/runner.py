@@ -444,8 +444,10 @@ class Simulation:
         values = metrics.loads(usage, self.weights)
         return float(np.max(values[served])) if np.any(served) else 0.0
 
-    def record(self) -> None:
-        now = self.clock.monotonic()
+    def record(self, now: float) -> None:
+        """The figures of the step at ``now`` (its nominal time: the virtual clock reaches it
+        give or take the rounding of many short sleeps, and the first step waits for the
+        cluster's setup)."""
         nodes = sorted(self.cluster.running(), key=lambda n: self._broker_index(n.broker_id))
         brokers = [n.broker_id for n in nodes]
         indexes = [self._broker_index(b) for b in brokers]
@@ -517,7 +519,7 @@ class Simulation:
             for k in range(steps + 1):
                 now = k * step
                 await self._sleep_until(now)
-                self.record()
+                self.record(now)
                 if self.options.check_invariants:
                     assert self._observer is not None
                     await check_settled(self.cluster, self._observer, self.clock)
