@@ -24,6 +24,18 @@ def test_ranges_json(ballast: Run) -> None:
     }
 
 
+def test_ranges_of_a_large_count_are_written_as_they_are_made(ballast: Run) -> None:
+    count = 200_000  # more than one chunk of the writer
+    as_json = json.loads(ballast("bundle", "ranges", "--count", str(count), "--json").stdout)
+    segment = 2**32 // count
+    assert len(as_json["boundaries"]) == count + 1 and len(as_json["ranges"]) == count
+    assert as_json["boundaries"][65536] == f"0x{65536 * segment:08x}"
+    assert as_json["ranges"][-1] == f"0x{(count - 1) * segment:08x}_0xffffffff"
+    lines = ballast("bundle", "ranges", "--count", str(count)).stdout.splitlines()
+    assert lines[0].split()[1:] == as_json["boundaries"]
+    assert lines[1:] == as_json["ranges"]
+
+
 def test_ranges_rejects_bad_count(ballast: Run) -> None:
     result = ballast("bundle", "ranges", "--count", "0")
     assert result.returncode == 2 and "number of bundles 0" in result.stderr

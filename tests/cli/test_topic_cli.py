@@ -29,6 +29,13 @@ def test_topic_json_has_pulsar_fields(ballast: Run) -> None:
     }
 
 
+def test_the_largest_bundle_count_is_answered_at_once(ballast: Run) -> None:
+    # 2^31 - 1 bundles of width 2: the boundaries are never listed (they would fill memory)
+    result = ballast("topic", "my-topic-partition-1", "--bundles", "2147483647", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["bundle"] == "0x4a4c72a2_0x4a4c72a4"  # hash 0x4a4c72a3
+
+
 def test_topic_with_custom_boundaries_and_text_output(ballast: Run) -> None:
     result = ballast(
         "topic", "persistent://my-tenant/my-ns/test", "--boundaries", "0x0,0xc3000000,0xFFFFFFFF"

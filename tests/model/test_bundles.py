@@ -11,12 +11,15 @@ from hypothesis import strategies as st
 
 from ballast.model.bundles import (
     FULL_UPPER,
+    MAX_BUNDLES,
     BundleName,
     BundleRange,
     InvalidBundle,
     NamespaceBundles,
     equal_boundaries,
+    equal_range_for_hash,
     equal_split_points,
+    iter_equal_boundaries,
     java_long_decode,
     parse_boundaries,
     split_boundaries,
@@ -148,6 +151,25 @@ def test_user_boundaries() -> None:
         parse_boundaries(["0x10", "0xffffffff"])
     with pytest.raises(InvalidBundle, match="not a number"):
         parse_boundaries(["0x0", "nope", "0xffffffff"])
+
+
+@given(count=st.integers(1, 5000), key=st.integers(0, FULL_UPPER))
+def test_the_equal_bundle_of_a_hash_needs_no_boundaries(count: int, key: int) -> None:
+    bundles = NamespaceBundles.equal(NS, count)
+    assert equal_range_for_hash(count, key) == bundles.range_for_hash(key)
+    assert tuple(iter_equal_boundaries(count)) == bundles.boundaries
+
+
+def test_the_largest_count_in_constant_memory() -> None:
+    segment = 2**32 // MAX_BUNDLES  # 2: the last bundle takes the remainder
+    assert equal_range_for_hash(MAX_BUNDLES, 0) == BundleRange(0, segment)
+    assert equal_range_for_hash(MAX_BUNDLES, FULL_UPPER) == BundleRange(
+        (MAX_BUNDLES - 1) * segment, FULL_UPPER
+    )
+    first = list(itertools.islice(iter_equal_boundaries(MAX_BUNDLES), 3))
+    assert first == [0, segment, 2 * segment]
+    with pytest.raises(InvalidBundle):
+        equal_range_for_hash(MAX_BUNDLES + 1, 0)
 
 
 @st.composite

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO
 
 import typer
 
@@ -13,15 +15,15 @@ from ballast.cli.common import fail, print_json, settings_from
 from ballast.model.bundles import (
     BundleRange,
     InvalidBundle,
-    NamespaceBundles,
-    equal_boundaries,
     equal_split_points,
+    format_boundary,
     hex_boundaries,
+    iter_equal_boundaries,
     java_long_decode,
     split_boundaries,
+    validate_num_bundles,
 )
 from ballast.model.config import SplitConfig
-from ballast.model.naming import NamespaceName
 from ballast.model.split_algorithms import (
     SPECIFIED_POSITIONS_DIVIDE,
     SplitRequest,
@@ -41,19 +43,43 @@ def ranges_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """The boundaries and ranges of COUNT equal bundles of a namespace (the last boundary is
-    always 0xffffffff; the last bundle takes the remainder)."""
+    always 0xffffffff; the last bundle takes the remainder). Written as they are worked out,
+    so any count up to 2147483647 runs in constant memory."""
     try:
-        bounds = equal_boundaries(count)
+        validate_num_bundles(count)
     except InvalidBundle as exc:
         fail(str(exc))
-    bundles = NamespaceBundles(NamespaceName("public", "default"), bounds)
-    ranges = [str(r) for r in bundles.ranges]
-    if as_json:
-        print_json({"numBundles": count, "boundaries": hex_boundaries(bounds), "ranges": ranges})
+
+    def boundaries() -> Iterator[str]:
+        return (format_boundary(b) for b in iter_equal_boundaries(count))
+
+    def ranges() -> Iterator[str]:
+        pairs = itertools.pairwise(iter_equal_boundaries(count))
+        return (f"{format_boundary(a)}_{format_boundary(b)}" for a, b in pairs)
+
+    out = sys.stdout
+    if as_json:  # the bytes print_json would write, without building the lists
+        out.write(f'{{\n  "numBundles": {count},\n  "boundaries": [\n')
+        _write_joined(out, (f'    "{b}"' for b in boundaries()), ",\n")
+        out.write('\n  ],\n  "ranges": [\n')
+        _write_joined(out, (f'    "{r}"' for r in ranges()), ",\n")
+        out.write("\n  ]\n}\n")
         return
-    typer.echo(f"boundaries: {' '.join(hex_boundaries(bounds))}")
-    for item in ranges:
-        typer.echo(item)
+    out.write("boundaries: ")
+    _write_joined(out, boundaries(), " ")
+    out.write("\n")
+    _write_joined(out, ranges(), "\n")
+    out.write("\n")
+
+
+def _write_joined(out: TextIO, items: Iterator[str], separator: str) -> None:
+    """``separator.join(items)`` written in chunks."""
+    first = True
+    while chunk := list(itertools.islice(items, 65536)):
+        if not first:
+            out.write(separator)
+        out.write(separator.join(chunk))
+        first = False
 
 
 def parse_positions(text: str) -> list[int]:

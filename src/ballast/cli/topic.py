@@ -8,16 +8,17 @@ import typer
 
 from ballast.cli.common import EXIT_INVALID, print_json
 from ballast.model.bundles import (
+    BundleRange,
     InvalidBundle,
     NamespaceBundles,
-    equal_boundaries,
+    equal_range_for_hash,
     parse_boundaries,
     topic_hash,
 )
 from ballast.model.naming import InvalidNameError, TopicName
 
 
-def describe_topic(topic: TopicName, bundles: NamespaceBundles) -> dict[str, Any]:
+def describe_topic(topic: TopicName, bundle: BundleRange) -> dict[str, Any]:
     """The parsed name in Pulsar's camelCase, with its hash and bundle range."""
     return {
         "name": str(topic),
@@ -30,7 +31,7 @@ def describe_topic(topic: TopicName, bundles: NamespaceBundles) -> dict[str, Any
         "partitionIndex": topic.partition_index,
         "isV2": topic.is_v2,
         "hash": topic_hash(topic),
-        "bundle": str(bundles.find(topic).range),
+        "bundle": str(bundle),
     }
 
 
@@ -72,12 +73,13 @@ def topic_command(
     try:
         if boundaries is not None:
             bounds = parse_boundaries(b for b in boundaries.split(",") if b.strip())
-        else:
-            bounds = equal_boundaries(4 if bundles is None else bundles)
+            bundle = NamespaceBundles(topic.namespace, bounds).find(topic).range
+        else:  # any count, without listing its boundaries
+            bundle = equal_range_for_hash(4 if bundles is None else bundles, topic_hash(topic))
     except InvalidBundle as exc:
         invalid(str(exc))
         return
-    described = describe_topic(topic, NamespaceBundles(topic.namespace, bounds))
+    described = describe_topic(topic, bundle)
     if as_json:
         print_json({"valid": True, **described})
         return

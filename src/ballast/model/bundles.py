@@ -11,7 +11,7 @@ import bisect
 import itertools
 import re
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ballast.model.naming import InvalidNameError, NamespaceName, TopicName
@@ -214,6 +214,27 @@ def equal_boundaries(count: int) -> tuple[int, ...]:
     validate_num_bundles(count)
     segment = RING_SIZE // count
     return (*(i * segment for i in range(count)), FULL_UPPER)
+
+
+def iter_equal_boundaries(count: int) -> Iterator[int]:
+    """:func:`equal_boundaries` one at a time, for counts too large to hold (2^31 - 1
+    boundaries are tens of gigabytes as Python ints)."""
+    validate_num_bundles(count)
+    segment = RING_SIZE // count
+    return itertools.chain((i * segment for i in range(count)), (FULL_UPPER,))
+
+
+def equal_range_for_hash(count: int, key: int) -> BundleRange:
+    """The range holding ``key`` among ``count`` equal bundles, worked out without the
+    boundaries: the same range as ``NamespaceBundles.equal(ns, count).range_for_hash(key)``,
+    in constant memory for any count up to 2^31 - 1."""
+    validate_num_bundles(count)
+    if not FULL_LOWER <= key <= FULL_UPPER:
+        raise InvalidBundle(f"hash {key} is outside the 32-bit ring")
+    segment = RING_SIZE // count
+    index = min(key // segment, count - 1)
+    upper = FULL_UPPER if index == count - 1 else (index + 1) * segment
+    return BundleRange(index * segment, upper)
 
 
 def parse_boundaries(texts: Iterable[str]) -> tuple[int, ...]:
