@@ -217,6 +217,14 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
             r"events\[0\].scale_rates.size_factor: must be above 0",
         ),
         ("[expect]\nmoves_max = 1.5", "expect.moves_max: expected an integer"),
+        (
+            "[settings]\nloadBalancerSheddingIntervalMinutes = 'abc'",
+            r'settings.loadBalancerSheddingIntervalMinutes: .*"abc" is not a valid integer$',
+        ),
+        (
+            "[settings]\nloadBalancerSheddingExcludedNamespaces = { a = 1 }",
+            r"settings.loadBalancerSheddingExcludedNamespaces: expected a value, not a table",
+        ),
         ("[[events]]\nat = 1\nstop_brokers = []", r"stop_brokers: an empty list selects no"),
         (
             "[[events]]\nat = 1\nscale_rates = { factor = 2, brokers = [] }",

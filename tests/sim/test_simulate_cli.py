@@ -147,6 +147,13 @@ def test_bad_input_exits_2(ballast: Run, tmp_path: Path) -> None:
     typo = ballast("simulate", str(scenario), "--set", "loadBalancerSheddingIntervalMinute=3")
     assert typo.returncode == 2
     assert "did you mean loadBalancerSheddingIntervalMinutes?" in typo.stderr
+    # the run would carry one strategy's name and another's moves
+    mislabelled = ballast(
+        "simulate", str(scenario), "--strategy", "threshold",
+        "--set", "loadBalancerLoadSheddingStrategy=ballast",
+    )  # fmt: skip
+    assert mislabelled.returncode == 2
+    assert "contradicts the strategy threshold, which sheds with threshold" in mislabelled.stderr
     twice = ballast("simulate", str(scenario), "--compare", "uniform,ballast,uniform")
     assert twice.returncode == 2 and "names uniform more than once" in twice.stderr
     negative = ballast("simulate", str(scenario), "--seed", "-1")

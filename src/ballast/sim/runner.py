@@ -159,7 +159,15 @@ def effective_settings(scenario: Scenario, options: RunOptions) -> tuple[Setting
         overrides += strategy_profile(options.strategy).overrides()
     overrides += list(options.overrides)
     settings = load_settings(overrides=overrides, strict=True).settings
-    return settings, options.strategy or settings.get_str("loadBalancerLoadSheddingStrategy")
+    shedding = settings.get_str("loadBalancerLoadSheddingStrategy")
+    if options.strategy is not None:
+        profiled = strategy_profile(options.strategy).settings["loadBalancerLoadSheddingStrategy"]
+        if shedding != profiled:  # the run would be named for a strategy it did not run
+            raise ConfigError(
+                f"loadBalancerLoadSheddingStrategy={shedding} contradicts the strategy "
+                f"{options.strategy}, which sheds with {profiled}"
+            )
+    return settings, options.strategy or shedding
 
 
 def history_sink(settings: Settings, subdir: str | None) -> HistorySink | None:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from ballast.broker.host_usage import BrokerCapacity
 from ballast.model.bundles import MAX_BUNDLES
-from ballast.model.config import SETTINGS_BY_KEY, nearest_key
+from ballast.model.config import SETTINGS_BY_KEY, ConfigError, nearest_key
+from ballast.model.config.loader import parse_value
 from ballast.model.naming import InvalidNameError, NamespaceName, validate_tenant
 from ballast.sim.churn import BrokerChange, with_churn
 from ballast.sim.copy import (
@@ -468,11 +469,17 @@ def parse_scenario(
     settings = root.raw("settings", {})
     if not isinstance(settings, dict):
         raise ScenarioError("settings: expected a table of broker.conf keys")
-    for key in settings:
+    for key, value in settings.items():
         if key not in SETTINGS_BY_KEY:
             match = nearest_key(key)
             hint = f" (did you mean {match}?)" if match else ""
             raise ScenarioError(f"settings: unknown key {key}{hint}")
+        if isinstance(value, dict):
+            raise ScenarioError(f"settings.{key}: expected a value, not a table")
+        try:  # checked here, so that a bad value is blamed on the file, not on --set
+            parse_value(SETTINGS_BY_KEY[key], _setting_text(value))
+        except ConfigError as exc:
+            raise ScenarioError(f"settings.{key}: {exc.args[0]}") from None
     metrics = root.sub("metrics")
     target_std = metrics.number("target_std", 0.05)
     metrics.finish()
