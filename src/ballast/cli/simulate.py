@@ -143,9 +143,10 @@ def simulate_command(
     scenario: Annotated[
         str,
         typer.Argument(
+            metavar="SCENARIO",
             help="Scenario file (TOML), or the name of one in scenarios/. Its workload is "
             "written out, or copied from a cluster's load snapshot or load history ([copy]; "
-            "docs/simulator.md)."
+            "docs/simulator.md).",
         ),
     ],
     strategy: Annotated[

@@ -36,7 +36,9 @@ def describe_topic(topic: TopicName, bundle: BundleRange) -> dict[str, Any]:
 
 
 def topic_command(
-    name: Annotated[str, typer.Argument(help="Topic name, full or short (my-topic, t/ns/x).")],
+    name: Annotated[
+        str, typer.Argument(metavar="TOPIC", help="Topic name, full or short (my-topic, t/ns/x).")
+    ],
     bundles: Annotated[
         int | None,
         typer.Option("--bundles", help="Number of equal bundles in the namespace [default: 4]."),
