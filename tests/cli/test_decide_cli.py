@@ -174,6 +174,13 @@ def test_malformed_snapshot_exits_2_naming_the_path(ballast: Run, document: str,
     assert result.stdout == ""
 
 
+def test_a_directory_that_is_not_a_dump_exits_2(ballast: Run, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a load report\n")
+    result = ballast("decide", "shed", str(tmp_path), "--now-ms", "1")
+    assert result.returncode == 2
+    assert "no /loadbalance entries (brokers/, broker-time-average/, bundle-data/)" in result.stderr
+
+
 def test_a_snapshot_that_is_not_utf_8_exits_2(ballast: Run, tmp_path: Path) -> None:
     latin = tmp_path / "latin.json"
     latin.write_bytes(b'{"brokers": {"b\xe9": {}}}')

@@ -262,7 +262,7 @@ def dump_to_object(files: Mapping[str, bytes]) -> tuple[dict[str, Any], list[str
 def _decode_dump_file(relative: str, where: str, data: bytes) -> Any:
     try:
         return msgspec.json.decode(data)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise ModelError(where, f"{relative}: not valid JSON ({exc})") from None
 
 
@@ -283,6 +283,9 @@ def _assemble_dump(
         if name.endswith(".json"):
             name = name[: -len(".json")]
         obj[section][name] = value_of(relative, f"$.{section}{key_path(name)}", entries[relative])
+    if not any(obj.values()):  # nothing of a load snapshot: not a dump (or of the wrong path)
+        sections = ", ".join(f"{part}/" for part in _DUMP_PARTS)
+        raise ModelError("$", f"no /loadbalance entries ({sections}) in the dump")
     if not obj["brokers"]:
         warnings.append("the dump has no brokers/ entries")
     return {key: value for key, value in obj.items()}, warnings
