@@ -222,6 +222,7 @@ class Simulation:
         self._last_lookups = 0
         self._topic_index: NamespaceTopicIndex | None = None
         self._observer: MetadataStore | None = None
+        self._checking: asyncio.Task[None] | None = None
         self._all_nodes: list[BrokerNode] = []
 
     # -- brokers --------------------------------------------------------------------------------
@@ -529,9 +530,7 @@ class Simulation:
                 await self._sleep_until(now)
                 self.record(now)
                 if self.options.check_invariants:
-                    assert self._observer is not None
-                    await check_settled(self.cluster, self._observer, self.clock)
-                    self.result.invariant_checks += 1
+                    self._check_invariants()
                 if self.options.progress is not None:
                     self.options.progress(now, scenario.duration_s)
                 if k == steps:
@@ -541,6 +540,10 @@ class Simulation:
                     await self._sleep_until(event.at_s)
                     await self.apply(event)
                 self._follow_workload(max(now, self.clock.monotonic()))
+            self._take_totals()
+            checking, self._checking = self._checking, None
+            if checking is not None:  # the last step's check, once the totals are taken
+                await checking
         finally:
             try:
                 await self._finish()
@@ -548,7 +551,25 @@ class Simulation:
                 gc.unfreeze()
         return self.result
 
-    async def _finish(self) -> None:
+    def _check_invariants(self) -> None:
+        """Check the invariants of this step (a violation found by the step before's check
+        is raised here). The check runs beside the run, only reading: its retries, while the
+        store catches up, wait on timers of their own, and the run does not wait for them.
+        When the run waited, its events and rates came late, and a run with checks was not
+        the run without them."""
+        checking = self._checking
+        if checking is not None:
+            if not checking.done():
+                return  # still retrying the last step's check: this step's waits for it
+            self._checking = None
+            checking.result()  # raises the violation it found
+        assert self._observer is not None
+        self._checking = spawn(
+            "sim-invariants", check_settled(self.cluster, self._observer, self.clock)
+        )
+        self.result.invariant_checks += 1
+
+    def _take_totals(self) -> None:
         result = self.result
         result.unowned_topic_seconds = self.traffic.unowned_topic_seconds()
         result.client_lookups = self.clients.stats.lookups
@@ -556,6 +577,11 @@ class Simulation:
         for node in self._all_nodes:  # stopped brokers answered lookups too
             result.lookups += node.lookups.stats.lookups
             result.redirects += node.lookups.stats.redirects
+
+    async def _finish(self) -> None:
+        if self._checking is not None:  # the run failed: its check no longer matters
+            self._checking.cancel()
+            await asyncio.gather(self._checking, return_exceptions=True)
         await self.clients.stop()
         for task in list(self._background):
             task.cancel()
