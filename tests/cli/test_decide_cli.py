@@ -174,6 +174,18 @@ def test_malformed_snapshot_exits_2_naming_the_path(ballast: Run, document: str,
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize(
+    "strategy", ["overload", "threshold", "uniform", "avg", "transfer", "ballast"]
+)
+def test_every_cycle_reports_its_outcome(ballast: Run, strategy: str) -> None:
+    stats = ok(ballast("decide", "shed", str(EXAMPLE), "--strategy", strategy, "--now-ms", "1"))[
+        "stats"
+    ]
+    assert stats["outcome"] in ("Success", "Skip") and isinstance(stats["skipped"], list)
+    if stats["outcome"] == "Skip":
+        assert stats["reason"]
+
+
 def test_a_directory_that_is_not_a_dump_exits_2(ballast: Run, tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not a load report\n")
     result = ballast("decide", "shed", str(tmp_path), "--now-ms", "1")

@@ -122,8 +122,13 @@ def run_shedding_cycle(
         view = snapshot.with_recently_unloaded(bundles=kept)
     result = shedder.find(view, state, strategy_config, now_ms)
     if not shedder.modular:
+        # The strategy picks its destinations itself: the cycle drops nothing, and its
+        # outcome is the strategy's.
+        own = {k: result.stats[k] for k in ("outcome", "reason", "detail") if k in result.stats}
         passed: dict[str, JsonValue] = {
+            **(own or outcome(bool(result.decisions), ReasonKind.BALANCED, "nothing to move")),
             "strategy": result.stats,
+            "skipped": [],
             "expiredRecentlyUnloadedBundles": list(expired),
         }
         return CycleResult(
