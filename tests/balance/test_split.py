@@ -73,7 +73,19 @@ def test_namespace_maximum_counts_splits_chosen_in_this_run() -> None:
     limit = SplitConfig.from_settings(settings(loadBalancerNamespaceMaximumBundles=8))
     result = find_bundles_to_split(snapshot(brokers, namespaces=namespaces), limit)
     assert names(result.decisions) == [B[0], B[1]]  # 6 + 0 < 8, 6 + 1 < 8, 6 + 2 is not
-    assert "maximum 8" in str(result.stats["refused"])
+    assert result.stats["refused"] == [
+        {
+            "bundle": B[2],
+            "broker": "b2",
+            "why": "namespace t/n has 6 bundles and 2 split(s) chosen this cycle (maximum 8)",
+        }
+    ]
+    full = SplitConfig.from_settings(settings(loadBalancerNamespaceMaximumBundles=6))
+    none = find_bundles_to_split(snapshot(brokers, namespaces=namespaces), full)
+    assert none.decisions == ()
+    assert (none.stats["outcome"], none.stats["reason"]) == ("Skip", "MaxBundles")
+    quiet = find_bundles_to_split(snapshot({"b1": report(stats={B[0]: stats(topics=2)})}), limit)
+    assert (quiet.stats["outcome"], quiet.stats["reason"]) == ("Skip", "Balanced")
 
 
 def test_bundle_count_without_namespaces_is_the_bundles_seen() -> None:

@@ -29,7 +29,8 @@ class ReasonKind(enum.Enum):
     """Why a decision was taken, or why a run decided nothing.
 
     The first ten are Pulsar's ``UnloadDecision.Reason`` values (the extensible load manager's
-    unload counters use them); the others name the split threshold that was crossed and how a
+    unload counters use them); the others name the split threshold that was crossed (or, for
+    ``MaxBundles``, the namespace's bundle limit that kept a split from happening) and how a
     broker was chosen for a bundle.
     """
 
@@ -47,6 +48,7 @@ class ReasonKind(enum.Enum):
     SESSIONS = "Sessions"
     MSG_RATE = "MsgRate"
     BANDWIDTH = "Bandwidth"
+    MAX_BUNDLES = "MaxBundles"
     PREALLOCATED = "Preallocated"
     LEAST_LOADED = "LeastLoaded"
     ROUND_ROBIN = "RoundRobin"

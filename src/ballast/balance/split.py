@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ballast.balance.decisions import BrokerId, JsonValue, Reason, ReasonKind, Split, mib
+from ballast.balance.shedding.common import outcome
 from ballast.balance.snapshot import LoadSnapshot, bundle_name, bundle_namespace
 from ballast.model.config import SplitConfig
 from ballast.model.loaddata import BundleData, NamespaceBundleStats
@@ -112,15 +113,24 @@ def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitR
                 chosen[bundle] = (broker, reason)
                 added[namespace] = added.get(namespace, 0) + 1
             else:
-                why = f"namespace {namespace} has {count} bundles (maximum {config.max_bundles})"
+                planned = added.get(namespace, 0)
+                pending = f" and {planned} split(s) chosen this cycle" if planned else ""
+                why = (
+                    f"namespace {namespace} has {count} bundles{pending} "
+                    f"(maximum {config.max_bundles})"
+                )
                 refused.append({"bundle": bundle, "broker": broker, "why": why})
     decisions = tuple(
         Split(bundle_name(bundle), broker, config.default_algorithm, reason)
         for bundle, (broker, reason) in chosen.items()
     )
-    return SplitResult(
-        decisions, {"outcome": "Success" if decisions else "Skip", "refused": refused}
-    )
+    if decisions:
+        stats: dict[str, JsonValue] = {"outcome": "Success"}
+    elif refused:
+        stats = outcome(False, ReasonKind.MAX_BUNDLES, "every bundle past a limit was refused")
+    else:
+        stats = outcome(False, ReasonKind.BALANCED, "no bundle is past a split limit")
+    return SplitResult(decisions, {**stats, "refused": refused})
 
 
 def run_split_cycle(snapshot: LoadSnapshot, config: SplitConfig) -> SplitResult:
