@@ -197,10 +197,10 @@ class AdminHandlers:
             topics_path = paths.namespace_topics(namespace, TopicDomain.PERSISTENT)
             for encoded in await self.c.store.children(topics_path):
                 topic = TopicName.of(TopicDomain.PERSISTENT, namespace, java_url_decode(encoded))
-                owner = bundles.find(topic)
-                counts[owner] += 1
-                if counts[owner] > most:
-                    most, found = counts[owner], owner
+                home = bundles.find(topic)
+                counts[home] += 1
+                if counts[home] > most:
+                    most, found = counts[home], home
         else:
             data = self.c.image.bundle_data
             hottest = -1.0
