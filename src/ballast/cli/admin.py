@@ -5,8 +5,10 @@ the redirects."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,6 +26,7 @@ from ballast.model.naming import (
     validate_entity_name,
     validate_tenant,
 )
+from ballast.model.split_algorithms import SPECIFIED_POSITIONS_DIVIDE
 
 admin_app = typer.Typer(
     help="Administer a running cluster through its HTTP API (like pulsar-admin).",
@@ -43,7 +46,6 @@ admin_app.add_typer(stats_app, name="broker-stats")
 admin_app.add_typer(isolation_app, name="isolation")
 
 DEFAULT_URL = "http://127.0.0.1:8080"
-POSITIONS_ALGORITHM = "specified_positions_divide"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,24 +143,22 @@ def _namespace(text: str) -> NamespaceName:
     return namespace
 
 
-def _tenant(text: str) -> str:
-    """A tenant name, checked as the broker checks it (a name with a ``/`` would otherwise
-    reach another path and come back as a bare 404)."""
+def _checked(check: Callable[[str], None], text: str) -> str:
+    """``text`` once ``check`` (a name check of the model) accepts it; exit 2 with its reason
+    otherwise. Names go into paths as typed, so a ``/`` or ``?`` must not get through."""
     try:
-        validate_tenant(text)
+        check(text)
     except InvalidNameError as exc:
         fail(str(exc))
     return text
+
+
+def _tenant(text: str) -> str:
+    return _checked(validate_tenant, text)
 
 
 def _entity(role: str, text: str) -> str:
-    """A cluster or policy name, kept to the characters Pulsar allows in names so that it
-    is one path step as typed."""
-    try:
-        validate_entity_name(role, text)
-    except InvalidNameError as exc:
-        fail(str(exc))
-    return text
+    return _checked(functools.partial(validate_entity_name, role), text)
 
 
 def _bundle(text: str, *, named: bool = False) -> str:
@@ -321,9 +321,10 @@ def namespaces_split(
         except ValueError:
             fail("--positions are integers (0x... or decimal)")
         if algorithm is None:
-            algorithm = POSITIONS_ALGORITHM
-        elif algorithm != POSITIONS_ALGORITHM:
-            fail(f"--positions are read by {POSITIONS_ALGORITHM} only, not --algorithm {algorithm}")
+            algorithm = SPECIFIED_POSITIONS_DIVIDE
+        elif algorithm != SPECIFIED_POSITIONS_DIVIDE:
+            only = SPECIFIED_POSITIONS_DIVIDE
+            fail(f"--positions are read by {only} only, not --algorithm {algorithm}")
     params = {"unload": "true" if unload else "false"}
     if algorithm:
         params["splitAlgorithmName"] = algorithm

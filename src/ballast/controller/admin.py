@@ -51,6 +51,7 @@ from ballast.model.naming import (
     validate_tenant,
 )
 from ballast.model.policies import BundlesData, FailureDomain, IsolationPolicies, LocalPolicies
+from ballast.model.split_algorithms import SPECIFIED_POSITIONS_DIVIDE
 
 if TYPE_CHECKING:
     from ballast.controller.controller import Controller
@@ -143,7 +144,7 @@ class AdminHandlers:
         algorithm = request.algorithm or self.c.split_config.default_algorithm
         if algorithm not in self.c.split_config.supported_algorithms:
             return failed(412, f"unsupported split algorithm {algorithm}")
-        if algorithm == "specified_positions_divide" and not request.boundaries:
+        if algorithm == SPECIFIED_POSITIONS_DIVIDE and not request.boundaries:
             return failed(412, "specified_positions_divide needs split boundaries")
         if not bundle.range.can_split:
             return failed(412, f"{bundle} can't be split further")

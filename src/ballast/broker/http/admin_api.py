@@ -4,7 +4,9 @@ controller, forwarded by whichever broker receives them."""
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -79,13 +81,25 @@ class _BundlesBody(msgspec.Struct, kw_only=True, rename="camel"):
     boundaries: list[str | int] | None = None
 
 
-def _tenant(request: web.Request) -> str:
-    tenant = request.match_info["tenant"]
+def _checked_name(request: web.Request, key: str, check: Callable[[str], None]) -> str:
+    """The path part ``key`` once ``check`` (a name check of the model) accepts it; 400 with
+    its reason otherwise (the name becomes a metadata path)."""
+    name = request.match_info[key]
     try:
-        validate_tenant(tenant)
+        check(name)
     except InvalidNameError as exc:
         raise ApiError(400, str(exc)) from None
-    return tenant
+    return name
+
+
+def _tenant(request: web.Request) -> str:
+    return _checked_name(request, "tenant", validate_tenant)
+
+
+def _domain(request: web.Request) -> str:
+    return _checked_name(
+        request, "domain", functools.partial(validate_entity_name, "failure domain")
+    )
 
 
 def _namespace(request: web.Request) -> NamespaceName:
@@ -93,15 +107,6 @@ def _namespace(request: web.Request) -> NamespaceName:
         return NamespaceName.of(request.match_info["tenant"], request.match_info["namespace"])
     except InvalidNameError as exc:
         raise ApiError(400, str(exc)) from None
-
-
-def _domain(request: web.Request) -> str:
-    domain = request.match_info["domain"]
-    try:
-        validate_entity_name("failure domain", domain)
-    except InvalidNameError as exc:
-        raise ApiError(400, str(exc)) from None
-    return domain
 
 
 async def _json_body(request: web.Request) -> Any:

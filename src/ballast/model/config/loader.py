@@ -151,8 +151,8 @@ def nearest_key(key: str) -> str | None:
 def parse_conf_text(text: str) -> list[tuple[int, str, str]]:
     r"""The entries of a Java properties file (``broker.conf``), read as Java's
     ``Properties.load`` reads them — ``key=value``, ``key: value`` or ``key value``, ``\``
-    continuing a line, ``\uXXXX`` escapes, ``#`` and ``!`` comments — as ``(line, key,
-    value)``, the line being where the entry starts."""
+    continuing a line, ``\u`` escapes of four hex digits, ``#`` and ``!`` comments — as
+    ``(line, key, value)``, the line being where the entry starts."""
     entries: list[tuple[int, str, str]] = []
     line = 1
     for element in javaproperties.parse(text.removeprefix("\ufeff")):
