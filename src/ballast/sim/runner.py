@@ -19,8 +19,8 @@ import asyncio
 import contextlib
 import gc
 import random
-from collections.abc import Callable, Coroutine, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Coroutine, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -55,95 +55,30 @@ from ballast.sim.events import (
 from ballast.sim.invariants import check_settled
 from ballast.sim.metrics import Capacities, Decision
 from ballast.sim.namespace_spec import NamespaceSpec
+from ballast.sim.run_records import (
+    BrokerRecord,
+    Progress,
+    RunOptions,
+    RunResult,
+    SimulationError,
+    StepRecord,
+)
 from ballast.sim.scenario import Scenario
 from ballast.sim.strategies import strategy_profile
 from ballast.sim.traffic import SimTraffic
 from ballast.sim.workload import Workload
 from ballast.tasks import spawn
 
-Progress = Callable[[float, float], None]
-
-
-class SimulationError(RuntimeError):
-    """The simulation could not go on (no leader, a request refused, an invariant broken)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    """``strategy``: a profile of :mod:`ballast.sim.strategies` (None: the settings as the
-    scenario and ``overrides`` give them); ``seed``: replaces the scenario's; ``overrides``:
-    ``key=value`` settings applied last; ``check_invariants``: check them at every step;
-    ``history_subdir``: with ``loadBalancerHistoryPath`` set, the leader writes its history
-    in this directory under it (runs compared side by side keep theirs apart)."""
-
-    strategy: str | None = None
-    seed: int | None = None
-    overrides: tuple[str, ...] = ()
-    check_invariants: bool = False
-    progress: Progress | None = None
-    history_subdir: str | None = None
-
-    def __post_init__(self) -> None:
-        # numpy's generators take no negative seed; say so before a run starts
-        if self.seed is not None and self.seed < 0:
-            raise ValueError(f"seed must be 0 or more, not {self.seed}")
-
-
-@dataclass(frozen=True, slots=True)
-class StepRecord:
-    """The cluster at one step boundary; moves and unowned topic-seconds are those of the
-    step that just ended."""
-
-    t_s: float
-    brokers: int
-    mean: float
-    std: float
-    minimum: float
-    maximum: float
-    bound: float
-    ratio: float
-    unowned_topics: int
-    unowned_topic_seconds: float
-    transfers: int
-    unloads: int
-    splits: int
-    assigns: int
-    shedding_moves: int
-    client_lookups: int
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerRecord:
-    """One running broker at one step boundary."""
-
-    t_s: float
-    broker: str
-    load: float
-    reported_load: float
-    bundles: int
-    topics: int
-    msg_rate: float
-    throughput: float
-    leader: bool
-
-
-@dataclass(slots=True)
-class RunResult:
-    scenario: Scenario
-    strategy: str
-    seed: int
-    settings: Settings
-    steps: list[StepRecord] = field(default_factory=list)
-    brokers: list[BrokerRecord] = field(default_factory=list)
-    decisions: list[Decision] = field(default_factory=list)
-    event_times: list[tuple[float, str]] = field(default_factory=list)
-    broker_starts: dict[str, list[float]] = field(default_factory=dict)
-    lookups: int = 0
-    redirects: int = 0
-    client_lookups: int = 0
-    failed_lookups: int = 0
-    invariant_checks: int = 0
-    unowned_topic_seconds: float = 0.0
+__all__ = [
+    "BrokerRecord",
+    "Progress",
+    "RunOptions",
+    "RunResult",
+    "Simulation",
+    "SimulationError",
+    "StepRecord",
+    "simulate",
+]
 
 
 def broker_identity(index: int) -> BrokerIdentity:
@@ -617,11 +552,12 @@ def batch_collection() -> Iterator[None]:
         gc.set_threshold(*thresholds)
 
 
-def simulate(scenario: Scenario, options: RunOptions = RunOptions()) -> RunResult:
-    """Run ``scenario`` to its end on a fresh virtual-time loop."""
+def simulate(scenario: Scenario, options: RunOptions | None = None) -> RunResult:
+    """Run ``scenario`` to its end on a fresh virtual-time loop (default options when None)."""
+    chosen = options if options is not None else RunOptions()
 
     async def main(clock: Clock) -> RunResult:
-        return await Simulation(scenario, options, clock).run()
+        return await Simulation(scenario, chosen, clock).run()
 
     with batch_collection():
         return run_virtual(main)
