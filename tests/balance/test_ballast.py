@@ -208,13 +208,14 @@ def test_an_overloaded_broker_is_relieved_at_once_and_only_that() -> None:
     snap = cluster(a=(0.1,) * 4 + (0.55,), b=(0.1,) * 5, c=(0.1,) * 2)
     moves, state, _ = run(snap)
     assert [(m.source, m.destination) for m in moves] == [("a", "c")]
-    assert loads_after(snap, moves) == {"a": 0.85, "b": 0.5, "c": 0.3}  # 0.55 > the 0.3 cap
+    # The hot bundle itself (its first bundle of the run is not held to the 0.3 cap).
+    assert loads_after(snap, moves) == {"a": 0.4, "b": 0.5, "c": 0.75}
     assert moves[0].reason.kind is ReasonKind.OVERLOADED and not state.balancing
     # A spread that has lasted past the hit count is balanced all the way, overload or not.
     more, _, _ = run(snap, BallastState(hit_count=5))
     assert len(more) > 1
-    # Relief takes load off overloaded brokers only: when a's one bundle cannot move (it is
-    # larger than a broker may send in a run), b, merely above the mean, keeps its bundles.
+    # Relief takes load off overloaded brokers only: when a's one bundle cannot move (it
+    # would overload any other broker more), b, merely above the mean, keeps its bundles.
     stuck = cluster(a=(0.95,), b=(0.1,) * 6, c=(0.1,) * 2)
     moves, _, stats = run(stuck)
     assert moves == [] and stats["reason"] == "NoBundles"
@@ -401,6 +402,27 @@ def test_a_broker_moves_at_most_its_share_per_run(cap: float) -> None:
     snap = cluster(a=(0.05,) * 16, b=())
     moves, _, _ = run(snap, config=config)
     assert len(moves) == round(cap / 0.05)
+
+
+def test_a_bundle_larger_than_the_cap_still_leaves_an_overloaded_broker() -> None:
+    # Both of a's bundles are above the 0.3 a broker may send in a run. Its first bundle of
+    # a run is not held to the cap: a's relief onto the idle broker takes one move, and the
+    # cap holds back the second (a second 0.45 would pass it).
+    snap = cluster(a=(0.45, 0.45), b=(), c=(0.3,))
+    moves, _, stats = run(snap)
+    assert stats["outcome"] == "Success"
+    assert [(m.source, m.destination) for m in moves] == [("a", "b")]
+    assert loads_after(snap, moves) == {"a": 0.45, "b": 0.45, "c": 0.3}
+
+
+def test_a_broker_receives_one_bundle_above_the_cap_and_no_more() -> None:
+    # b and c are idle, and a's bundles are above the cap: each idle broker receives one of
+    # them in this run, and a, having sent one, keeps the rest for the next run.
+    snap = cluster(a=(0.35,) * 3, b=(), c=(), d=(0.35,))
+    moves, _, _ = run(snap)
+    assert [(m.source, m.destination) for m in moves] == [("a", "b")]
+    more, _, _ = run(moved(snap, moves), BallastState(hit_count=5))
+    assert [(m.source, m.destination) for m in more] == [("a", "c")]
 
 
 def test_the_share_a_broker_receives_is_counted_in_its_own_load() -> None:

@@ -49,8 +49,9 @@ and forth, and new brokers loaded at once (emptied ones within two runs). Rules:
   fits, a swap is tried (a heavier bundle one way, a lighter one back). Loads are updated
   after each move, so the next move sees them.
 - **Limits per run**: a broker sends or receives at most
-  ``loadBalancerBallastMaxLoadMovedPerBroker`` (0.3) of load; at most
-  ``loadBalancerBallastMaxMovesPerCycle`` (500) moves.
+  ``loadBalancerBallastMaxLoadMovedPerBroker`` (0.3) of load, except that its first bundle of
+  the run may be larger (else a bundle past the cap could never leave an overloaded broker); at
+  most ``loadBalancerBallastMaxMovesPerCycle`` (500) moves.
 - **Never a bundle twice in the grace period.** Bundles recently unloaded (the cycle keeps
   them ``loadBalancerSheddingGracePeriodMinutes``) or still pending are not moved; neither are
   bundles of system or excluded namespaces, nor bundles without traffic. A bundle moves only to

@@ -209,8 +209,7 @@ def _best_from(plan: Plan, source: BrokerId, mean: float) -> _Step | None:
     # A gap narrower than the minimum improvement, or than the band the target allows around
     # the mean (the smaller: a lightly loaded cluster is balanced by its ratios), is left.
     least_gap = min(config.min_improvement, (config.target_max_over_mean - 1) * mean)
-    cap = config.max_load_moved_per_broker
-    budget = cap - plan.sent.get(source, 0.0) + EPSILON
+    budget = _allowance(config.max_load_moved_per_broker, plan.sent.get(source, 0.0))
     if budget <= EPSILON:
         return None
     candidates = plan.candidates(source)
@@ -223,7 +222,7 @@ def _best_from(plan: Plan, source: BrokerId, mean: float) -> _Step | None:
         gap = source_load - plan.load[destination]
         if gap <= least_gap:  # destinations lightest first: no wider gap is left
             break
-        room = cap - plan.received.get(destination, 0.0) + EPSILON
+        room = _allowance(config.max_load_moved_per_broker, plan.received.get(destination, 0.0))
         # the source's largest bundle tells how much more a bundle weighs on the destination
         weight = _weight_there(plan, candidates[-1].usage, source, destination)
         position = bisect.bisect_left(sizes, gap / (1 + weight))
@@ -239,6 +238,13 @@ def _best_from(plan: Plan, source: BrokerId, mean: float) -> _Step | None:
             if swap is not None:
                 best = swap
     return best
+
+
+def _allowance(cap: float, moved: float) -> float:
+    """How much more load a broker may send (or receive) in this run after ``moved``: the
+    rest of the cap, without limit for its first bundle — a bundle larger than the cap would
+    otherwise never leave its broker, however overloaded, nor reach an idle one."""
+    return math.inf if moved <= 0.0 else cap - moved + EPSILON
 
 
 def _weight_there(plan: Plan, usage: Usage, source: BrokerId, destination: BrokerId) -> float:

@@ -153,7 +153,8 @@ STRATEGY_SETTINGS: tuple[Setting, ...] = (
         FLOAT,
         0.3,
         "",
-        "ballast: load one broker may send or receive per run (a fraction of its own capacity).",
+        "ballast: load one broker may send or receive per run (a fraction of its own "
+        "capacity; its first bundle of a run may be larger).",
         minimum=0,
     ),
     Setting(
