@@ -58,7 +58,12 @@ def test_only_connected_served_topics_flow_and_stats_are_cached() -> None:
 def test_unowned_topic_seconds_integrate_over_time() -> None:
     _, traffic, time = make()
     topics = np.arange(4, dtype=np.int64)
-    time.now = 10.0  # 4 topics unowned for 10 s
+    time.now = 5.0  # no client has asked for the topics yet: nobody waits
+    assert (traffic.not_flowing(), traffic.unowned_topic_seconds()) == (0, 0.0)
+    traffic.want(topics)
+    traffic.want(topics[:2])  # already wanted: counted once
+    assert traffic.not_flowing() == 4
+    time.now = 15.0  # 4 topics unowned for 10 s
     traffic.serve(topics, BUNDLE)
     traffic.connect(topics, 0)
     assert traffic.not_flowing() == 0

@@ -128,6 +128,7 @@ class SimClients:
 
     def connect_new(self, topics: Ints) -> None:
         """Clients of new topics start: they look their topics up now."""
+        self._traffic.want(topics)
         self._schedule(topics, -1)
 
     def _schedule(self, topics: Ints, attempt: int) -> None:

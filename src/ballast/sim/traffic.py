@@ -10,7 +10,8 @@ broker serves a bundle), so ``bundle_stats(bundle, topics)`` answers for the bun
 not walk ``topics``.
 
 It also measures *topic-seconds without an owner*: the integral over (virtual) time of the
-number of topics whose traffic does not flow, updated at every change.
+number of topics whose traffic does not flow, updated at every change — counted from the moment
+the topic's clients start (``want``): a topic no client has asked for yet waits for no one.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class SimTraffic:
         self.rates: Floats = np.zeros(count)
         self.connected_to: Ints = np.full(count, -1, dtype=np.int64)
         self.served_in: Ints = np.full(count, -1, dtype=np.int64)
+        self.wanted: Bools = np.zeros(count, dtype=np.bool_)
         self._bundle_ids: dict[BundleName, int] = {}
         self.bundle_names: list[BundleName] = []
         self._dirty = True
@@ -76,7 +78,7 @@ class SimTraffic:
         self._sums: TrafficSums | None = None
         self._stats: dict[int, NamespaceBundleStats] = {}
         self.recomputes = 0
-        self._not_flowing = count
+        self._not_flowing = 0  # of the wanted topics
         self._since_s = now()
         self._unowned_topic_seconds = 0.0
 
@@ -86,13 +88,12 @@ class SimTraffic:
         """Topics were added to the workload: extend the arrays."""
         extra = self._workload.count - self.rates.size
         if extra > 0:
-            self._integrate()
-            self._not_flowing += extra
             self.rates = np.concatenate([self.rates, np.zeros(extra)])
             self.connected_to = np.concatenate(
                 [self.connected_to, np.full(extra, -1, dtype=np.int64)]
             )
             self.served_in = np.concatenate([self.served_in, np.full(extra, -1, dtype=np.int64)])
+            self.wanted = np.concatenate([self.wanted, np.zeros(extra, dtype=np.bool_)])
             self._changed()
 
     def _changed(self) -> None:
@@ -106,6 +107,14 @@ class SimTraffic:
     def set_rates(self, rates: Floats) -> None:
         self.rates = rates
         self._changed()
+
+    def want(self, topics: Ints) -> None:
+        """``topics``' clients start: from now on, while their traffic does not flow, they
+        are without an owner."""
+        self._integrate()
+        fresh = topics[~self.wanted[topics]]
+        self.wanted[fresh] = True
+        self._not_flowing += int(np.count_nonzero(~self._flowing_of(fresh)))
 
     def bundle_id(self, bundle: BundleName) -> int:
         found = self._bundle_ids.get(bundle)
@@ -132,9 +141,10 @@ class SimTraffic:
         if topics.size == 0:
             return
         self._integrate()
-        before = int(np.count_nonzero(self._flowing_of(topics)))
+        wanted = self.wanted[topics]
+        before = int(np.count_nonzero(self._flowing_of(topics) & wanted))
         target[topics] = value
-        after = int(np.count_nonzero(self._flowing_of(topics)))
+        after = int(np.count_nonzero(self._flowing_of(topics) & wanted))
         self._not_flowing -= after - before
         self._changed()
 
@@ -153,7 +163,7 @@ class SimTraffic:
         self._since_s = now
 
     def not_flowing(self) -> int:
-        """Topics whose traffic does not flow right now."""
+        """Topics whose clients have started but whose traffic does not flow right now."""
         return self._not_flowing
 
     def unowned_topic_seconds(self) -> float:
