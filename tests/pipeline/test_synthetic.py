@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,9 @@ def _running(counts: list[int]) -> list[int]:
         ({"churn": 1.0}, "churn"),
         ({"snapshots": 0}, "snapshots"),
         ({"cluster": ""}, "cluster"),
+        ({"mean_bundle_msg_rate": math.inf}, "mean bundle msg rate must be a finite number"),
+        ({"skew": math.inf}, "skew must be a finite number"),
+        ({"topics_per_bundle": math.nan}, "topics per bundle must be a finite number"),
     ],
 )
 def test_bad_specs_are_rejected(changes: dict[str, Any], message: str) -> None:

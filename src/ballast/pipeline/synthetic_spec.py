@@ -60,6 +60,15 @@ class GenerateSpec:
     mean_bundle_msg_rate: float = 500.0
 
     def __post_init__(self) -> None:
+        numbers = {
+            "topics per bundle": self.topics_per_bundle,
+            "skew": self.skew,
+            "churn": self.churn,
+            "mean bundle msg rate": self.mean_bundle_msg_rate,
+        }
+        for name, value in numbers.items():
+            if not math.isfinite(value):
+                raise SpecError(f"{name} must be a finite number, not {value}")
         checks = (
             (self.snapshots >= 1, f"snapshots must be >= 1, not {self.snapshots}"),
             (self.interval_ms >= 1, f"interval must be >= 1 ms, not {self.interval_ms}"),
