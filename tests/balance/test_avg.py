@@ -4,6 +4,7 @@ high thresholds, the traffic gap to move, and its placement sending each bundle 
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 
 from ballast.balance.cycle import run_shedding_cycle
@@ -147,3 +148,21 @@ def test_the_cycle_moves_each_bundle_to_the_broker_it_was_paired_with() -> None:
     ]
     assert result.placement_state.paired == {B[2]: "d", B[4]: "d"}
     assert all("the broker AvgShedder paired" in m.reason.text for m in result.decisions)
+
+
+def test_infinite_usages_are_ranked_as_java_ranks_them() -> None:
+    # Pulsar compares scores with (int) (a - b): Java's (int) of an infinity saturates, and of
+    # NaN (two infinite scores apart) is 0. Brokers reporting infinite usage are ranked, not
+    # an error: b and c tie, d and a rank below them as by their scores.
+    snap = snapshot(
+        {
+            "a": report(cpu=90, rate=10000, tput=10000 * 1024, bundles=B[:5]),
+            "b": report(cpu=math.inf),
+            "c": report(cpu=math.inf),
+            "d": report(cpu=10),
+        },
+        {b: data(1000 * 1024, 1000) for b in B[:5]},
+    )
+    _, state, stats = run(snap, AvgState())
+    assert stats["pairs"] == [["d", "c"], ["a", "b"]]
+    assert state.hit_high == {"d": 1, "c": 1, "a": 1, "b": 1}

@@ -364,7 +364,7 @@ def shed_command(
         str | None,
         typer.Option(
             "--strategy",
-            help="overload, threshold, uniform, transfer or ballast (Pulsar class names "
+            help="overload, threshold, uniform, transfer, avg or ballast (Pulsar class names "
             "accepted; default: loadBalancerLoadSheddingStrategy).",
         ),
     ] = None,

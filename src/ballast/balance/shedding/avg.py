@@ -43,7 +43,12 @@ from ballast.balance.decisions import (
     ReasonKind,
     Transfer,
 )
-from ballast.balance.shedding.common import SheddingResult, outcome, sheddable_bundles_by
+from ballast.balance.shedding.common import (
+    SheddingResult,
+    java_int,
+    outcome,
+    sheddable_bundles_by,
+)
 from ballast.balance.snapshot import LoadSnapshot, bundle_name
 from ballast.model.config import AvgShedderConfig
 
@@ -57,10 +62,10 @@ class AvgState(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 
 def _ranked(scores: dict[BrokerId, float]) -> list[BrokerId]:
     """The brokers by score, ascending, compared as Pulsar does: ``(int) (a - b)``, which
-    truncates toward zero (scores less than a point apart compare equal)."""
+    truncates toward zero (scores less than a point apart compare equal; a NaN gap is 0)."""
 
     def compare(a: BrokerId, b: BrokerId) -> int:
-        return int(scores[a] - scores[b])
+        return java_int(scores[a] - scores[b])
 
     return sorted(scores, key=functools.cmp_to_key(compare))
 
