@@ -91,11 +91,27 @@ async def test_perf_consume_gets_what_perf_produce_sends(clock: Clock) -> None:
         await cluster.close()
 
 
-def test_bad_options_exit_2(ballast: Callable[..., CompletedProcess[str]]) -> None:
-    result = ballast("perf", "produce", "x", "--rate", "-1")
-    assert result.returncode == 2 and "--rate" in result.stderr
-    result = ballast("perf", "consume", "x", "--type", "sometimes")
-    assert result.returncode == 2
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        (("produce", "x", "--rate", "-1"), "--rate must be a number >= 0, not -1"),
+        (("produce", "x", "--rate", "nan"), "--rate must be a number >= 0, not nan"),
+        (("produce", "x", "--batch-delay-ms", "-1"), "--batch-delay-ms must be"),
+        (("produce", "x", "--duration", "0"), "--duration must be a number of seconds > 0"),
+        (("consume", "x", "--messages", "0"), "--messages must be >= 1, not 0"),
+        (("consume", "x", "--receiver-queue", "0"), "--receiver-queue must be"),
+        (("consume", "x", "--url", "127.0.0.1:6650"), "is not a service URL"),
+        (("produce", "x", "--url", "pulsar://h:6650,g:99999"), "is not a service URL"),
+        (("consume", "x", "--type", "sometimes"), "--type"),
+    ],
+)
+def test_bad_options_exit_2_naming_the_option(
+    ballast: Callable[..., CompletedProcess[str]], arguments: tuple[str, ...], named: str
+) -> None:
+    # Refused before any client starts (no server answers at the default URL).
+    result = ballast("perf", *arguments)
+    assert result.returncode == 2 and named in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
 
 
 async def test_refused_topics_exit_1_with_the_reason(clock: Clock) -> None:

@@ -4,7 +4,9 @@ client, like ``pulsar-perf`` (a live rate and latency display, a summary with pe
 from __future__ import annotations
 
 import asyncio
+import math
 import signal
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
@@ -51,6 +53,45 @@ Json = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")
 
 
 Runner = Callable[[Clock, asyncio.Event, IntervalListener], Awaitable[Summary]]
+
+SCHEMES = ("pulsar", "pulsar+ssl", "http", "https")
+
+
+def _is_service_url(url: str) -> bool:
+    """Whether ``url`` is a scheme the client takes and one or more ``host[:port]``, comma
+    separated (a service URL may list several brokers)."""
+    scheme, found, rest = url.partition("://")
+    if not found or scheme not in SCHEMES:
+        return False
+    hosts = rest.split("/", 1)[0]
+    for host in hosts.split(","):
+        try:
+            parsed = urllib.parse.urlsplit(f"{scheme}://{host}")
+            parsed.port  # noqa: B018 - raises on a port that is not a number in range
+        except ValueError:
+            return False
+        if not parsed.hostname:
+            return False
+    return True
+
+
+def _check(url: str, duration: float | None, messages: int | None, **least: float) -> None:
+    """Exit 2 naming the first bad option: ``least`` maps each option (``max_pending`` for
+    ``--max-pending``) to its value and the least value it takes, as ``(value, least)``."""
+    problems = [
+        f"--{name.replace('_', '-')} must be a number >= {minimum:g}, not {value:g}"
+        for name, (value, minimum) in least.items()
+        if not (math.isfinite(value) and value >= minimum)
+    ]
+    if duration is not None and not (math.isfinite(duration) and duration > 0):
+        problems.append(f"--duration must be a number of seconds > 0, not {duration:g}")
+    if messages is not None and messages < 1:
+        problems.append(f"--messages must be >= 1, not {messages}")
+    if not _is_service_url(url):
+        schemes = ", ".join(f"{scheme}://" for scheme in SCHEMES)
+        problems.append(f"--url {url!r} is not a service URL ({schemes}host:port)")
+    if problems:
+        fail("; ".join(problems))
 
 
 def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
@@ -117,8 +158,18 @@ def produce_command(
     as_json: Json = False,
 ) -> None:
     """Publish messages at a rate and report publish latency (send to receipt)."""
-    if rate < 0 or size < 0 or producers < 1 or topic_count < 1 or max_pending < 1 or keys < 0:
-        fail("--rate, --size and --keys must be >= 0; --producers, --topics, --max-pending >= 1")
+    _check(
+        url,
+        duration,
+        messages,
+        rate=(rate, 0),
+        size=(size, 0),
+        topics=(topic_count, 1),
+        producers=(producers, 1),
+        batch_delay_ms=(batch_delay_ms, 0),
+        max_pending=(max_pending, 1),
+        keys=(keys, 0),
+    )
     options = ProduceOptions(
         url=url,
         topics=topic_names(topics, topic_count),
@@ -160,8 +211,14 @@ def consume_command(
     as_json: Json = False,
 ) -> None:
     """Receive messages and report end-to-end latency (publish time to arrival)."""
-    if consumers < 1 or topic_count < 1 or receiver_queue < 1:
-        fail("--consumers, --topics and --receiver-queue must be >= 1")
+    _check(
+        url,
+        duration,
+        messages,
+        topics=(topic_count, 1),
+        consumers=(consumers, 1),
+        receiver_queue=(receiver_queue, 1),
+    )
     options = ConsumeOptions(
         url=url,
         topics=topic_names(topics, topic_count),
