@@ -75,7 +75,9 @@ def _is_service_url(url: str) -> bool:
     return True
 
 
-def _check(url: str, duration: float | None, messages: int | None, **least: float) -> None:
+def _check(
+    url: str, duration: float | None, messages: int | None, **least: tuple[float, float]
+) -> None:
     """Exit 2 naming the first bad option: ``least`` maps each option (``max_pending`` for
     ``--max-pending``) to its value and the least value it takes, as ``(value, least)``."""
     problems = [
