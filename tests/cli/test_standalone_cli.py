@@ -66,6 +66,10 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
         (["--workload", str(bad)], "topics = -3 is out of range"),
         (["--workload", str(tmp_path / "missing.toml")], "cannot read"),
         (["--no-load", "--workload", str(bad)], "exclude each other"),
+        (["--port", "65535", "--brokers", "3"], "web ports 65535..65537"),
+        (["--broker-port", "0"], "binary ports 0..2"),
+        (["--brokers", "1500"], "web ports 8080..9579 and the binary ports 6650..8149"),
+        (["--broker-port", "8081"], "overlap: move --port or --broker-port"),
     ):
         result = ballast("standalone", *args)
         assert result.returncode == 2, (args, result.stdout, result.stderr)

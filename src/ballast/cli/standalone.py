@@ -55,8 +55,19 @@ def standalone_command(
     console shows each broker's load, bundles and the decisions; Ctrl-C stops and summarises."""
     if brokers < 1:
         fail("--brokers must be at least 1")
-    if not 0 < port < 65536 or not 0 < broker_port < 65536:
-        fail("ports must be in 1..65535")
+    web = range(port, port + brokers)
+    binary = range(broker_port, broker_port + brokers)
+    if not (0 < web.start and web.stop <= 65536 and 0 < binary.start and binary.stop <= 65536):
+        fail(
+            f"ports must be in 1..65535: {brokers} broker(s) take web ports "
+            f"{web.start}..{web.stop - 1} and binary ports {binary.start}..{binary.stop - 1}"
+        )
+    if web.start < binary.stop and binary.start < web.stop:
+        fail(
+            f"the web ports {web.start}..{web.stop - 1} and the binary ports "
+            f"{binary.start}..{binary.stop - 1} of {brokers} broker(s) overlap: "
+            "move --port or --broker-port"
+        )
     if duration is not None and not duration > 0:  # also NaN
         fail(f"--duration must be a positive number of seconds, not {duration}")
     try:
