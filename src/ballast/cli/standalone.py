@@ -57,7 +57,7 @@ def standalone_command(
         fail("--brokers must be at least 1")
     web = range(port, port + brokers)
     binary = range(broker_port, broker_port + brokers)
-    if not (0 < web.start and web.stop <= 65536 and 0 < binary.start and binary.stop <= 65536):
+    if not (min(web.start, binary.start) > 0 and max(web.stop, binary.stop) <= 65536):
         fail(
             f"ports must be in 1..65535: {brokers} broker(s) take web ports "
             f"{web.start}..{web.stop - 1} and binary ports {binary.start}..{binary.stop - 1}"
