@@ -116,6 +116,7 @@ def test_foreign_keys_of_a_real_broker_conf_are_summarised() -> None:
         ),
         ("loadBalancerHistoryResourcePercentage=nan", "must be finite"),
         ("loadBalancerSheddingIntervalMinutes=0", "must be at least 1"),
+        ("webServicePort=65536", 'webServicePort="65536" must be at most 65535'),
         ("loadBalancerLoadSheddingStrategy=best", "is not one of: overload, threshold"),
         ("noequals", "is not key=value"),
     ],

@@ -112,7 +112,7 @@ def parse_value(setting: Setting, raw: str) -> Any:
             value: Any = int(text, 10)
         except ValueError:
             raise bad() from None
-        _check_minimum(setting, value, raw)
+        _check_range(setting, value, raw)
         return value
     if kind in (Kind.FLOAT, Kind.OPTIONAL_FLOAT):
         try:
@@ -121,7 +121,7 @@ def parse_value(setting: Setting, raw: str) -> Any:
             raise bad() from None
         if not math.isfinite(value):
             raise bad(" (must be finite)")
-        _check_minimum(setting, value, raw)
+        _check_range(setting, value, raw)
         return value
     if kind is Kind.LIST:
         return tuple(item.strip() for item in text.split(",") if item.strip())
@@ -131,9 +131,11 @@ def parse_value(setting: Setting, raw: str) -> Any:
     return value
 
 
-def _check_minimum(setting: Setting, value: float, raw: str) -> None:
+def _check_range(setting: Setting, value: float, raw: str) -> None:
     if setting.minimum is not None and value < setting.minimum:
         raise ConfigError(f'{setting.key}="{raw}" must be at least {setting.minimum:g}')
+    if setting.maximum is not None and value > setting.maximum:
+        raise ConfigError(f'{setting.key}="{raw}" must be at most {setting.maximum:g}')
 
 
 def _suggestion(key: str) -> str:

@@ -19,8 +19,9 @@ class Kind(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Setting:
-    """One configuration key. ``choices`` restrict a string; ``aliases`` map other accepted
-    spellings (such as Pulsar's class names) to a choice."""
+    """One configuration key. ``minimum`` and ``maximum`` bound a number; ``choices`` restrict
+    a string; ``aliases`` map other accepted spellings (such as Pulsar's class names) to a
+    choice."""
 
     key: str
     kind: Kind
@@ -28,6 +29,7 @@ class Setting:
     unit: str
     doc: str
     minimum: float | None = None
+    maximum: float | None = None
     choices: tuple[str, ...] = ()
     aliases: Mapping[str, str] = field(default_factory=dict)
     deprecated: str = ""
