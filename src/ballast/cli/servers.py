@@ -18,6 +18,7 @@ from ballast.clock import SystemClock
 from ballast.metadata.factory import InvalidStoreUrlError, parse_store_url
 from ballast.metadata.store import MetadataError
 from ballast.metadata.zkserver import (
+    MAX_SESSION_TIMEOUT_MS,
     LocalZooKeeper,
     ZooKeeperConfig,
     ZooKeeperSetupError,
@@ -25,6 +26,8 @@ from ballast.metadata.zkserver import (
 )
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+# The longest tick: the shortest session (two ticks) must not pass the longest (60 s).
+MAX_TICK_MS = MAX_SESSION_TIMEOUT_MS // 2
 
 
 def broker_command(
@@ -88,6 +91,14 @@ def zookeeper_command(
     """Run a standalone ZooKeeper from Debian's `zookeeper` package on 127.0.0.1 (installing
     the package first when missing and running as root) until Ctrl-C. For trying a cluster on
     one machine; not a production ensemble."""
+    if not 0 < port < 65536:
+        fail(f"--port must be in 1..65535, not {port}")
+    if not 0 < tick_ms <= MAX_TICK_MS:  # two ticks must fit in the longest session
+        fail(f"--tick-ms must be in 1..{MAX_TICK_MS}, not {tick_ms}")
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"cannot use --data-dir {data_dir}: {exc.strerror or exc}")
     try:
         ensure_installed()
     except ZooKeeperSetupError as exc:

@@ -58,6 +58,10 @@ def ensure_installed(*, allow_install: bool = True) -> None:
         raise ZooKeeperSetupError(f"apt-get installed zookeeper but {ZOOKEEPER_JAR} is missing")
 
 
+# The longest session the server grants (maxSessionTimeout).
+MAX_SESSION_TIMEOUT_MS = 60_000
+
+
 @dataclass(frozen=True, slots=True)
 class ZooKeeperConfig:
     """``tick_ms`` sets the session-timeout floor (2 ticks by default); tests use short ticks
@@ -67,7 +71,7 @@ class ZooKeeperConfig:
     port: int
     tick_ms: int = 500
     min_session_timeout_ms: int = 1000
-    max_session_timeout_ms: int = 60000
+    max_session_timeout_ms: int = MAX_SESSION_TIMEOUT_MS
     heap_mb: int = 256
     force_sync: bool = False
 

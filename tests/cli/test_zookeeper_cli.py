@@ -1,0 +1,75 @@
+"""End to end: ``ballast zookeeper`` serves a ZooKeeper that the other commands use, and stops
+it on Ctrl-C; options it cannot run with exit 2 before anything starts."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from subprocess import CompletedProcess
+
+import pytest
+
+from ballast.metadata.zkserver import free_port
+from tests.conftest import REPO
+from tests.support.live import wait_until
+
+Run = Callable[..., CompletedProcess[str]]
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        (("--port", "0"), "--port must be in 1..65535, not 0"),
+        (("--port", "70000"), "--port must be in 1..65535, not 70000"),
+        (("--tick-ms", "0"), "--tick-ms must be in 1..30000, not 0"),
+        (("--tick-ms", "30001"), "--tick-ms must be in 1..30000"),
+    ],
+)
+def test_bad_options_exit_2(ballast: Run, arguments: tuple[str, ...], named: str) -> None:
+    result = ballast("zookeeper", *arguments)
+    assert result.returncode == 2 and named in result.stderr, result.stderr
+
+
+def test_a_data_dir_that_cannot_be_made_exits_2(ballast: Run, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = ballast("zookeeper", "--data-dir", str(blocker / "zk"))
+    assert result.returncode == 2 and "cannot use --data-dir" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.integration
+def test_serves_until_ctrl_c(ballast: Run, tmp_path: Path) -> None:
+    port = free_port()
+    options = ["--port", str(port), "--data-dir", str(tmp_path / "zk"), "--tick-ms", "500"]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ballast", "zookeeper", *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()  # printed once the server answers
+        assert f"ZooKeeper serving at zk:127.0.0.1:{port}" in line, line
+        listing = ballast("metadata", "ls", "/", "--store", f"zk:127.0.0.1:{port}")
+        assert listing.returncode == 0 and "zookeeper" in listing.stdout.split(), listing
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=60) == 0
+        # ZooKeeper itself stopped with it: nothing listens on the port any more.
+        wait_until(lambda: not listening(port), timeout_s=30, what="ZooKeeper stopped")
+        assert (tmp_path / "zk" / "data").is_dir()  # its data stay for the next start
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
