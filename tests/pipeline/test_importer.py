@@ -106,14 +106,25 @@ def test_errors_name_the_file(tmp_path: Path) -> None:
 
 
 def test_a_dump_without_reports_needs_a_time(tmp_path: Path) -> None:
-    (tmp_path / "bundle-data").mkdir()
-    with pytest.raises(HistoryError, match="no broker reports"):
+    bundle_dir = tmp_path / "bundle-data" / "public" / "default"
+    bundle_dir.mkdir(parents=True)
+    shutil.copy(DATA / "seed002_bundle_data.json", bundle_dir / "0x40000000_0x80000000")
+    with pytest.raises(HistoryError, match=r"no broker reports .* give it \(--at\)"):
         import_pulsar_dump(tmp_path, ImportOptions("c"))
-    assert import_pulsar_dump(tmp_path, ImportOptions("c", 7)).brokers == ()
+    imported = import_pulsar_dump(tmp_path, ImportOptions("c", 7))
+    assert imported.brokers == () and len(imported.bundle_averages) == 1
     with pytest.raises(HistoryError, match="not a directory"):
         import_pulsar_dump(tmp_path / "missing", ImportOptions("c", 7))
     with pytest.raises(HistoryError, match="pulsar-dump"):
         importer("nope")
+
+
+def test_a_dump_with_no_load_data_is_refused_even_with_a_time(tmp_path: Path) -> None:
+    # Most likely the wrong directory: importing it would add a snapshot of nothing.
+    (tmp_path / "bundle-data").mkdir()
+    (tmp_path / "leader").write_text("{}")
+    with pytest.raises(HistoryError, match=r"holds no load data .*nothing to import"):
+        import_pulsar_dump(tmp_path, ImportOptions("c", 7))
 
 
 # -- ballast decide snapshots -----------------------------------------------------------------

@@ -111,11 +111,17 @@ def import_pulsar_dump(path: Path, options: ImportOptions) -> HistorySnapshot:
             bundle_data[bundle] = BundleData.from_json(_read(file))
         except ModelError as exc:
             raise HistoryError(f"{file}: {exc}") from None
+    if not (reports or averages or bundle_data):
+        raise HistoryError(
+            f"{path} holds no load data (brokers/, broker-time-average/, bundle-data/): "
+            "nothing to import"
+        )
     snapshot_ms = options.snapshot_ms
     if snapshot_ms is None:
         if not reports:
             raise HistoryError(
-                f"{path} holds no broker reports (brokers/<id>); give the snapshot time"
+                f"{path} holds no broker reports (brokers/<id>) to take the snapshot time "
+                "from; give it (--at)"
             )
         snapshot_ms = max(report.last_update for report in reports.values())
     return HistorySnapshot(
@@ -166,10 +172,14 @@ def read_decide_snapshot(
             f"{unreported} bundles listed without lastStats are written with zero load; "
             "strategies that read each bundle's reported load see them idle"
         )
+    if not (reports or snapshot.bundles):
+        raise HistoryError(f"{path} holds no brokers and no bundles: nothing to import")
     snapshot_ms = options.snapshot_ms
     if snapshot_ms is None:
         if not reports:
-            raise HistoryError(f"{path} holds no brokers; give the snapshot time")
+            raise HistoryError(
+                f"{path} holds no brokers to take the snapshot time from; give it (--at)"
+            )
         snapshot_ms = max(report.last_update for report in reports.values())
     history = HistorySnapshot(
         snapshot_ms=snapshot_ms,
