@@ -58,7 +58,8 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("topics = -3\n")
     for args, needle in (
-        (["--brokers", "0"], "--brokers must be at least 1"),
+        (["--brokers", "0"], "--brokers must be in 1..100, not 0"),
+        (["--brokers", "101"], "run `ballast broker` processes for a bigger cluster"),
         (["--duration", "-1"], "--duration must be a positive number of seconds, not -1.0"),
         (["--duration", "nan"], "--duration must be a positive number"),
         (["--store", "zk:127.0.0.1:2181"], "ballast broker"),
@@ -68,7 +69,7 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
         (["--no-load", "--workload", str(bad)], "exclude each other"),
         (["--port", "65535", "--brokers", "3"], "web ports 65535..65537"),
         (["--broker-port", "0"], "binary ports 0..2"),
-        (["--brokers", "1500"], "web ports 8080..9579 and the binary ports 6650..8149"),
+        (["--brokers", "60", "--broker-port", "8100"], "web ports 8080..8139 and the binary"),
         (["--broker-port", "8081"], "overlap: move --port or --broker-port"),
     ):
         result = ballast("standalone", *args)
