@@ -10,6 +10,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -46,6 +47,8 @@ admin_app.add_typer(stats_app, name="broker-stats")
 admin_app.add_typer(isolation_app, name="isolation")
 
 DEFAULT_URL = "http://127.0.0.1:8080"
+# Longest error text shown from an answer without a reason.
+REASON_LENGTH = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +116,21 @@ def call(
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         fail(f"cannot reach {target.url}: {exc}", code=1)
     if status >= 400:
-        why = answer.get("reason") if isinstance(answer, dict) else answer
-        fail(f"{status}: {why}", code=1)
+        fail(f"{status}: {_reason(status, answer)}", code=1)
     return answer
+
+
+def _reason(status: int, answer: Any) -> str:
+    """Pulsar's ``reason`` of an error answer, or else its text (cut short: a server that is
+    not Pulsar's may answer a page), or else the status's standard phrase."""
+    why = answer.get("reason") if isinstance(answer, dict) else answer
+    if why:
+        text = str(why).strip()
+        return text if len(text) <= REASON_LENGTH else text[: REASON_LENGTH - 3] + "..."
+    try:
+        return f"{HTTPStatus(status).phrase} (no reason given)"
+    except ValueError:
+        return "no reason given"
 
 
 def show(ctx: typer.Context, answer: Any, *, ok: str = "ok") -> None:

@@ -1,0 +1,59 @@
+"""``ballast admin`` against a server that answers with errors of every shape: Pulsar's JSON
+``reason``, an empty body, a long page from a server that is not Pulsar's."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from subprocess import CompletedProcess
+
+import pytest
+
+Run = Callable[..., CompletedProcess[str]]
+
+ANSWERS = {
+    "/admin/v2/tenants": (409, b'{"reason": "Tenant already exists"}'),
+    "/admin/v2/namespaces/acme": (404, b""),
+    "/admin/v2/brokers/leaderBroker": (502, b"<html>" + b"x" * 5000 + b"</html>"),
+}
+
+
+class _Errors(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        status, body = ANSWERS.get(self.path, (404, b""))
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet: the test reads stderr
+        pass
+
+
+@pytest.fixture
+def server_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Errors)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (("tenants", "list"), "error: 409: Tenant already exists"),
+        (("namespaces", "list", "acme"), "error: 404: Not Found (no reason given)"),
+        (("brokers", "leader"), "error: 502: <html>" + "x" * 191 + "..."),
+    ],
+)
+def test_errors_exit_1_with_a_readable_reason(
+    ballast: Run, server_url: str, command: tuple[str, ...], message: str
+) -> None:
+    result = ballast("admin", "--url", server_url, *command)
+    assert result.returncode == 1
+    assert result.stderr.strip() == message
