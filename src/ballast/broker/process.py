@@ -29,6 +29,7 @@ from ballast.clock import SystemClock
 from ballast.controller.history import HistorySink
 from ballast.metadata.factory import MetadataStores
 from ballast.model.config import ReportConfig, Settings
+from ballast.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +49,34 @@ async def run_broker(
     history while it leads."""
     clock = SystemClock()
     identity = identity_of(settings)
+    stop = asyncio.Event()
+    hurry = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        if stop.is_set():
+            hurry.set()
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal)
+    url = settings.get_str("metadataStoreUrl")
+    log.info("broker %s connecting to the metadata store %s", identity.broker_id, url)
     stores = MetadataStores(clock)
-    store = await stores.connect(
-        settings.get_str("metadataStoreUrl"),
-        session_timeout_s=settings.get_int("metadataStoreSessionTimeoutMillis") / 1000,
+    connecting = asyncio.ensure_future(
+        stores.connect(
+            url, session_timeout_s=settings.get_int("metadataStoreSessionTimeoutMillis") / 1000
+        )
     )
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait([connecting, stopping], return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not connecting.done():  # asked to stop before the store answered
+        log.info("broker %s stopped before it connected", identity.broker_id)
+        await cancel_and_wait(connecting)
+        stores.close()
+        return
+    store = connecting.result()
     usage: HostUsageProvider
     if host_usage == "model":
         usage = ModelledHostUsage(BrokerCapacity())
@@ -78,17 +102,6 @@ async def run_broker(
     binary = BinaryServer.for_node(
         node, settings.get_str("bindAddress"), identity.broker_port, traffic
     )
-    stop = asyncio.Event()
-    hurry = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def on_signal() -> None:
-        if stop.is_set():
-            hurry.set()
-        stop.set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_signal)
     await server.start()
     await binary.start()
     await node.start()

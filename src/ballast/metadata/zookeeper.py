@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -425,11 +426,49 @@ def _settle_error(future: asyncio.Future[Any], exc: BaseException) -> None:
 async def _start(
     loop: asyncio.AbstractEventLoop, client: KazooClient, hosts: str, timeout_s: float
 ) -> None:
+    """Start ``client`` (up to ``timeout_s``) in a thread of its own, so that a caller can
+    cancel the wait (a broker asked to stop while ZooKeeper does not answer): the default
+    executor's threads are joined when the loop closes, and the process would hang on until
+    the timeout. A cancelled start stops the client once it is done."""
+    started: asyncio.Future[None] = loop.create_future()
+
+    def start() -> None:
+        try:
+            client.start(timeout=timeout_s)
+        except Exception as exc:  # kazoo's timeout is a generic handler error
+            _stop(client)
+            _call_in_loop(loop, _settle_error, started, exc)
+            return
+        if not _call_in_loop(loop, _hand_over, started, client):
+            _stop(client)  # the loop is gone
+
+    threading.Thread(target=start, name="zookeeper-connect", daemon=True).start()
     try:
-        await loop.run_in_executor(None, lambda: client.start(timeout=timeout_s))
-    except Exception as exc:  # kazoo's timeout is a generic handler error
-        await loop.run_in_executor(None, _stop, client)
+        await started
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
         raise ZooKeeperUnavailableError(hosts, str(exc) or type(exc).__name__) from None
+
+
+def _hand_over(started: asyncio.Future[None], client: KazooClient) -> None:
+    """On the loop: the started client to its waiter, or, when the wait was cancelled, to a
+    thread that stops it."""
+    if started.done():
+        threading.Thread(target=_stop, args=(client,), name="zookeeper-stop", daemon=True).start()
+    else:
+        started.set_result(None)
+
+
+def _call_in_loop(
+    loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any
+) -> bool:
+    """Schedule ``callback`` on ``loop`` from another thread; False if the loop is closed."""
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:
+        return False
+    return True
 
 
 def _stop(client: KazooClient) -> None:
