@@ -6,25 +6,16 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 
 from ballast.metadata.zkserver import free_port
-from tests.conftest import REPO
-from tests.support.live import distinct_free_ports
+from tests.support.live import distinct_free_ports, running_ballast
 
 
 def test_ctrl_c_stops_a_broker_still_connecting_to_zookeeper() -> None:
     web, binary = distinct_free_ports(2)
     store = f"zk:127.0.0.1:{free_port()}/ballast"  # nothing listens there
     ports = ["--set", f"webServicePort={web}", "--set", f"brokerServicePort={binary}"]
-    broker = subprocess.Popen(
-        [sys.executable, "-m", "ballast", "broker", "--store", store, *ports],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )
-    try:
+    with running_ballast("broker", "--store", store, *ports, stdout=subprocess.DEVNULL) as broker:
         assert broker.stderr is not None
         line = broker.stderr.readline()
         assert f"connecting to the metadata store {store}" in line, line
@@ -32,7 +23,3 @@ def test_ctrl_c_stops_a_broker_still_connecting_to_zookeeper() -> None:
         # The connection attempt alone lasts 15 s: the broker does not wait for it.
         assert broker.wait(timeout=10) == 0
         assert "stopped before it connected" in broker.stderr.read()
-    finally:
-        if broker.poll() is None:
-            broker.kill()
-            broker.wait()

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import signal
 import socket
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -14,8 +12,7 @@ from subprocess import CompletedProcess
 import pytest
 
 from ballast.metadata.zkserver import free_port
-from tests.conftest import REPO
-from tests.support.live import wait_until
+from tests.support.live import running_ballast, wait_until
 
 Run = Callable[..., CompletedProcess[str]]
 
@@ -51,14 +48,7 @@ def test_a_data_dir_that_cannot_be_made_exits_2(ballast: Run, tmp_path: Path) ->
 def test_serves_until_ctrl_c(ballast: Run, tmp_path: Path) -> None:
     port = free_port()
     options = ["--port", str(port), "--data-dir", str(tmp_path / "zk"), "--tick-ms", "500"]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "ballast", "zookeeper", *options],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )
-    try:
+    with running_ballast("zookeeper", *options) as server:
         assert server.stdout is not None
         line = server.stdout.readline()  # printed once the server answers
         assert f"ZooKeeper serving at zk:127.0.0.1:{port}" in line, line
@@ -69,7 +59,3 @@ def test_serves_until_ctrl_c(ballast: Run, tmp_path: Path) -> None:
         # ZooKeeper itself stopped with it: nothing listens on the port any more.
         wait_until(lambda: not listening(port), timeout_s=30, what="ZooKeeper stopped")
         assert (tmp_path / "zk" / "data").is_dir()  # its data stay for the next start
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()

@@ -5,14 +5,18 @@ condition of a live server. Those servers run on real time, so the waits are
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
+import subprocess
+import sys
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ballast.clock import SystemClock
 from ballast.metadata.zkserver import free_port
+from tests.conftest import REPO
 from tests.support.waiting import eventually
 
 
@@ -83,3 +87,20 @@ def get_json(url: str, timeout_s: float = 30) -> Any:
     except AssertionError:
         raise errors[-1] from None
     return answers[0]
+
+
+@contextlib.contextmanager
+def running_ballast(
+    *args: str, stdout: int = subprocess.PIPE, stderr: int = subprocess.PIPE
+) -> Iterator[subprocess.Popen[str]]:
+    """``ballast ARGS`` in a child process, started as a user starts it (text pipes); killed
+    on leaving if it still runs."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ballast", *args], stdout=stdout, stderr=stderr, text=True, cwd=REPO
+    )
+    with process:
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
