@@ -445,8 +445,6 @@ async def _start(
     threading.Thread(target=start, name="zookeeper-connect", daemon=True).start()
     try:
         await started
-    except asyncio.CancelledError:
-        raise
     except Exception as exc:
         raise ZooKeeperUnavailableError(hosts, str(exc) or type(exc).__name__) from None
 
