@@ -78,7 +78,7 @@ def _is_service_url(url: str) -> bool:
 def _check(
     url: str, duration: float | None, messages: int | None, **least: tuple[float, float]
 ) -> None:
-    """Exit 2 naming the first bad option: ``least`` maps each option (``max_pending`` for
+    """Exit 2 naming every bad option: ``least`` maps each option (``max_pending`` for
     ``--max-pending``) to its value and the least value it takes, as ``(value, least)``."""
     problems = [
         f"--{name.replace('_', '-')} must be a number >= {minimum:g}, not {value:g}"
