@@ -41,6 +41,7 @@ from ballast.balance.decisions import (
     ReasonKind,
     Transfer,
     Unload,
+    outcome,
 )
 from ballast.balance.placement.filters import (
     apply_namespace_policies,
@@ -48,7 +49,6 @@ from ballast.balance.placement.filters import (
 )
 from ballast.balance.placement.select import select_broker
 from ballast.balance.placement.strategies import PlacementState
-from ballast.balance.shedding.common import outcome
 from ballast.balance.shedding.registry import Shedder
 from ballast.balance.snapshot import LoadSnapshot, bundle_namespace
 from ballast.model.config import PlacementConfig, SheddingConfig

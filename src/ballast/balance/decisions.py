@@ -140,6 +140,17 @@ def decision_to_json(decision: Decision) -> dict[str, JsonValue]:
     return body
 
 
+def outcome(decided: bool, skip_reason: ReasonKind, skip_text: str = "") -> dict[str, JsonValue]:
+    """The ``outcome`` / ``reason`` figures every shedding strategy, shedding cycle and split
+    check reports: ``Success`` when it decided something, else ``Skip`` and why."""
+    if decided:
+        return {"outcome": "Success"}
+    body: dict[str, JsonValue] = {"outcome": "Skip", "reason": skip_reason.value}
+    if skip_text:
+        body["detail"] = skip_text
+    return body
+
+
 def percent(fraction: float) -> str:
     """A load fraction as a readable percentage (``0.912`` → ``91.2%``)."""
     return f"{fraction * 100:.1f}%"

@@ -25,8 +25,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ballast.balance.decisions import BrokerId, JsonValue, Reason, ReasonKind, Split, mib
-from ballast.balance.shedding.common import outcome
+from ballast.balance.decisions import BrokerId, JsonValue, Reason, ReasonKind, Split, mib, outcome
 from ballast.balance.snapshot import LoadSnapshot, bundle_name, bundle_namespace
 from ballast.model.config import SplitConfig
 from ballast.model.loaddata import BundleData, NamespaceBundleStats
@@ -124,12 +123,12 @@ def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitR
         Split(bundle_name(bundle), broker, config.default_algorithm, reason)
         for bundle, (broker, reason) in chosen.items()
     )
-    if decisions:
-        stats: dict[str, JsonValue] = {"outcome": "Success"}
-    elif refused:
-        stats = outcome(False, ReasonKind.MAX_BUNDLES, "every bundle past a limit was refused")
+    if refused:
+        stats = outcome(
+            bool(decisions), ReasonKind.MAX_BUNDLES, "every bundle past a limit was refused"
+        )
     else:
-        stats = outcome(False, ReasonKind.BALANCED, "no bundle is past a split limit")
+        stats = outcome(bool(decisions), ReasonKind.BALANCED, "no bundle is past a split limit")
     return SplitResult(decisions, {**stats, "refused": refused})
 
 

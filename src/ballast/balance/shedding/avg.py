@@ -42,11 +42,11 @@ from ballast.balance.decisions import (
     Reason,
     ReasonKind,
     Transfer,
+    outcome,
 )
 from ballast.balance.shedding.common import (
     SheddingResult,
     java_int,
-    outcome,
     sheddable_bundles_by,
 )
 from ballast.balance.snapshot import LoadSnapshot, bundle_name

@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ballast.balance.decisions import BrokerId, JsonValue, Reason, ReasonKind, Transfer
+from ballast.balance.decisions import BrokerId, JsonValue, Reason, ReasonKind, Transfer, outcome
 from ballast.balance.loadmodel import (
     Capacity,
     Costs,
@@ -92,7 +92,7 @@ from ballast.balance.shedding.ballast_plan import (
     beyond,
     is_overloaded,
 )
-from ballast.balance.shedding.common import SheddingResult, outcome
+from ballast.balance.shedding.common import SheddingResult
 from ballast.balance.snapshot import LoadSnapshot
 from ballast.model.config import BallastShedderConfig
 

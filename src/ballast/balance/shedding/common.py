@@ -11,7 +11,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from ballast.balance.decisions import BrokerId, JsonValue, Move, ReasonKind
+from ballast.balance.decisions import BrokerId, JsonValue, Move
 from ballast.balance.snapshot import LoadSnapshot, is_system_namespace
 
 S = TypeVar("S")
@@ -104,14 +104,3 @@ def select_until_offloaded(
         chosen.append((bundle, throughput))
         marked += throughput
     return chosen
-
-
-def outcome(decided: bool, skip_reason: ReasonKind, skip_text: str = "") -> dict[str, JsonValue]:
-    """The ``outcome`` / ``reason`` figures every strategy reports: ``Success`` when it
-    decided something, else ``Skip`` and why."""
-    if decided:
-        return {"outcome": "Success"}
-    body: dict[str, JsonValue] = {"outcome": "Skip", "reason": skip_reason.value}
-    if skip_text:
-        body["detail"] = skip_text
-    return body

@@ -22,12 +22,20 @@ its 20 MiB/s bundle and then its 18 MiB/s bundle (20 < 21.9, 38 >= 21.9).
 
 from __future__ import annotations
 
-from ballast.balance.decisions import JsonValue, Move, Reason, ReasonKind, Unload, mib, percent
+from ballast.balance.decisions import (
+    JsonValue,
+    Move,
+    Reason,
+    ReasonKind,
+    Unload,
+    mib,
+    outcome,
+    percent,
+)
 from ballast.balance.shedding.common import (
     ADDITIONAL_THRESHOLD_PERCENT_MARGIN,
     NoState,
     SheddingResult,
-    outcome,
     select_until_offloaded,
     sheddable_bundles_by,
 )

@@ -37,12 +37,12 @@ from ballast.balance.decisions import (
     ReasonKind,
     Unload,
     mib,
+    outcome,
     percent,
 )
 from ballast.balance.shedding.common import (
     ADDITIONAL_THRESHOLD_PERCENT_MARGIN,
     SheddingResult,
-    outcome,
     select_until_offloaded,
     sheddable_bundles_by,
 )

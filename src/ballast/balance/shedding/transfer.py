@@ -53,10 +53,11 @@ from ballast.balance.decisions import (
     ReasonKind,
     Transfer,
     Unload,
+    outcome,
     percent,
 )
 from ballast.balance.javamap import java_hash_map_order
-from ballast.balance.shedding.common import SheddingResult, outcome
+from ballast.balance.shedding.common import SheddingResult
 from ballast.balance.shedding.transfer_data import (
     ReportedLoad,
     TopBundle,

@@ -29,13 +29,12 @@ MiB/s are each more than 2097151 + 1000, the 2 MiB/s bundle (2097152) is taken.
 
 from __future__ import annotations
 
-from ballast.balance.decisions import BrokerId, JsonValue, Move, Reason, ReasonKind, Unload
+from ballast.balance.decisions import BrokerId, JsonValue, Move, Reason, ReasonKind, Unload, outcome
 from ballast.balance.shedding.common import (
     NoState,
     SheddingResult,
     java_int,
     java_int_add,
-    outcome,
     sheddable_bundles_by,
 )
 from ballast.balance.snapshot import LoadSnapshot, bundle_name
