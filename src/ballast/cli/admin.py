@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 import aiohttp
 import typer
 
-from ballast.cli.common import fail, print_json
+from ballast.cli.common import fail, print_json, url_problem
 from ballast.model.bundles import SPLIT_NAMED_BUNDLES, BundleRange, InvalidBundle
 from ballast.model.naming import (
     InvalidNameError,
@@ -68,15 +67,9 @@ def admin_options(
 ) -> None:
     """Administer a running cluster through its HTTP API (like pulsar-admin)."""
     chosen = (url or os.environ.get("BALLAST_ADMIN_URL") or DEFAULT_URL).rstrip("/")
-    if not chosen.startswith(("http://", "https://")):
-        fail(f'--url "{chosen}" is not an http(s) URL')
-    try:
-        parts = urlsplit(chosen)
-        _ = parts.port  # raises ValueError for a port outside 0-65535
-    except ValueError as exc:
-        fail(f'--url "{chosen}" is not a valid URL: {exc}')
-    if not parts.hostname:
-        fail(f'--url "{chosen}" has no host')
+    problem = url_problem(chosen, ("http", "https"))
+    if problem is not None:
+        fail(f'--url "{chosen}" is not a valid URL: {problem}')
     ctx.obj = AdminTarget(chosen, as_json)
 
 

@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
@@ -32,6 +33,25 @@ def output_console(*, stderr: bool = False) -> Console:
     it is not squeezed into 80 columns; a terminal keeps its own width."""
     console = Console(stderr=stderr)
     return console if console.is_terminal else Console(stderr=stderr, width=PIPED_WIDTH)
+
+
+def url_problem(url: str, schemes: tuple[str, ...], *, several_hosts: bool = False) -> str | None:
+    """Why ``url`` is not ``scheme://host[:port]`` with one of ``schemes`` — with
+    ``several_hosts``, one or more such hosts separated by commas, as a Pulsar service URL may
+    list them — or None when it is."""
+    scheme, found, rest = url.partition("://")
+    if not found or scheme not in schemes:
+        return "it does not start with " + " or ".join(f"{name}://" for name in schemes)
+    hosts = rest.split("/", 1)[0]
+    for host in hosts.split(",") if several_hosts else [hosts]:
+        try:
+            parts = urlsplit(f"{scheme}://{host}")
+            _ = parts.port  # raises ValueError for a port outside 0-65535
+        except ValueError as exc:
+            return str(exc)
+        if not parts.hostname:
+            return "it names no host"
+    return None
 
 
 def warn(message: str) -> None:

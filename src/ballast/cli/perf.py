@@ -6,14 +6,13 @@ from __future__ import annotations
 import asyncio
 import math
 import signal
-import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 import typer
 from rich.live import Live
 
-from ballast.cli.common import fail, output_console, print_json
+from ballast.cli.common import fail, output_console, print_json, url_problem
 from ballast.clock import Clock, SystemClock
 from ballast.perf.display import LiveView, interval_line, summary_text
 from ballast.perf.run import (
@@ -57,24 +56,6 @@ Runner = Callable[[Clock, asyncio.Event, IntervalListener], Awaitable[Summary]]
 SCHEMES = ("pulsar", "pulsar+ssl", "http", "https")
 
 
-def _is_service_url(url: str) -> bool:
-    """Whether ``url`` is a scheme the client takes and one or more ``host[:port]``, comma
-    separated (a service URL may list several brokers)."""
-    scheme, found, rest = url.partition("://")
-    if not found or scheme not in SCHEMES:
-        return False
-    hosts = rest.split("/", 1)[0]
-    for host in hosts.split(","):
-        try:
-            parsed = urllib.parse.urlsplit(f"{scheme}://{host}")
-            parsed.port  # noqa: B018 - raises on a port that is not a number in range
-        except ValueError:
-            return False
-        if not parsed.hostname:
-            return False
-    return True
-
-
 def _check(
     url: str, duration: float | None, messages: int | None, **least: tuple[float, float]
 ) -> None:
@@ -89,9 +70,9 @@ def _check(
         problems.append(f"--duration must be a number of seconds > 0, not {duration:g}")
     if messages is not None and messages < 1:
         problems.append(f"--messages must be >= 1, not {messages}")
-    if not _is_service_url(url):
-        schemes = ", ".join(f"{scheme}://" for scheme in SCHEMES)
-        problems.append(f"--url {url!r} is not a service URL ({schemes}host:port)")
+    problem = url_problem(url, SCHEMES, several_hosts=True)
+    if problem is not None:
+        problems.append(f"--url {url!r} is not a service URL: {problem}")
     if problems:
         fail("; ".join(problems))
 

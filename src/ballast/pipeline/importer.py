@@ -27,7 +27,7 @@ Pure apart from reading the given path.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,6 +81,18 @@ def _read(path: Path) -> bytes:
         raise HistoryError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+def _snapshot_time(
+    options: ImportOptions, reports: Mapping[str, LocalBrokerData], none_there: str
+) -> int:
+    """The snapshot's time: ``options.snapshot_ms``, or else the newest ``lastUpdate`` of the
+    reports. ``none_there`` says what holds no reports when there are none to take it from."""
+    if options.snapshot_ms is not None:
+        return options.snapshot_ms
+    if not reports:
+        raise HistoryError(f"{none_there} to take the snapshot time from; give it (--at)")
+    return max(report.last_update for report in reports.values())
+
+
 def import_pulsar_dump(path: Path, options: ImportOptions) -> HistorySnapshot:
     """One snapshot from a ``/loadbalance`` dump (see the module docstring). Raises
     :class:`HistoryError` naming the file and JSON path of anything it cannot read, or when
@@ -116,16 +128,10 @@ def import_pulsar_dump(path: Path, options: ImportOptions) -> HistorySnapshot:
             f"{path} holds no load data (brokers/, broker-time-average/, bundle-data/): "
             "nothing to import"
         )
-    snapshot_ms = options.snapshot_ms
-    if snapshot_ms is None:
-        if not reports:
-            raise HistoryError(
-                f"{path} holds no broker reports (brokers/<id>) to take the snapshot time "
-                "from; give it (--at)"
-            )
-        snapshot_ms = max(report.last_update for report in reports.values())
     return HistorySnapshot(
-        snapshot_ms=snapshot_ms,
+        snapshot_ms=_snapshot_time(
+            options, reports, f"{path} holds no broker reports (brokers/<id>)"
+        ),
         cluster=options.cluster,
         brokers=tuple(broker_row(b, r) for b, r in sorted(reports.items())),
         bundles=tuple(row for b, r in sorted(reports.items()) for row in bundle_rows(b, r)),
@@ -174,15 +180,8 @@ def read_decide_snapshot(
         )
     if not (reports or snapshot.bundles):
         raise HistoryError(f"{path} holds no brokers and no bundles: nothing to import")
-    snapshot_ms = options.snapshot_ms
-    if snapshot_ms is None:
-        if not reports:
-            raise HistoryError(
-                f"{path} holds no brokers to take the snapshot time from; give it (--at)"
-            )
-        snapshot_ms = max(report.last_update for report in reports.values())
     history = HistorySnapshot(
-        snapshot_ms=snapshot_ms,
+        snapshot_ms=_snapshot_time(options, reports, f"{path} holds no brokers"),
         cluster=options.cluster,
         brokers=tuple(broker_row(b, r) for b, r in sorted(reports.items())),
         bundles=tuple(row for b, r in sorted(reports.items()) for row in bundle_rows(b, r)),
