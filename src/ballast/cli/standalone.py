@@ -22,7 +22,9 @@ MAX_BROKERS = 100
 
 
 def standalone_command(
-    brokers: Annotated[int, typer.Option("--brokers", help="Number of brokers (1 to 100).")] = 3,
+    brokers: Annotated[
+        int, typer.Option("--brokers", help=f"Number of brokers (1 to {MAX_BROKERS}).")
+    ] = 3,
     port: Annotated[
         int, typer.Option("--port", help="Web port of the first broker; the next ones follow.")
     ] = 8080,
