@@ -125,6 +125,26 @@ def test_the_placement_sends_a_bundle_to_its_pair_and_others_at_random() -> None
     assert seen == {"a", "b", "c", "d"}
 
 
+def test_a_random_pick_replaces_a_pair_that_is_gone() -> None:
+    """Pulsar's ``bundleBrokerMap`` keeps the pick: a bundle whose pair was drained goes to its
+    new owner, and on its next placement it must not return to the old pair (d, back)."""
+    snap = four_brokers()
+    config = PlacementConfig.from_settings(settings())
+    state = PlacementState(paired={B[2]: "d", B[4]: "d"})
+    choice, state = paired_or_random(
+        snap, ("a", "b", "c"), config, state, random.Random(1), bundle=B[2]
+    )
+    assert choice.broker in {"a", "b", "c"}
+    assert state.paired == {B[2]: choice.broker, B[4]: "d"}
+    again, _ = paired_or_random(
+        snap, ("a", "b", "c", "d"), config, state, random.Random(2), bundle=B[2]
+    )
+    assert (again.broker, again.kind) == (choice.broker, ReasonKind.PAIRED)
+    # a bundle never paired is placed at random and not remembered
+    _, unchanged = paired_or_random(snap, ("a", "b"), config, state, random.Random(3), bundle=B[0])
+    assert unchanged is state
+
+
 def test_the_cycle_moves_each_bundle_to_the_broker_it_was_paired_with() -> None:
     """Through the load manager's cycle with AvgShedder as shedding and placement: every
     move lands on d (least_long_term_message_rate would choose by message rate)."""

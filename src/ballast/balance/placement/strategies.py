@@ -247,9 +247,15 @@ def paired_or_random(
 ) -> tuple[Choice, PlacementState]:
     """AvgShedder's placement (``avg``): the broker its shedding paired the bundle with,
     while that broker is a candidate; else a candidate at random (Pulsar hashes a random
-    number over the candidates in name order). Unlike Pulsar, a bundle placed at random is
-    not remembered: Pulsar would send it back to that broker on a later lookup (after an
-    admin unload, say) while the broker lives."""
+    number over the candidates in name order).
+
+    Pulsar's ``bundleBrokerMap`` remembers every pick. Here a random pick replaces a pair
+    that is no longer a candidate (a bundle paired with a broker that has since been drained
+    goes to its new owner, not back to the old pair, on its next placement), but a bundle
+    never paired is not remembered: copying a map of every bundle at each placement would
+    cost more than the one case it serves, a later lookup of that bundle while its owner
+    lives (after an admin unload, say), which Pulsar sends back to the owner and this sends
+    at random."""
     del snapshot, config
     if not candidates:
         return Choice(None, "no candidate broker"), state
@@ -260,6 +266,8 @@ def paired_or_random(
     ordered = sorted(candidates)
     chosen = ordered[rng.randrange(len(ordered))]
     detail = f"at random among {len(ordered)} candidates"
+    if paired is not None and bundle is not None:
+        state = msgspec.structs.replace(state, paired={**state.paired, bundle: chosen})
     return Choice(chosen, detail, ReasonKind.RANDOM), state
 
 
