@@ -152,6 +152,12 @@ class Simulation:
         )
         self._start_wall_ms = clock.wall_ms()
         self._background: set[asyncio.Task[None]] = set()
+        # Brokers stopped for good (stop_brokers, or crash_brokers without restart_after): no
+        # restart brings them back. Brokers down to come back (restarting, or crashed with
+        # restart_after), and brokers whose start is under way (one start at a time each).
+        self._retired: set[str] = set()
+        self._returning: set[str] = set()
+        self._starting: set[str] = set()
         self._seen_decisions = 0
         self._last_unowned = 0.0
         self._last_lookups = 0
@@ -201,11 +207,13 @@ class Simulation:
     def running_ids(self) -> list[str]:
         return [n.broker_id for n in self.cluster.running()]
 
-    def _select(self, selection: BrokerSelection) -> list[str]:
+    def _select(self, selection: BrokerSelection, *, returning: bool = False) -> list[str]:
+        """The running brokers a selection names; by index, with ``returning``, also those down
+        to come back (a stop or crash then keeps them down)."""
         running = sorted(self.running_ids(), key=self._broker_index)
         if selection.indexes:
             wanted = [self.ids[i] for i in selection.indexes if i < len(self.ids)]
-            return [b for b in wanted if b in running]
+            return [b for b in wanted if b in running or (returning and b in self._returning)]
         if selection.everyone:
             return running
         count = min(selection.count, len(running))
@@ -272,12 +280,16 @@ class Simulation:
                 broker = self._new_broker(action.capacity or self.scenario.capacity)
                 await self._start_broker(broker)
         elif isinstance(action, StopBrokers):
-            for broker in self._select(action.brokers):
+            for broker in self._select(action.brokers, returning=True):
+                self._retired.add(broker)
                 self._background_task(f"stop-{broker}", self._stop(broker, action.graceful))
         elif isinstance(action, CrashBrokers):
-            for broker in self._select(action.brokers):
+            for broker in self._select(action.brokers, returning=True):
                 await self._crash(broker)
-                if action.restart_after_s is not None:
+                if action.restart_after_s is None:
+                    self._retired.add(broker)
+                else:
+                    self._returning.add(broker)
                     self._background_task(
                         f"restart-{broker}", self._later(action.restart_after_s, broker)
                     )
@@ -337,22 +349,40 @@ class Simulation:
 
     async def _later(self, delay_s: float, broker: str) -> None:
         await self.clock.sleep(delay_s)
-        await self._start_broker(broker)
+        await self._bring_back(broker)
+
+    async def _bring_back(self, broker: str) -> None:
+        """Start a broker that went down to come back, unless it was since stopped for good,
+        is running again or is being started by another restart."""
+        self._returning.discard(broker)
+        if broker in self._retired or broker in self._starting:
+            return
+        if broker in self.running_ids():
+            return
+        self._starting.add(broker)
+        try:
+            await self._start_broker(broker)
+        finally:
+            self._starting.discard(broker)
 
     async def _restart_all(self, brokers: list[str], action: RestartBrokers) -> None:
         for position, broker in enumerate(brokers):
             if position > 0 and action.interval_s > 0:
                 await self.clock.sleep(action.interval_s)
+            if broker in self._retired:
+                continue  # stopped for good since the restart began: it stays down
             self._background_task(f"restart-{broker}", self._restart(broker, action))
 
     async def _restart(self, broker: str, action: RestartBrokers) -> None:
+        if broker in self._returning or broker in self._starting:
+            return  # already down to come back, or coming back: one restart at a time
+        self._returning.add(broker)
         if action.graceful:
             await self._stop(broker, graceful=True)
         else:
             await self._crash(broker)
         await self.clock.sleep(action.down_s)
-        if broker not in self.running_ids():
-            await self._start_broker(broker)
+        await self._bring_back(broker)
 
     # -- measuring ------------------------------------------------------------------------------
 
