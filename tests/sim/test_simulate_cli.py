@@ -167,6 +167,31 @@ def test_bad_input_exits_2(ballast: Run, tmp_path: Path) -> None:
         assert "internal error" not in unwritable.stderr
 
 
+def test_a_later_strategy_contradicting_set_fails_before_any_run(
+    ballast: Run, tmp_path: Path
+) -> None:
+    """uniform's profile contradicts the --set: found before threshold's run, no --out made."""
+    out = tmp_path / "out"
+    late = ballast(
+        "simulate", str(write(tmp_path)), "--compare", "threshold,uniform",
+        "--set", "loadBalancerLoadSheddingStrategy=threshold", "--out", str(out),
+    )  # fmt: skip
+    assert late.returncode == 2 and "contradicts the strategy uniform" in late.stderr
+    assert not out.exists()
+    assert late.stdout == ""  # no run printed a row
+
+
+def test_compare_of_one_strategy_still_writes_the_comparison(ballast: Run, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = ballast(
+        "simulate", str(write(tmp_path)), "--compare", "ballast", "--out", str(out), "--json"
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert [s["strategy"] for s in json.loads((out / "comparison.json").read_text())] == ["ballast"]
+    assert (out / "comparison.png").stat().st_size > 0
+    assert done.stderr == ""  # off a terminal: no progress bar, not even its blank line
+
+
 def test_a_failed_write_keeps_the_summaries(ballast: Run, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()

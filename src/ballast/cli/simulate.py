@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,7 +19,13 @@ from ballast.cli.common import fail, output_console
 from ballast.model.config import ConfigError
 from ballast.sim.invariants import InvariantViolation
 from ballast.sim.output import FORMATS, write_json, write_run
-from ballast.sim.runner import RunOptions, RunResult, SimulationError, simulate
+from ballast.sim.runner import (
+    RunOptions,
+    RunResult,
+    SimulationError,
+    effective_settings,
+    simulate,
+)
 from ballast.sim.scenario import Scenario, load_scenario
 from ballast.sim.schema import ScenarioError
 from ballast.sim.strategies import PROFILES, UnknownProfile, strategy_profile
@@ -77,22 +84,43 @@ def _strategies(strategy: str | None, compare: str | None) -> list[str | None]:
 
 
 def _prepare_out(out: Path) -> None:
-    """Make ``--out`` before any run, so that an unwritable directory fails in a moment, not
-    after a long simulation whose results would then be lost."""
+    """Make ``--out`` and write a file in it before any run, so that an unwritable directory
+    fails in a moment, not after a long simulation whose results would then be lost."""
     if out.exists() and not out.is_dir():
         fail(f"--out {out} is a file, not a directory")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         fail(f"cannot create --out {out}: {exc.strerror or exc}")
+    try:
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        fail(f"cannot write to --out {out}: {exc.strerror or exc}")
+
+
+def _check_settings(loaded: Scenario, names: list[str | None], overrides: tuple[str, ...]) -> None:
+    """Each run's settings, before any run: a ``--set`` that a later strategy's profile
+    contradicts fails now, not after the runs before it."""
+    for name in names:
+        try:
+            effective_settings(loaded, RunOptions(strategy=name, overrides=overrides))
+        except ConfigError as exc:
+            fail(str(exc))
 
 
 def _write_outputs(
-    out: Path, results: list[RunResult], summaries: list[dict[str, Any]], fmt: str, plots: bool
+    out: Path,
+    results: list[RunResult],
+    summaries: list[dict[str, Any]],
+    fmt: str,
+    *,
+    plots: bool,
+    compared: bool,
 ) -> None:
     for result, summary in zip(results, summaries, strict=True):
         write_run(result, summary, out / result.strategy, fmt=fmt, plots=plots)
-    if len(results) > 1:
+    if compared:
         write_json(summaries, out / "comparison.json")
         if plots:
             from ballast.sim.plots import plot_comparison  # matplotlib only when drawing
@@ -151,7 +179,12 @@ def simulate_command(
     ],
     strategy: Annotated[
         str | None,
-        typer.Option("--strategy", help=f"Strategy to run: {', '.join(PROFILES)}."),
+        typer.Option(
+            "--strategy",
+            help=f"Strategy to run: {', '.join(PROFILES)}. Default: the one the settings name "
+            "(loadBalancerLoadSheddingStrategy, threshold unless the scenario or --set change "
+            "it).",
+        ),
     ] = None,
     compare: Annotated[
         str | None,
@@ -194,6 +227,7 @@ def simulate_command(
     for note in loaded.notes:
         print(f"note: {note}", file=sys.stderr)
     names = _strategies(strategy, compare)
+    _check_settings(loaded, names, tuple(overrides or ()))
     if out is not None:
         _prepare_out(out)
     logging.getLogger("ballast").setLevel(logging.ERROR)
@@ -207,6 +241,7 @@ def simulate_command(
         TimeElapsedColumn(),
         console=console,
         transient=True,
+        disable=not console.is_terminal,  # a log or a pipe gets no bar, not even its blank line
     ) as progress:
         for name in names:
             label = name or "settings"
@@ -236,7 +271,9 @@ def simulate_command(
             summaries.append(summarize(result))
     if out is not None:
         try:
-            _write_outputs(out, results, summaries, timeline_format, plots)
+            _write_outputs(
+                out, results, summaries, timeline_format, plots=plots, compared=compare is not None
+            )
         except OSError as exc:
             # The summaries still reach stdout below the error, so the run is not lost.
             typer.echo(f"error: cannot write to --out {out}: {exc}", err=True)

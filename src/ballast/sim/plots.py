@@ -115,13 +115,24 @@ def plot_run(result: RunResult, path: Path) -> Path:
     return _save(figure, path)
 
 
+def _convergence_bars(axes: Axes, names: list[str], seconds: list[float | None]) -> None:
+    """Minutes until the std-dev stayed under the target; "never" where it did not."""
+    minutes = [0.0 if value is None else value / 60 for value in seconds]
+    axes.bar(names, minutes, color="tab:green")
+    for position, value in enumerate(seconds):
+        if value is None:
+            axes.text(position, 0, "never", ha="center", va="bottom", fontsize=8)
+    axes.set_title("minutes to converge after the last event")
+
+
 def plot_comparison(
     results: Sequence[RunResult], summaries: Sequence[Mapping[str, Any]], path: Path
 ) -> Path:
     """Strategies side by side (see the module docstring)."""
-    figure, axes = plt.subplots(2, 2, figsize=(12, 8))
-    spread, ratio = axes[0]
-    moves, unowned = axes[1]
+    figure, axes = plt.subplot_mosaic(
+        "SSSRRR;MMUUCC", figsize=(13, 8)
+    )  # S(pread), R(atio) over time; M(oves), U(nowned), C(onverged) bars
+    spread, ratio = axes["S"], axes["R"]
     for result in results:
         minutes = _minutes([s.t_s for s in result.steps])
         spread.plot(minutes, [s.std for s in result.steps], label=result.strategy)
@@ -136,10 +147,13 @@ def plot_comparison(
         axes_.legend(fontsize=8)
     names = [r.strategy for r in results]
     shed = [int(s["moves"]["shedding"]) for s in summaries]
-    moves.bar(names, shed, color="tab:red")
-    moves.set_title("shedding moves")
+    axes["M"].bar(names, shed, color="tab:red")
+    axes["M"].set_title("shedding moves")
     seconds = [float(s["unownedTopicSeconds"]) for s in summaries]
-    unowned.bar(names, seconds, color="tab:gray")
-    unowned.set_title("topic-seconds without an owner")
+    axes["U"].bar(names, seconds, color="tab:gray")
+    axes["U"].set_title("topic-seconds without an owner")
+    _convergence_bars(axes["C"], names, [s["convergenceS"] for s in summaries])
+    for name in "MUC":
+        axes[name].tick_params(axis="x", labelrotation=30, labelsize=8)
     figure.tight_layout()
     return _save(figure, path)

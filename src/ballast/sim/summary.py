@@ -170,10 +170,28 @@ def check_expectations(expect: Expectations, summary: Mapping[str, Any]) -> dict
     return checks
 
 
+# Each expectation's summary field and the [expect] key a scenario file writes it with.
+EXPECT_KEYS = {
+    "finalStdMax": "final_std_max",
+    "finalRatioMax": "final_ratio_max",
+    "convergedWithinS": "converged_within",
+    "movesMax": "moves_max",
+    "movesMin": "moves_min",
+    "bouncesMax": "bounces_max",
+    "newBrokersLoadedWithinCycles": "new_brokers_loaded_within_cycles",
+    "unownedTopicSecondsMax": "unowned_topic_seconds_max",
+}
+
+
 def failed_expectations(summary: Mapping[str, Any]) -> list[str]:
-    """Readable lines for every expectation that does not hold."""
-    return [
-        f"{name}: expected {check['expected']}, got {check['actual']}"
-        for name, check in summary["expectations"].items()
-        if not check["ok"]
-    ]
+    """Readable lines for every expectation that does not hold, each named by its
+    ``[expect]`` key and its summary field."""
+    lines = []
+    for name, check in summary["expectations"].items():
+        if not check["ok"]:
+            bound = "at least" if name == "movesMin" else "at most"
+            actual = "never" if check["actual"] is None else check["actual"]
+            lines.append(
+                f"{EXPECT_KEYS[name]} ({name}): expected {bound} {check['expected']}, got {actual}"
+            )
+    return lines
