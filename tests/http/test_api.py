@@ -292,6 +292,11 @@ async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
             assert status == 400 and isinstance(body, dict), (wrong, status, body)
             assert "numBundles" in body["reason"]
         assert (await api.call("GET", "/admin/v2/namespaces/t/d"))[0] == 404
+        # Pulsar's int range, but every boundary is stored and held: 2^31 - 1 killed the broker
+        status, body, _ = await api.call("PUT", "/admin/v2/namespaces/t/d?numBundles=2147483647")
+        assert status == 400 and isinstance(body, dict)
+        assert "more than a namespace can be created with (1048576)" in body["reason"]
+        assert (await api.call("GET", "/admin/v2/namespaces/t/d"))[0] == 404
         assert (await api.call("GET", "/admin/v2/tenants"))[1] == ["t"]
         assert (await api.call("GET", "/admin/v2/namespaces/t"))[1] == ["t/a", "t/b", "t/c"]
         status, policies, _ = await api.call("GET", "/admin/v2/namespaces/t/a", broker=2)

@@ -248,8 +248,8 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
         ),
         ("[[namespaces]]\nname = ''\ntopics = 1", r"namespaces\[0\].name: is empty"),
         (
-            "[[namespaces]]\nname = 'n'\ntopics = 1\nbundles = 3000000000",
-            r"bundles: must be at most 2147483647",
+            "[[namespaces]]\nname = 'n'\ntopics = 1\nbundles = 2000000",
+            r"bundles: must be at most 1048576",
         ),
         (
             "[[events]]\nat = 1\ncreate_namespace = { name = 'bad name', topics = 3 }",

@@ -39,6 +39,7 @@ from ballast.model.bundles import (
     NamespaceBundles,
     equal_boundaries,
     parse_boundaries,
+    validate_created_bundles,
 )
 from ballast.model.codec import ModelError
 from ballast.model.naming import (
@@ -295,9 +296,9 @@ class AdminHandlers:
             if request.boundaries:
                 boundaries = parse_boundaries(request.boundaries)
             else:
-                boundaries = equal_boundaries(
-                    request.bundles or self.c.namespace_config.default_bundles
-                )
+                count = request.bundles or self.c.namespace_config.default_bundles
+                validate_created_bundles(count)
+                boundaries = equal_boundaries(count)
         except InvalidBundle as exc:
             return failed(400, str(exc))
         bundles = BundlesData.of(NamespaceBundles(namespace, boundaries))

@@ -207,6 +207,25 @@ def validate_num_bundles(count: int) -> None:
         raise InvalidBundle(f"number of bundles {count} is not in the range [1, {MAX_BUNDLES}]")
 
 
+# A namespace's policies list every bundle's boundary (Pulsar's BundlesData), and the leader and
+# the brokers hold them in memory: 2^31 - 1 of them are tens of gigabytes, which killed a
+# standalone cluster. Creating a namespace (or a simulated one) with more bundles than this is
+# refused; Pulsar itself would build the same list (PoliciesUtil.getBundles).
+MAX_CREATED_BUNDLES = 1 << 20
+
+
+def validate_created_bundles(count: int) -> None:
+    """A bundle count a new namespace can be made with: Pulsar's range, then
+    :data:`MAX_CREATED_BUNDLES`."""
+    validate_num_bundles(count)
+    if count > MAX_CREATED_BUNDLES:
+        raise InvalidBundle(
+            f"number of bundles {count} is more than a namespace can be created with "
+            f"({MAX_CREATED_BUNDLES}): every bundle's boundary is stored in its policies and "
+            "held in memory"
+        )
+
+
 def equal_boundaries(count: int) -> tuple[int, ...]:
     """Boundaries of ``count`` equal bundles (``PoliciesUtil.getBundles``): multiples of
     ``2^32 // count``, the last boundary always ``0xffffffff`` (the last bundle takes the

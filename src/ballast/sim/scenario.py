@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ballast.broker.host_usage import BrokerCapacity
-from ballast.model.bundles import MAX_BUNDLES
+from ballast.model.bundles import MAX_CREATED_BUNDLES
 from ballast.model.config import SETTINGS_BY_KEY, ConfigError, nearest_key
 from ballast.model.config.loader import parse_value
 from ballast.model.naming import InvalidNameError, NamespaceName, validate_tenant
@@ -270,7 +270,7 @@ def _namespace(table: Table, tenant: str) -> NamespaceSpec:
     group = table.raw("anti_affinity_group")
     spec = NamespaceSpec(
         name=name,
-        bundles=table.integer("bundles", 4, minimum=1, maximum=MAX_BUNDLES),
+        bundles=table.integer("bundles", 4, minimum=1, maximum=MAX_CREATED_BUNDLES),
         topics=table.integer("topics", minimum=0),
         rate=table.number("rate", 10.0),
         size=table.number("size", 1024.0, minimum=1.0),
