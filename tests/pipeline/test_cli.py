@@ -305,6 +305,32 @@ def test_an_output_that_is_a_file_exits_2(ballast: Ballast, tmp_path: Path) -> N
     assert a_file.read_text() == "kept"
 
 
+def test_an_output_in_the_history_or_unwritable_exits_2_before_spark(
+    ballast: Ballast, tmp_path: Path
+) -> None:
+    """An --out equal to --history once replaced an imported dump's stored averages with the
+    job's own; an --out that cannot be written failed after the job, with a Java stack."""
+    history = tmp_path / "h"
+    (history / "bundle_averages").mkdir(parents=True)
+    (history / "bundles").mkdir()
+    kept = history / "bundle_averages" / "stored.parquet"
+    kept.write_text("the dump's averages")
+    for job in ("time-averages", "shed", "split-plan", "report"):
+        same = ballast("pipeline", job, "--history", str(history), "--out", str(history))
+        assert same.returncode == 2, (job, same.stderr)
+        assert f"error: --out {history} is the history or inside it" in same.stderr
+        assert "log4j" not in same.stderr  # refused before Spark starts
+    assert kept.read_text() == "the dump's averages"
+    for out, said in (("", "--out is empty"), ("/proc/ballast-out", "cannot write to --out")):
+        for args in (("time-averages", "--history", str(history)), ("generate",)):
+            refused = ballast("pipeline", *args, "--out", out)
+            assert refused.returncode == 2 and f"error: {said}" in refused.stderr, args
+            assert "internal error" not in refused.stderr and "log4j" not in refused.stderr
+    seconds = ballast("pipeline", "generate", "--out", str(tmp_path / "g"), "--interval-s", "-60")
+    assert seconds.returncode == 2
+    assert "--interval-s must be at least 1 (seconds), not -60" in seconds.stderr
+
+
 def test_generate_never_writes_over_a_history(ballast: Ballast, history: Path) -> None:
     """A history given to generate by mistake (a leader's, say) is kept unless --replace."""
     before = {p: p.stat().st_mtime_ns for p in history.rglob("*") if p.is_file()}

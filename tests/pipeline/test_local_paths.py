@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from ballast.pipeline.local_paths import local_history_problem, surely_local
+from ballast.pipeline.local_paths import (
+    local_history_problem,
+    local_output_problem,
+    surely_local,
+)
 
 LOCAL: dict[str, str] = {}
 
@@ -50,3 +54,26 @@ def test_the_problem_is_named_as_spark_would(
     assert found == (None if problem is None else f"no history at {root}: {problem}")
     # Not surely local: only Spark can tell, so no problem is reported here.
     assert local_history_problem(str(root), master="yarn", conf={}, environ=LOCAL) is None
+
+
+def test_an_output_that_cannot_take_the_results_is_named_before_spark_starts(
+    tmp_path: Path,
+) -> None:
+    history = tmp_path / "h"
+    (history / "bundles").mkdir(parents=True)
+
+    def problem(out: str, master: str | None = None) -> str | None:
+        return local_output_problem(str(history), out, master=master, conf={}, environ=LOCAL)
+
+    assert problem("") == "--out is empty: give the directory to write the results to"
+    for inside in (str(history), f"{history}/", str(history / "bundles"), history.as_uri()):
+        found = problem(inside)
+        assert found is not None and "is the history or inside it" in found
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    assert problem(str(a_file)) == f"{a_file} is a file, not a directory"
+    assert problem(str(a_file / "sub")) is not None  # cannot be created under a file
+    fresh = tmp_path / "results" / "day"
+    assert problem(str(fresh)) is None and fresh.is_dir()  # made, and written in
+    assert problem(str(tmp_path / "h-out")) is None  # a sibling sharing the prefix
+    assert problem(str(history), master="yarn") is None  # only Spark can tell there

@@ -18,6 +18,7 @@ from ballast.pipeline.sparkio import (
     date_of,
     hour_of,
     read_history,
+    require_apart,
     require_history,
     require_output_root,
     write_history,
@@ -86,6 +87,19 @@ def test_require_output_root_rejects_unknown_schemes(spark: SparkSession, tmp_pa
         with pytest.raises(PathError, match=r"out\.txt is a file, not a directory"):
             require_output_root(spark, given)
     require_output_root(spark, str(tmp_path))  # an existing directory is fine
+
+
+def test_require_apart_refuses_an_output_that_is_the_history(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The jobs write bundle_averages and the like under --out: in the history itself they
+    replaced the history's own tables (the stored averages of an imported dump)."""
+    history = tmp_path / "h"
+    for out in (str(history), f"{history.as_uri()}/", str(history / "results")):
+        with pytest.raises(PathError, match="is the history or inside it"):
+            require_apart(spark, str(history), out)
+    require_apart(spark, str(history), str(tmp_path / "h-out"))  # a sibling sharing a prefix
+    require_apart(spark, str(history), str(tmp_path))  # the history inside --out is fine
 
 
 def test_conform_names_missing_columns(spark: SparkSession) -> None:

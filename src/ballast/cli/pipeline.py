@@ -104,6 +104,19 @@ def check_history_early(history: str, master: str | None, conf: list[str] | None
         fail(problem)
 
 
+def check_output_early(history: str, out: str, master: str | None, conf: list[str] | None) -> None:
+    """Exit 2 at once when ``--out`` surely cannot take the results (see
+    :func:`ballast.pipeline.local_paths.local_output_problem`), before a JVM starts and the
+    job runs."""
+    from ballast.pipeline.local_paths import local_output_problem
+
+    problem = local_output_problem(
+        history, out, master=master, conf=parse_conf(conf), environ=os.environ
+    )
+    if problem is not None:
+        fail(problem)
+
+
 @contextmanager
 def spark_session(master: str | None, conf: list[str] | None) -> Iterator[SparkSession]:
     from ballast.pipeline.session import SessionOptions, SparkUnavailable, build_session
@@ -247,7 +260,10 @@ def generate_command(
     """Write a synthetic history: skewed (Zipf), diurnal and bursty load, brokers joining and
     leaving; seeded and deterministic, of any size."""
     from ballast.pipeline.jobs.generate import generate
+    from ballast.pipeline.local_paths import local_writable_problem
 
+    if interval_s < 1:  # the spec counts milliseconds; say it in the option's unit
+        fail(f"--interval-s must be at least 1 (seconds), not {interval_s}")
     try:
         spec = GenerateSpec(
             cluster=cluster,
@@ -267,6 +283,9 @@ def generate_command(
         )
     except SpecError as exc:
         fail(str(exc))
+    problem = local_writable_problem(out, master=master, conf=parse_conf(conf), environ=os.environ)
+    if problem is not None:
+        fail(problem)
     with spark_session(master, conf) as spark:
         try:
             summary = generate(spark, spec, out, replace=replace)
@@ -301,6 +320,7 @@ def _run_job(
     own) in a Spark session and print its summary; bad input exits 2 with the reason."""
     settings = settings_from(config, overrides)
     check_history_early(paths.history, master, conf)  # before the job's imports (pandas...)
+    check_output_early(paths.history, paths.out, master, conf)
     loaded = load(name)
     try:
         loaded.check_settings(settings)
@@ -430,6 +450,7 @@ def shed_command(
             fail(str(exc), code=1)
     options = ShedOptions(strategy=name, scope=Scope(scope), now_ms=now_ms, seed=seed)
     check_history_early(history, master, conf)
+    check_output_early(history, out, master, conf)
     from ballast.pipeline.jobs.shed import shed_history
 
     with spark_session(master, conf) as spark:

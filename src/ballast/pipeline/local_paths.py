@@ -7,6 +7,7 @@ a JVM's start-up and log lines first. Every other path is checked once Spark run
 from __future__ import annotations
 
 import importlib.util
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlparse
@@ -60,3 +61,59 @@ def local_history_problem(
     if local is None or any((local / name).exists() for name in HISTORY_TABLES):
         return None
     return missing_history(root, HISTORY_TABLES, local.exists())
+
+
+def overlap_problem(history: str, out: str) -> str | None:
+    """Why ``out`` must not be written beside this ``history``: it is the history or inside
+    it, where the job's tables (``bundle_averages``, ``broker_averages``...) would replace
+    or sit among the history's own. ``history`` and ``out`` are qualified paths of one file
+    system (or local paths, resolved)."""
+    root, target = history.rstrip("/"), out.rstrip("/")
+    if target == root or target.startswith(root + "/"):
+        return (
+            f"--out {out} is the history or inside it ({history}): the job's tables would "
+            "replace or mix with the history's own; write the results elsewhere"
+        )
+    return None
+
+
+def local_output_problem(
+    history: str,
+    out: str,
+    *,
+    master: str | None,
+    conf: Mapping[str, str],
+    environ: Mapping[str, str],
+) -> str | None:
+    """Why a job surely cannot write ``out`` beside ``history`` (the history itself or
+    inside it, or :func:`local_writable_problem`), or None when it can or only Spark can
+    tell."""
+    target = surely_local(out, master=master, conf=conf, environ=environ) if out.strip() else None
+    source = surely_local(history, master=master, conf=conf, environ=environ)
+    if target is not None and source is not None:
+        problem = overlap_problem(str(source.resolve()), str(target.resolve()))
+        if problem is not None:
+            return problem
+    return local_writable_problem(out, master=master, conf=conf, environ=environ)
+
+
+def local_writable_problem(
+    out: str, *, master: str | None, conf: Mapping[str, str], environ: Mapping[str, str]
+) -> str | None:
+    """Why ``out`` surely cannot take a job's results (empty, a file, or a directory that
+    cannot be created or written in), or None when it can or only Spark can tell. A
+    directory made to try it is left in place: the job writes there next."""
+    if not out.strip():
+        return "--out is empty: give the directory to write the results to"
+    target = surely_local(out, master=master, conf=conf, environ=environ)
+    if target is None:
+        return None
+    if target.exists() and not target.is_dir():
+        return f"{out} is a file, not a directory"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=target):
+            pass
+    except OSError as exc:
+        return f"cannot write to --out {out}: {exc.strerror or exc}"
+    return None

@@ -110,6 +110,23 @@ def require_output_root(spark: SparkSession, path: str) -> None:
         raise PathError(f"{path} is a file, not a directory")
 
 
+def require_apart(spark: SparkSession, history: str, out: str) -> None:
+    """Raise :class:`PathError` if ``out`` is the history or inside it, compared as Spark
+    resolves them (:func:`ballast.pipeline.local_paths.overlap_problem`)."""
+    from ballast.pipeline.local_paths import overlap_problem
+
+    def qualified(path: str) -> str:
+        system, hadoop_path = _file_system(spark, path)
+        return str(system.makeQualified(hadoop_path(path)).toString())
+
+    try:
+        problem = overlap_problem(qualified(history), qualified(out))
+    except Py4JError as exc:
+        raise PathError(f"cannot read {out}: {_java_reason(exc)}") from None
+    if problem is not None:
+        raise PathError(problem)
+
+
 def _file_system(spark: SparkSession, root: str) -> tuple[Any, Callable[[str], Any]]:
     """The Hadoop file system of ``root`` and the constructor of Hadoop paths;
     :class:`PathError` with the Java reason (not its stack) if there is none."""

@@ -37,10 +37,12 @@ SettingsCheck = Callable[["Settings"], None]
 
 def require_paths(spark: SparkSession, paths: JobPaths) -> None:
     """Fail early, with the reason, when the history holds neither broker nor bundle rows
-    or the output is a file or on a file system Spark has none for (a job would otherwise
-    read an absent history as an empty one, or fail with a Java stack after its reads)."""
+    or the output is a file, on a file system Spark has none for, or the history itself (a
+    job would otherwise read an absent history as an empty one, fail with a Java stack after
+    its reads, or replace the history's tables with its own)."""
     from ballast.pipeline.schema import BROKERS, BUNDLES
-    from ballast.pipeline.sparkio import require_history, require_output_root
+    from ballast.pipeline.sparkio import require_apart, require_history, require_output_root
 
     require_history(spark, paths.history, (BROKERS, BUNDLES))
     require_output_root(spark, paths.out)
+    require_apart(spark, paths.history, paths.out)
