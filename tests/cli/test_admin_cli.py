@@ -13,7 +13,7 @@ import pytest
 
 from ballast.metadata.zkserver import free_port
 from tests.conftest import REPO
-from tests.support.live import free_ports, get_json
+from tests.support.live import free_ports, get_json, running_ballast
 
 Run = Callable[..., CompletedProcess[str]]
 pytestmark = pytest.mark.integration
@@ -73,11 +73,14 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     cut = admin(
         "namespaces", "split", "acme/orders", "0x80000000_0xc0000000", "--positions", "0x90000000"
     )
-    assert cut.returncode == 0 and cut.stdout.strip() == "ok", cut.stderr
+    assert cut.returncode == 0, cut.stderr
+    assert cut.stdout.strip() == "ok: 0x80000000_0xc0000000 was not split (no cut point inside it)"
     assert json.loads(admin("--json", "namespaces", "bundles", "acme/orders").stdout) == after
     mixed = admin("namespaces", "split", "acme/orders", "0x90000000_0xc0000000",
                   "--positions", "0xa0000000", "--algorithm", "range_equally_divide")  # fmt: skip
     assert mixed.returncode == 2 and "specified_positions_divide only" in mixed.stderr
+    empty = admin("namespaces", "split", "acme/orders", "0x90000000_0xc0000000", "--positions", "")
+    assert empty.returncode == 2 and "--positions names no position" in empty.stderr
     none_yet = admin("namespaces", "anti-affinity", "acme/orders")
     assert none_yet.returncode == 0 and none_yet.stdout.strip() == ""
     assert admin("namespaces", "anti-affinity", "acme/orders", "--set", "g1").returncode == 0
@@ -130,3 +133,22 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
         assert bad_url.returncode == 2 and "is not a valid URL" in bad_url.stderr, url
     unreachable = ballast("admin", "--url", "http://127.0.0.1:1", "brokers", "list")
     assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
+
+
+def test_brokers_and_isolation_default_to_the_cluster_of_the_broker(ballast: Run) -> None:
+    """A cluster named by its brokers' clusterName ("prod"), not "standalone": without
+    --cluster the commands take the one cluster the broker at --url belongs to."""
+    port = free_ports(1)
+    args = ("standalone", "--no-load", "--brokers", "1", "--port", str(port))
+    with running_ballast(
+        *args, "--broker-port", str(free_port()), "--set", "clusterName=prod",
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    ):  # fmt: skip
+        get_json(f"http://127.0.0.1:{port}/admin/v2/brokers/leaderBroker", 90)
+        url = f"http://127.0.0.1:{port}"
+        listed = ballast("admin", "--url", url, "brokers", "list")
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.split() == [f"127.0.0.1:{port}"]
+        assert ballast("admin", "--url", url, "--json", "isolation", "list").returncode == 0
+        other = ballast("admin", "--url", url, "brokers", "list", "--cluster", "standalone")
+        assert other.returncode == 1 and "404" in other.stderr

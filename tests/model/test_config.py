@@ -117,6 +117,9 @@ def test_foreign_keys_of_a_real_broker_conf_are_summarised() -> None:
         ("loadBalancerHistoryResourcePercentage=nan", "must be finite"),
         ("loadBalancerSheddingIntervalMinutes=0", "must be at least 1"),
         ("webServicePort=65536", 'webServicePort="65536" must be at most 65535'),
+        # 0 would bind a free port but register the broker as reachable at port 0
+        ("webServicePort=0", 'webServicePort="0" must be at least 1'),
+        ("brokerServicePort=0", 'brokerServicePort="0" must be at least 1'),
         ("loadBalancerLoadSheddingStrategy=best", "is not one of: overload, threshold"),
         ("noequals", "is not key=value"),
     ],

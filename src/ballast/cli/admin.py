@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import json
 import os
 from collections.abc import Callable
@@ -185,7 +186,7 @@ SplitBundleArg = Annotated[
     str,
     typer.Argument(
         metavar="BUNDLE",
-        help="0x..._0x..., LARGEST (most topics) or HOT (highest long-term throughput)",
+        help="0x..._0x..., LARGEST (most persistent topics) or HOT (highest long-term throughput)",
     ),
 ]
 
@@ -321,13 +322,16 @@ def namespaces_split(
         ),
     ] = None,
 ) -> None:
-    """Split a bundle."""
+    """Split a bundle. A split whose algorithm finds no cut point leaves the bundle as it
+    was (Pulsar answers it as a success): that is said, not "ok"."""
     body = None
-    if positions:
+    if positions is not None:
         try:
             body = [int(p, 0) for p in positions.split(",") if p.strip()]
         except ValueError:
             fail("--positions are integers (0x... or decimal)")
+        if not body:
+            fail("--positions names no position (give 0x... or decimal, comma-separated)")
         if algorithm is None:
             algorithm = SPECIFIED_POSITIONS_DIVIDE
         elif algorithm != SPECIFIED_POSITIONS_DIVIDE:
@@ -336,8 +340,19 @@ def namespaces_split(
     params = {"unload": "true" if unload else "false"}
     if algorithm:
         params["splitAlgorithmName"] = algorithm
-    path = f"/admin/v2/namespaces/{_namespace(namespace)}/{_bundle(bundle, named=True)}/split"
-    show(ctx, call(ctx, "PUT", path, body, params=params))
+    name = _namespace(namespace)
+    path = f"/admin/v2/namespaces/{name}/{_bundle(bundle, named=True)}/split"
+    answer = call(ctx, "PUT", path, body, params=params)
+    if bundle in SPLIT_NAMED_BUNDLES or ctx.obj.as_json:
+        show(ctx, answer)
+        return
+    boundaries = call(ctx, "GET", f"/admin/v2/namespaces/{name}/bundles")["boundaries"]
+    split = BundleRange.parse(bundle)
+    still = any(
+        (int(low, 16), int(high, 16)) == (split.lower, split.upper)
+        for low, high in itertools.pairwise(boundaries)
+    )
+    show(ctx, answer, ok=f"ok: {bundle} was not split (no cut point inside it)" if still else "ok")
 
 
 @namespaces_app.command("anti-affinity")
@@ -362,14 +377,31 @@ def namespaces_anti_affinity(
 
 # -- brokers, topics, stats, isolation ------------------------------------------------------
 
+ClusterOption = Annotated[
+    str | None,
+    typer.Option("--cluster", help="Cluster name (default: the one cluster --url belongs to)."),
+]
+
+
+def _cluster(ctx: typer.Context, given: str | None) -> str:
+    """``--cluster``, checked as a name; else the cluster the broker at ``--url`` knows, when
+    it knows one (Pulsar's CLI takes the cluster as an argument; a cluster is named by its
+    brokers' ``clusterName``, which need not be "standalone")."""
+    if given is not None:
+        return _entity("cluster", given)
+    known = call(ctx, "GET", "/admin/v2/clusters")
+    if isinstance(known, list) and len(known) == 1 and isinstance(known[0], str):
+        return _entity("cluster", known[0])
+    fail(f"give --cluster: the broker knows the clusters {', '.join(map(str, known or []))}")
+
 
 @brokers_app.command("list")
 def brokers_list(
     ctx: typer.Context,
-    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name.")] = "standalone",
+    cluster: ClusterOption = None,
 ) -> None:
     """List the live brokers."""
-    show(ctx, call(ctx, "GET", f"/admin/v2/brokers/{_entity('cluster', cluster)}"))
+    show(ctx, call(ctx, "GET", f"/admin/v2/brokers/{_cluster(ctx, cluster)}"))
 
 
 @brokers_app.command("leader")
@@ -397,10 +429,10 @@ def load_report(ctx: typer.Context) -> None:
 @isolation_app.command("list")
 def isolation_list(
     ctx: typer.Context,
-    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name.")] = "standalone",
+    cluster: ClusterOption = None,
 ) -> None:
     """Show the namespace isolation policies."""
-    path = f"/admin/v2/clusters/{_entity('cluster', cluster)}/namespaceIsolationPolicies"
+    path = f"/admin/v2/clusters/{_cluster(ctx, cluster)}/namespaceIsolationPolicies"
     show(ctx, call(ctx, "GET", path))
 
 
@@ -411,7 +443,7 @@ def isolation_set(
     policy_file: Annotated[
         Path, typer.Option("--file", help="The policy as Pulsar's NamespaceIsolationData JSON.")
     ],
-    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name.")] = "standalone",
+    cluster: ClusterOption = None,
 ) -> None:
     """Set a namespace isolation policy from a JSON file."""
     try:
@@ -420,20 +452,19 @@ def isolation_set(
         fail(f"cannot read {policy_file}: {exc.strerror or exc}")
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         fail(f"{policy_file} is not JSON: {exc}")
-    show(ctx, call(ctx, "POST", _isolation_path(cluster, name), policy))
+    show(ctx, call(ctx, "POST", _isolation_path(_cluster(ctx, cluster), name), policy))
 
 
 @isolation_app.command("delete")
 def isolation_delete(
     ctx: typer.Context,
     name: str,
-    cluster: Annotated[str, typer.Option("--cluster", help="Cluster name.")] = "standalone",
+    cluster: ClusterOption = None,
 ) -> None:
     """Delete a namespace isolation policy."""
-    show(ctx, call(ctx, "DELETE", _isolation_path(cluster, name)))
+    show(ctx, call(ctx, "DELETE", _isolation_path(_cluster(ctx, cluster), name)))
 
 
 def _isolation_path(cluster: str, name: str) -> str:
-    cluster_name = _entity("cluster", cluster)
     policy = _entity("isolation policy", name)
-    return f"/admin/v2/clusters/{cluster_name}/namespaceIsolationPolicies/{policy}"
+    return f"/admin/v2/clusters/{cluster}/namespaceIsolationPolicies/{policy}"

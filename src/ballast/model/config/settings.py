@@ -438,7 +438,7 @@ SETTINGS: tuple[Setting, ...] = (
         8080,
         "",
         "Port of the admin/lookup HTTP API.",
-        minimum=0,
+        minimum=1,
         maximum=65535,
     ),
     Setting(
@@ -447,7 +447,7 @@ SETTINGS: tuple[Setting, ...] = (
         6650,
         "",
         "Port of the binary protocol.",
-        minimum=0,
+        minimum=1,
         maximum=65535,
     ),
     Setting(
