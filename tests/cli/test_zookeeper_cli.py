@@ -54,6 +54,12 @@ def test_serves_until_ctrl_c(ballast: Run, tmp_path: Path) -> None:
         assert f"ZooKeeper serving at zk:127.0.0.1:{port}" in line, line
         listing = ballast("metadata", "ls", "/", "--store", f"zk:127.0.0.1:{port}")
         assert listing.returncode == 0 and "zookeeper" in listing.stdout.split(), listing
+        # A second one on the port: the first would answer its readiness check, while its own
+        # JVM exited on the taken port; it said "serving" and ran on, serving nothing.
+        second = ballast("zookeeper", "--port", str(port), "--data-dir", str(tmp_path / "zk2"))
+        assert second.returncode == 1, second.stdout
+        assert f"port {port} on 127.0.0.1 is in use" in second.stderr
+        assert "serving" not in second.stdout
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=60) == 0
         # ZooKeeper itself stopped with it: nothing listens on the port any more.

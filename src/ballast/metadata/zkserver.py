@@ -35,6 +35,18 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
+def port_taken(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server listens on ``host:port`` (a bind fails); a port only in TIME_WAIT is
+    free, as it is to ZooKeeper's own listener."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
 def ensure_installed(*, allow_install: bool = True) -> None:
     """Make sure Debian's ``zookeeper`` package and Java are present, installing the package
     with apt-get when missing and we run as root."""
@@ -112,8 +124,14 @@ class LocalZooKeeper:
         return self.config.data_dir / "zookeeper.log"
 
     async def start(self, clock: Clock, *, timeout_s: float = 30.0) -> None:
-        """Start the server and wait until it serves requests."""
+        """Start the server and wait until it serves requests. A port another server listens
+        on is refused first: that server would answer the readiness check for this one, whose
+        JVM had exited on the taken port."""
         config = self.config
+        if port_taken(config.port):
+            raise ZooKeeperSetupError(
+                f"port {config.port} on 127.0.0.1 is in use: another server listens there"
+            )
         (config.data_dir / "data").mkdir(parents=True, exist_ok=True)
         cfg_path = config.data_dir / "zoo.cfg"
         cfg_path.write_text(config.render())
