@@ -488,6 +488,20 @@ async def test_graceful_stop_moves_bundles_before_leaving(clock: Clock) -> None:
     await cluster.close()
 
 
+async def test_the_last_broker_leaves_without_waiting_for_a_drain(clock: Clock) -> None:
+    """No other broker can take its bundles: it closes them at once instead of holding its
+    shutdown for brokerShutdownTimeoutMs (a minute, with Ctrl-C on the last broker)."""
+    cluster, observer = await start_cluster(clock, 1)
+    assert (await cluster.request(CreateNamespace(namespace="t/last", bundles=4))).ok
+    await lookup_all(cluster, await create_topics(cluster, "t/last", 12))
+    assert len(cluster.nodes[bid(0)].ownership.owned()) > 1  # its heartbeat and some bundles
+    started = clock.monotonic()
+    await cluster.stop_broker(bid(0), graceful=True)
+    assert clock.monotonic() - started < 5.0
+    assert await ownership_records(observer) == {}
+    await cluster.close()
+
+
 async def test_invariants_hold_through_a_rolling_restart(clock: Clock) -> None:
     cluster, observer = await start_cluster(clock, 3)
     assert (await cluster.request(CreateNamespace(namespace="t/roll", bundles=6))).ok

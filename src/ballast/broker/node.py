@@ -214,6 +214,11 @@ class BrokerNode:
             await self._settle_releases()
             if not self._movable_bundles():
                 break
+            if not any(b != self.broker_id for b in self.registry.brokers()):
+                # The last broker: no one can take its bundles, so waiting for a drain would
+                # only hold the shutdown for brokerShutdownTimeoutMs.
+                log.info("%s is the only broker: nowhere to move its bundles", self.broker_id)
+                break
             asked = False
             leader = await self.leader_id()
             if leader is not None and leader != self.broker_id:
