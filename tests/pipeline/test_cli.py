@@ -262,6 +262,17 @@ def test_a_setting_spark_cannot_start_with_exits_2(ballast: Ballast, tmp_path: P
     assert "Could not create the Java Virtual Machine" in memory.stderr
     assert "error: Spark did not start (master local[" in memory.stderr
     assert "internal error" not in memory.stderr
+    # a bad SQL setting failed the first read, as an internal error naming no setting
+    sql = ballast(
+        "pipeline", "time-averages", "--history", str(history), "--out", str(tmp_path / "o"),
+        "--conf", "spark.sql.shuffle.partitions=abc",
+    )  # fmt: skip
+    assert sql.returncode == 2, sql.stderr
+    assert (
+        "error: Spark refused its SQL settings (--conf spark.sql.shuffle.partitions=abc)"
+        in sql.stderr
+    )
+    assert "internal error" not in sql.stderr
 
 
 def test_a_job_on_a_missing_history_exits_2(ballast: Ballast, tmp_path: Path) -> None:

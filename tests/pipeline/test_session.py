@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
 
+from ballast.metadata.zkserver import free_port
 from ballast.pipeline.session import (
     SessionOptions,
     SparkUnavailable,
     check_master,
+    check_reachable,
     java_major_version,
     local_conf,
     require_java,
@@ -64,12 +67,39 @@ def test_java_is_found_here_and_missing_java_is_explained(
 
 
 def test_a_master_spark_refuses_is_named_before_a_jvm_starts() -> None:
-    for master in ("local", "local[2]", "local-cluster[2,1,1024]", "spark://h:7077", "yarn"):
-        check_master(master)  # the forms Spark's launcher takes
+    for master in (
+        "local", "local[2]", "local[*]", "local[4, 3]", "local-cluster[2,1,1024]",
+        "spark://h:7077", "spark://h1:7077,h2:7077", "spark://[::1]:7077", "yarn",
+    ):  # fmt: skip
+        check_master(master)  # the forms Spark's scheduler takes
     check_master("k8s://https://h:6443")
-    for master in ("bogus://x", "", "YARN", "mesos://h:5050"):
+    for master in (
+        "bogus://x",
+        "",
+        "YARN",
+        "mesos://h:5050",
+        "local[abc]",
+        "local[0]",
+        "local[*]x",
+        "spark://",
+        "spark://h",
+        "spark://h:99999",
+        "spark://h:7077,",
+        "k8s://",
+    ):  # fmt: skip  (Spark's JVM refused these with a stack)
         with pytest.raises(SparkUnavailable, match="is not a Spark master URL"):
             check_master(master)
+
+
+def test_an_unreachable_standalone_master_is_named_before_a_jvm_starts() -> None:
+    """Spark retries for a minute, a Java stack each time, then fails on a stopped context."""
+    port = free_port()  # nothing listens there
+    with pytest.raises(SparkUnavailable, match=rf"cannot reach the Spark master .*:{port}"):
+        check_reachable(f"spark://127.0.0.1:{port}")
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        listening = server.getsockname()[1]
+        check_reachable(f"spark://127.0.0.1:{port},127.0.0.1:{listening}")  # one answers
+    check_reachable("yarn")  # not a standalone master: nothing to try
 
 
 def test_the_class_archive_is_used_only_when_there_and_not_overridden(

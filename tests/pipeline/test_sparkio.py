@@ -47,6 +47,10 @@ def test_spark_appends_and_reads_arrow_files(spark: SparkSession, tmp_path: Path
         ("b:1", 7, HOUR_MS * 26 + 1),
     ]
     assert list(both[0]) == list(BROKERS.column_names)  # partition columns not exposed
+    # a note beside the files is no table: Spark read it as Parquet and failed with a stack
+    hour = next((tmp_path / "brokers").glob("date=*/hour=*"))
+    (hour / "README.txt").write_text("copied from the leader on Monday")
+    assert len(records(read_history(spark, root, BROKERS), "snapshot_ms")) == 2
     via_arrow = read_table(tmp_path, BROKERS).to_pylist()
     assert [(r["broker"], r["date"], r["hour"]) for r in via_arrow] == [
         ("a:1", "1970-01-02", 1),

@@ -392,7 +392,18 @@ def read_table(
     partitioning = ds.partitioning(
         pa.schema([pa.field(c.name, c.type.arrow()) for c in PARTITION_COLUMNS]), flavor="hive"
     )
-    dataset = ds.dataset(directory, format="parquet", schema=schema, partitioning=partitioning)
+    files = sorted(  # only Parquet files: a note left beside them is no table (as Spark reads)
+        str(f)
+        for f in directory.rglob("*.parquet")
+        if not any(part.startswith((".", "_")) for part in f.relative_to(directory).parts)
+    )
+    dataset = ds.dataset(
+        files,
+        format="parquet",
+        schema=schema,
+        partitioning=partitioning,
+        partition_base_dir=str(directory),
+    )
     condition: ds.Expression | None = None
     for term in (
         ds.field("cluster") == cluster if cluster is not None else None,

@@ -18,13 +18,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark.errors import PySparkRuntimeError
+from pyspark.errors import IllegalArgumentException, PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from ballast.pipeline.class_archive import archive_java_options, default_archive
@@ -53,15 +54,53 @@ class SparkUnavailable(RuntimeError):
     take, or a launcher that exited on the configuration)."""
 
 
+# The master URLs Spark's scheduler takes (SparkContext.createTaskScheduler): local mode with
+# a thread count (at least 1) and optional failures, local-cluster, standalone masters as one
+# or more host:port, yarn and Kubernetes.
+_LOCAL = re.compile(r"local(\[\s*(\*|[1-9][0-9]*)\s*(,\s*[0-9]+\s*)?\])?")
+_LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*[0-9]+\s*,\s*[0-9]+\s*,\s*[0-9]+\s*\]")
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s,:/\[\]]+):([0-9]{1,5})")
+MASTER_FORMS = "local, local[N], local[*], spark://host:7077, yarn or k8s://https://host:port"
+
+
 def check_master(master: str) -> None:
-    """Raise :class:`SparkUnavailable` for a master URL Spark's launcher refuses: it takes
-    ``yarn`` and URLs starting with ``spark``, ``k8s`` or ``local`` (``SparkSubmit``'s own
-    test, made here before a JVM starts and prints a stack)."""
-    if master != "yarn" and not master.startswith(("spark", "k8s", "local")):
-        raise SparkUnavailable(
-            f'--master "{master}" is not a Spark master URL '
-            "(local, local[N], spark://host:7077, yarn or k8s://https://host:port)"
-        )
+    """Raise :class:`SparkUnavailable` for a master URL Spark would refuse (with a Java stack,
+    after its JVM started), checked here first."""
+    if master == "yarn" or _LOCAL.fullmatch(master) or _LOCAL_CLUSTER.fullmatch(master):
+        return
+    if master.startswith("k8s://") and len(master) > len("k8s://"):
+        return
+    if master.startswith("spark://"):
+        hosts = master.removeprefix("spark://").split(",")
+        if all(
+            (found := _HOST_PORT.fullmatch(h)) and 0 < int(found.group(2)) < 65536 for h in hosts
+        ):
+            return
+    raise SparkUnavailable(f'--master "{master}" is not a Spark master URL ({MASTER_FORMS})')
+
+
+def standalone_masters(master: str) -> list[tuple[str, int]]:
+    """The hosts and ports of a ``spark://`` master URL (none for any other)."""
+    if not master.startswith("spark://"):
+        return []
+    found = (_HOST_PORT.fullmatch(h) for h in master.removeprefix("spark://").split(","))
+    return [(m.group(1).strip("[]"), int(m.group(2))) for m in found if m is not None]
+
+
+def check_reachable(master: str, timeout_s: float = 5.0) -> None:
+    """Raise :class:`SparkUnavailable` when no host of a ``spark://`` master accepts a
+    connection: Spark itself retries for a minute, printing a Java stack each time, before
+    it gives up."""
+    masters = standalone_masters(master)
+    reasons = []
+    for host, port in masters:
+        try:
+            socket.create_connection((host, port), timeout=timeout_s).close()
+            return
+        except OSError as exc:
+            reasons.append(f"{host}:{port}: {exc.strerror or exc}")
+    if reasons:
+        raise SparkUnavailable(f"cannot reach the Spark master {master} ({'; '.join(reasons)})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +202,7 @@ def build_session(options: SessionOptions) -> SparkSession:
     otherwise."""
     if options.master is not None:
         check_master(options.master)
+        check_reachable(options.master)
     if not launched_by_spark_submit():
         require_java()
     conf = session_conf(options)
@@ -183,4 +223,13 @@ def build_session(options: SessionOptions) -> SparkSession:
             "its launcher exited; its message is above"
         ) from None
     spark.sparkContext.setLogLevel("ERROR")
+    try:
+        spark.sql("SELECT 1")  # builds the session's SQL state, where bad SQL settings fail
+    except IllegalArgumentException as exc:
+        spark.stop()
+        given = ", ".join(f"{k}={v}" for k, v in options.conf.items() if k.startswith("spark.sql"))
+        raise SparkUnavailable(
+            f"Spark refused its SQL settings{f' (--conf {given})' if given else ''}: "
+            f"{str(exc).strip()}"
+        ) from None
     return spark

@@ -63,11 +63,14 @@ def empty_frame(spark: SparkSession, table: Table) -> DataFrame:
 
 
 def read_history(spark: SparkSession, root: str, table: Table) -> DataFrame:
-    """A history table without its partition columns; an absent table reads as empty."""
+    """A history table without its partition columns; an absent table reads as empty. Only
+    ``*.parquet`` files are read: a note or a checksum left beside them is no table row
+    (Spark would read it as Parquet and fail with a Java stack)."""
     schema = table.spark_schema(with_partitions=table.partitioned)
     path = table_path(root, table)
     try:
-        frame = spark.read.schema(schema).option("basePath", path).parquet(path)
+        reader = spark.read.schema(schema).option("basePath", path)
+        frame = reader.option("pathGlobFilter", "*.parquet").parquet(path)
     except AnalysisException as exc:
         if exc.getCondition() == "PATH_NOT_FOUND":
             return empty_frame(spark, table)
