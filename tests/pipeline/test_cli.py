@@ -189,6 +189,8 @@ def test_report_writes_page_and_charts(ballast: Ballast, history: Path, tmp_path
     assert len(over_time) == 1 + 30
     assert over_time[0].startswith("cluster,snapshot_ms,brokers,usage_p50,usage_p90,usage_p99")
     assert len((out / "namespace_percentiles.csv").read_text().splitlines()) == 1 + 4
+    written = sorted(p.name for p in out.iterdir())
+    assert sorted(Path(o).name for o in done["outputs"]) == written  # every file it wrote
 
 
 @pytest.mark.spark
@@ -337,6 +339,17 @@ def test_an_output_in_the_history_or_unwritable_exits_2_before_spark(
             refused = ballast("pipeline", *args, "--out", out)
             assert refused.returncode == 2 and f"error: {said}" in refused.stderr, args
             assert "internal error" not in refused.stderr and "log4j" not in refused.stderr
+    empty = ballast("pipeline", "split-plan", "--history", "", "--out", str(tmp_path / "o"))
+    assert empty.returncode == 2 and "error: --history is empty" in empty.stderr
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    filed = ballast("pipeline", "report", "--history", str(a_file), "--out", str(tmp_path / "r"))
+    assert filed.returncode == 2
+    assert f"no history at {a_file}: the path is a file, not a history directory" in filed.stderr
+    example = Path(__file__).resolve().parents[2] / "examples" / "cluster-snapshot.json"
+    unnamed = ballast("pipeline", "import", str(example), "--history", str(tmp_path / "i"),
+                      "--cluster", " ")  # fmt: skip
+    assert unnamed.returncode == 2 and "--cluster is empty" in unnamed.stderr
     seconds = ballast("pipeline", "generate", "--out", str(tmp_path / "g"), "--interval-s", "-60")
     assert seconds.returncode == 2
     assert "--interval-s must be at least 1 (seconds), not -60" in seconds.stderr

@@ -93,9 +93,12 @@ def parse_conf(pairs: list[str] | None) -> dict[str, str]:
 
 
 def check_history_early(history: str, master: str | None, conf: list[str] | None) -> None:
-    """Exit 2 at once when ``--history`` is surely a local path without a history, before a
-    JVM starts (Spark checks every other path itself)."""
+    """Exit 2 at once when ``--history`` is empty or surely a local path without a history,
+    before a JVM starts (Spark checks every other path itself)."""
     from ballast.pipeline.local_paths import local_history_problem
+
+    if not history.strip():
+        fail("--history is empty: give the history root to read")
 
     problem = local_history_problem(
         history, master=master, conf=parse_conf(conf), environ=os.environ
@@ -178,6 +181,8 @@ def import_command(
     )
 
     settings = settings_from(config, overrides)
+    if cluster is not None and not cluster.strip():
+        fail("--cluster is empty (leave it out for the setting clusterName)")
     options = ImportOptions(
         cluster=cluster or settings.get_str("clusterName"),
         snapshot_ms=parse_time_ms(at) if at is not None else None,

@@ -60,6 +60,8 @@ def local_history_problem(
     local = surely_local(root, master=master, conf=conf, environ=environ)
     if local is None or any((local / name).exists() for name in HISTORY_TABLES):
         return None
+    if local.is_file():
+        return f"no history at {root}: the path is a file, not a history directory"
     return missing_history(root, HISTORY_TABLES, local.exists())
 
 

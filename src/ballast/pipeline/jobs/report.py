@@ -112,5 +112,5 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
         "snapshots": len(over_time),
         "brokers": len(broker_table),
         "namespaces": len(namespace_table),
-        "outputs": [str(directory / "index.html"), *(str(directory / n) for n in images)],
+        "outputs": [str(directory / name) for name in ("index.html", *images, *tables)],
     }
