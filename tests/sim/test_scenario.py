@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +17,7 @@ from ballast.sim.events import (
     StopBrokers,
 )
 from ballast.sim.processes import Bursts, Diurnal, HotSpot, RandomWalk
-from ballast.sim.scenario import parse_scenario
+from ballast.sim.scenario import load_scenario, parse_scenario
 from ballast.sim.schema import ScenarioError, parse_duration
 
 FULL = """
@@ -189,6 +190,27 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
     ("extra", "message"),
     [
         ("colour = 1", "colour: unknown key"),
+        (
+            "[metrics]\ntarget_sd = 0.1",
+            r"metrics.target_sd: unknown key \(did you mean target_std\?\)",
+        ),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\nanti_affinity_group = 5",
+            r"namespaces\[0\].anti_affinity_group: expected a group name",
+        ),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\n"
+            "processes = [{ kind = 'bursts', every = '5m', duration = '10m' }]",
+            r"namespaces\[0\].processes\[0\].duration: must be more than 0 and at most every",
+        ),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\nproducers = 0",
+            r"namespaces\[0\].producers: topics without producers publish nothing, but rate is 10",
+        ),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\nconsumers = 0",
+            r"namespaces\[0\].consumers: topics without consumers deliver nothing",
+        ),
         ("[[events]]\nat = 1\nadd_brokerz = 1", r"events\[0\]: needs exactly one of"),
         ("[[events]]\nat = 1\nadd_brokers = 0", r"events\[0\].add_brokers: must be at least 1"),
         ("[[events]]\nat = 1\nstop_brokers = 1\npick = 'heaviest'", r"events\[0\].pick: one of"),
@@ -364,6 +386,12 @@ def test_events_within_the_running_brokers_are_accepted() -> None:
         ('duration = "1h"', r"^ScenarioError: cluster.brokers: missing$"),
         ("[cluster]\nbrokers = 1", r"^ScenarioError: duration: missing$"),
         (MINIMAL + "[[namespaces]]\ntopics = 1", r"^ScenarioError: namespaces\[0\].name: missing$"),
+        # a misspelt key is the likelier mistake than a forgotten one: it is named
+        (
+            'duration = "1h"\n[cluster]\nbroker = 3',
+            r"^ScenarioError: cluster.brokers: missing \(cluster.broker is no key; a typo of "
+            r"brokers\?\)$",
+        ),
     ],
 )
 def test_a_missing_key_is_named_missing(text: str, message: str) -> None:
@@ -376,3 +404,10 @@ def test_a_size_change_alone_keeps_the_rates() -> None:
     (event,) = parse_scenario(tomllib.loads(text)).events
     assert isinstance(event.action, ScaleRates)
     assert (event.action.factor, event.action.size_factor, event.action.share) == (1.0, 2.0, 0.5)
+
+
+def test_a_yaml_file_is_told_scenarios_are_toml(tmp_path: Path) -> None:
+    path = tmp_path / "scale.yaml"
+    path.write_text("duration: 10m\ncluster:\n  brokers: 3\n", encoding="utf-8")
+    with pytest.raises(ScenarioError, match=r"\(scenarios are TOML files\)$"):
+        load_scenario(path)

@@ -106,6 +106,11 @@ def parse_process(table: Table) -> ProcessSpec:
         )
         if spec.every_s <= 0 or not 0 < spec.share <= 1:
             raise ScenarioError(f"{table.where}: every > 0 and share in (0, 1] required")
+        if not 0 < spec.duration_s <= spec.every_s:  # a burst ends before the next begins
+            raise ScenarioError(
+                f"{table.path('duration')}: must be more than 0 and at most every "
+                f"({spec.every_s:g} s), not {spec.duration_s:g} s"
+            )
     elif kind == "random_walk":
         spec = RandomWalk(
             sigma=table.number("sigma", 0.2),

@@ -268,6 +268,8 @@ def _namespace(table: Table, tenant: str) -> NamespaceSpec:
         raise ScenarioError(f"{table.path('name')}: namespaces belong to tenant {tenant!r}")
     processes = _processes(table)
     group = table.raw("anti_affinity_group")
+    if group is not None and (not isinstance(group, str) or not group.strip()):
+        raise ScenarioError(f"{table.path('anti_affinity_group')}: expected a group name")
     spec = NamespaceSpec(
         name=name,
         bundles=table.integer("bundles", 4, minimum=1, maximum=MAX_CREATED_BUNDLES),
@@ -280,12 +282,22 @@ def _namespace(table: Table, tenant: str) -> NamespaceSpec:
         consumers=table.integer("consumers", 1),
         popularity=table.number("popularity", 0.0),
         processes=processes,
-        anti_affinity_group=str(group) if group is not None else None,
+        anti_affinity_group=group,
         rate_max=table.number("rate_max") if table.has("rate_max") else None,
     )
     table.finish()
     if spec.rate_max is not None and spec.rate_max < spec.rate:
         raise ScenarioError(f"{table.path('rate_max')}: must be at least rate ({spec.rate:g})")
+    if spec.producers == 0 and spec.rate > 0:
+        raise ScenarioError(
+            f"{table.path('producers')}: topics without producers publish nothing, but rate "
+            f"is {spec.rate:g} (set rate = 0, or producers to 1 or more)"
+        )
+    if spec.consumers == 0 and spec.fan_out > 0:
+        raise ScenarioError(
+            f"{table.path('consumers')}: topics without consumers deliver nothing, but "
+            f"fan_out is {spec.fan_out:g} (set fan_out = 0, or consumers to 1 or more)"
+        )
     return spec
 
 
@@ -514,7 +526,8 @@ def load_scenario(path: Path) -> Scenario:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"{path}: {exc}") from None
+        hint = " (scenarios are TOML files)" if path.suffix.lower() in (".yaml", ".yml") else ""
+        raise ScenarioError(f"{path}: {exc}{hint}") from None
     except OSError as exc:
         raise ScenarioError(f"{path}: {exc.strerror or exc}") from None
     return parse_scenario(data, name=path.stem, base_dir=path.parent)

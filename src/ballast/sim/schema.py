@@ -3,6 +3,7 @@ parser (durations, typed getters, unknown-key checks)."""
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from typing import Any
@@ -69,7 +70,9 @@ class Table:
         it is missing, not that it has the wrong type."""
         value = self.raw(key, default)
         if value is None:
-            raise ScenarioError(f"{self.path(key)}: missing")
+            typo = difflib.get_close_matches(key, [k for k in self.data if k not in self.used], 1)
+            hint = f" ({self.path(typo[0])} is no key; a typo of {key}?)" if typo else ""
+            raise ScenarioError(f"{self.path(key)}: missing{hint}")
         return value
 
     def text(self, key: str, default: str | None = None) -> str:
@@ -115,4 +118,6 @@ class Table:
     def finish(self) -> None:
         unknown = sorted(set(self.data) - self.used)
         if unknown:
-            raise ScenarioError(f"{self.path(unknown[0])}: unknown key")
+            meant = difflib.get_close_matches(unknown[0], sorted(self.used), 1)
+            hint = f" (did you mean {meant[0]}?)" if meant else ""
+            raise ScenarioError(f"{self.path(unknown[0])}: unknown key{hint}")
