@@ -103,6 +103,8 @@ async def test_perf_consume_gets_what_perf_produce_sends(clock: Clock) -> None:
         (("consume", "x", "--url", "127.0.0.1:6650"), "is not a service URL"),
         (("produce", "x", "--url", "pulsar://h:6650,g:99999"), "is not a service URL"),
         (("consume", "x", "--type", "sometimes"), "--type"),
+        (("produce", "bad:///x"), "topic 'bad:///x' is not a topic name"),
+        (("consume", "persistent://t/x"), "is not a topic name"),
     ],
 )
 def test_bad_options_exit_2_naming_the_option(

@@ -292,6 +292,9 @@ async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
             assert status == 400 and isinstance(body, dict), (wrong, status, body)
             assert "numBundles" in body["reason"]
         assert (await api.call("GET", "/admin/v2/namespaces/t/d"))[0] == 404
+        for not_policies in ([1], "str", 5):  # each made a namespace with the defaults
+            status, body, _ = await api.call("PUT", "/admin/v2/namespaces/t/d", json=not_policies)
+            assert status == 400 and "body must be a JSON object" in body["reason"]  # type: ignore[index]
         # Pulsar's int range, but every boundary is stored and held: 2^31 - 1 killed the broker
         status, body, _ = await api.call("PUT", "/admin/v2/namespaces/t/d?numBundles=2147483647")
         assert status == 400 and isinstance(body, dict)

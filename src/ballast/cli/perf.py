@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated
 
 import typer
@@ -14,6 +14,7 @@ from rich.live import Live
 
 from ballast.cli.common import fail, output_console, print_json, url_problem
 from ballast.clock import Clock, SystemClock
+from ballast.model.naming import InvalidNameError, TopicName
 from ballast.perf.display import LiveView, interval_line, summary_text
 from ballast.perf.run import (
     ConsumeOptions,
@@ -75,6 +76,18 @@ def _check(
         problems.append(f"--url {url!r} is not a service URL: {problem}")
     if problems:
         fail("; ".join(problems))
+
+
+def _topics(names: Sequence[str], count: int) -> tuple[str, ...]:
+    """The topics to use (:func:`topic_names`); exit 2 naming a name Pulsar refuses, before a
+    client starts and logs its own error."""
+    chosen = topic_names(names, count)
+    for name in chosen:
+        try:
+            TopicName.parse(name)
+        except InvalidNameError as exc:
+            fail(f"topic {name!r} is not a topic name: {exc}")
+    return chosen
 
 
 def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
@@ -155,7 +168,7 @@ def produce_command(
     )
     options = ProduceOptions(
         url=url,
-        topics=topic_names(topics, topic_count),
+        topics=_topics(topics, topic_count),
         rate=rate,
         size=size,
         producers=producers,
@@ -204,7 +217,7 @@ def consume_command(
     )
     options = ConsumeOptions(
         url=url,
-        topics=topic_names(topics, topic_count),
+        topics=_topics(topics, topic_count),
         subscription=subscription,
         kind=kind,
         consumers=consumers,

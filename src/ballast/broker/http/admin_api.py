@@ -170,7 +170,9 @@ class AdminApi:
     async def create_namespace(self, request: web.Request) -> web.StreamResponse:
         namespace = _namespace(request)
         body = await _json_body(request) or {}
-        bundles = body.get("bundles") if isinstance(body, dict) else None
+        if not isinstance(body, dict):  # Jackson reads Policies from an object only
+            raise ApiError(400, 'body must be a JSON object (Policies), e.g. {"bundles": ...}')
+        bundles = body.get("bundles")
         count: int | None = None
         boundaries: tuple[str, ...] = ()
         if isinstance(bundles, dict):
