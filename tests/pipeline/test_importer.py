@@ -80,10 +80,15 @@ def test_import_dump(tmp_path: Path) -> None:
     assert average.bundle == "public/default/0x40000000_0x80000000"
     assert (average.short_num_samples, average.long_max_samples) == (6, 1000)
     assert average.long_msg_rate_out == 0.15913789125963138
-    [broker_average] = snapshot.broker_averages
-    assert broker_average.broker == "10.244.2.23:8080"
+    computed, broker_average = snapshot.broker_averages
+    assert broker_average.broker == "10.244.2.23:8080"  # stored by the leader
     assert broker_average.num_bundles == 1
     assert broker_average.long_msg_rate_in == 0.06665547501955964
+    # 10.0.0.9 has no stored averages: its bundles' data summed, as the leader does (and as
+    # a decide snapshot without timeAverages is read); it used to get no row
+    assert computed.broker == "10.0.0.9:8080"
+    assert computed.long_msg_rate_out == average.long_msg_rate_out
+    assert computed.short_msg_rate_in == average.short_msg_rate_in
     assert snapshot.topics == ()
 
 

@@ -9,7 +9,8 @@ node holding the node's JSON::
 
 ``<dump>`` may also be a directory that contains ``loadbalance/``. Other nodes are ignored.
 The whole dump is one snapshot: brokers and their bundles (from each report's ``lastStats``),
-plus the leader's stored bundle and broker averages. A dump has no per-topic load.
+plus the leader's stored bundle and broker averages (a reporting broker without stored averages
+gets them computed from its bundles' data, as the leader does). A dump has no per-topic load.
 
 ``decide-snapshot``: a snapshot file of ``ballast decide`` (the JSON of
 :mod:`ballast.balance.snapshot_json`), read exactly as ``ballast decide`` reads it: brokers and
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import msgspec
 
+from ballast.balance.snapshot import reported_bundles
 from ballast.balance.snapshot_json import KNOWN_KEYS, is_metadata_dump, parse_snapshot
 from ballast.model.bundles import InvalidBundle, canonical_bundle
 from ballast.model.codec import ModelError
@@ -138,9 +140,25 @@ def import_pulsar_dump(path: Path, options: ImportOptions) -> HistorySnapshot:
         bundle_averages=tuple(bundle_average_row(b, d) for b, d in sorted(bundle_data.items())),
         broker_averages=tuple(
             broker_average_row(b, a, len(reports[b].last_stats) if b in reports else 0)
-            for b, a in sorted(averages.items())
+            for b, a in sorted(_with_missing_averages(averages, reports, bundle_data).items())
         ),
     )
+
+
+def _with_missing_averages(
+    averages: Mapping[str, TimeAverageBrokerData],
+    reports: Mapping[str, LocalBrokerData],
+    bundle_data: Mapping[str, BundleData],
+) -> dict[str, TimeAverageBrokerData]:
+    """The stored broker averages, and for each reporting broker without one, the averages
+    computed from its bundles' data, as Pulsar's leader does on every update (and as a
+    decide snapshot without ``timeAverages`` is read)."""
+    computed = {
+        broker: TimeAverageBrokerData.from_bundles(sorted(reported_bundles(report)), bundle_data)
+        for broker, report in reports.items()
+        if broker not in averages
+    }
+    return {**averages, **computed}
 
 
 # Parts of a decide snapshot the history tables hold; a warning names each of the others.
