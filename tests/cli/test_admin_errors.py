@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,3 +58,11 @@ def test_errors_exit_1_with_a_readable_reason(
     result = ballast("admin", "--url", server_url, *command)
     assert result.returncode == 1
     assert result.stderr.strip() == message
+
+
+def test_a_bad_url_is_blamed_on_where_it_came_from(ballast: Run) -> None:
+    from_env = ballast("admin", "tenants", "list", env={**os.environ, "BALLAST_ADMIN_URL": "x"})
+    assert from_env.returncode == 2
+    assert 'BALLAST_ADMIN_URL "x" is not a valid URL' in from_env.stderr
+    given = ballast("admin", "--url", "y", "tenants", "list")
+    assert given.returncode == 2 and '--url "y" is not a valid URL' in given.stderr

@@ -67,10 +67,12 @@ def admin_options(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Administer a running cluster through its HTTP API (like pulsar-admin)."""
+    from_env = url is None and os.environ.get("BALLAST_ADMIN_URL")
     chosen = (url or os.environ.get("BALLAST_ADMIN_URL") or DEFAULT_URL).rstrip("/")
     problem = url_problem(chosen, ("http", "https"))
     if problem is not None:
-        fail(f'--url "{chosen}" is not a valid URL: {problem}')
+        given = "BALLAST_ADMIN_URL" if from_env else "--url"
+        fail(f'{given} "{chosen}" is not a valid URL: {problem}')
     ctx.obj = AdminTarget(chosen, as_json)
 
 
