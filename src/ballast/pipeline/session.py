@@ -70,21 +70,21 @@ def check_master(master: str) -> None:
         return
     if master.startswith("k8s://") and len(master) > len("k8s://"):
         return
-    if master.startswith("spark://"):
-        hosts = master.removeprefix("spark://").split(",")
-        if all(
-            (found := _HOST_PORT.fullmatch(h)) and 0 < int(found.group(2)) < 65536 for h in hosts
-        ):
-            return
+    if standalone_masters(master):
+        return
     raise SparkUnavailable(f'--master "{master}" is not a Spark master URL ({MASTER_FORMS})')
 
 
 def standalone_masters(master: str) -> list[tuple[str, int]]:
-    """The hosts and ports of a ``spark://`` master URL (none for any other)."""
+    """The hosts and ports of a ``spark://`` master URL; none for any other URL, or when a
+    part of it is not a ``host:port`` with a port in 1..65535."""
     if not master.startswith("spark://"):
         return []
-    found = (_HOST_PORT.fullmatch(h) for h in master.removeprefix("spark://").split(","))
-    return [(m.group(1).strip("[]"), int(m.group(2))) for m in found if m is not None]
+    found = [_HOST_PORT.fullmatch(h) for h in master.removeprefix("spark://").split(",")]
+    hosts = [(m.group(1).strip("[]"), int(m.group(2))) for m in found if m is not None]
+    if len(hosts) < len(found) or not all(0 < port < 65536 for _, port in hosts):
+        return []
+    return hosts
 
 
 def check_reachable(master: str, timeout_s: float = 5.0) -> None:
