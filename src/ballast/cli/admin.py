@@ -19,7 +19,12 @@ import aiohttp
 import typer
 
 from ballast.cli.common import fail, print_json, url_problem
-from ballast.model.bundles import SPLIT_NAMED_BUNDLES, BundleRange, InvalidBundle
+from ballast.model.bundles import (
+    SPLIT_NAMED_BUNDLES,
+    BundleRange,
+    InvalidBundle,
+    parse_boundaries,
+)
 from ballast.model.naming import (
     InvalidNameError,
     NamespaceName,
@@ -67,8 +72,8 @@ def admin_options(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Administer a running cluster through its HTTP API (like pulsar-admin)."""
-    from_env = url is None and os.environ.get("BALLAST_ADMIN_URL")
-    chosen = (url or os.environ.get("BALLAST_ADMIN_URL") or DEFAULT_URL).rstrip("/")
+    from_env = os.environ.get("BALLAST_ADMIN_URL") if url is None else None
+    chosen = (url or from_env or DEFAULT_URL).rstrip("/")
     problem = url_problem(chosen, ("http", "https"))
     if problem is not None:
         given = "BALLAST_ADMIN_URL" if from_env else "--url"
@@ -343,18 +348,17 @@ def namespaces_split(
     if algorithm:
         params["splitAlgorithmName"] = algorithm
     name = _namespace(namespace)
-    path = f"/admin/v2/namespaces/{name}/{_bundle(bundle, named=True)}/split"
-    answer = call(ctx, "PUT", path, body, params=params)
-    if bundle in SPLIT_NAMED_BUNDLES or ctx.obj.as_json:
+    target = _bundle(bundle, named=True)
+    answer = call(ctx, "PUT", f"/admin/v2/namespaces/{name}/{target}/split", body, params=params)
+    if target in SPLIT_NAMED_BUNDLES or ctx.obj.as_json:
         show(ctx, answer)
         return
-    boundaries = call(ctx, "GET", f"/admin/v2/namespaces/{name}/bundles")["boundaries"]
-    split = BundleRange.parse(bundle)
-    still = any(
-        (int(low, 16), int(high, 16)) == (split.lower, split.upper)
-        for low, high in itertools.pairwise(boundaries)
+    bundles = call(ctx, "GET", f"/admin/v2/namespaces/{name}/bundles")
+    split = BundleRange.parse(target)
+    still = (split.lower, split.upper) in itertools.pairwise(
+        parse_boundaries(bundles["boundaries"])
     )
-    show(ctx, answer, ok=f"ok: {bundle} was not split (no cut point inside it)" if still else "ok")
+    show(ctx, answer, ok=f"ok: {target} was not split (no cut point inside it)" if still else "ok")
 
 
 @namespaces_app.command("anti-affinity")
