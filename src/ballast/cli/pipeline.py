@@ -107,10 +107,12 @@ def check_history_early(history: str, master: str | None, conf: list[str] | None
         fail(problem)
 
 
-def check_output_early(history: str, out: str, master: str | None, conf: list[str] | None) -> None:
+def check_output_early(
+    history: str | None, out: str, master: str | None, conf: list[str] | None
+) -> None:
     """Exit 2 at once when ``--out`` surely cannot take the results (see
-    :func:`ballast.pipeline.local_paths.local_output_problem`), before a JVM starts and the
-    job runs."""
+    :func:`ballast.pipeline.local_paths.local_output_problem`; ``history`` None for a
+    command that reads none), before a JVM starts and the job runs."""
     from ballast.pipeline.local_paths import local_output_problem
 
     problem = local_output_problem(
@@ -265,7 +267,6 @@ def generate_command(
     """Write a synthetic history: skewed (Zipf), diurnal and bursty load, brokers joining and
     leaving; seeded and deterministic, of any size."""
     from ballast.pipeline.jobs.generate import generate
-    from ballast.pipeline.local_paths import local_writable_problem
 
     if interval_s < 1:  # the spec counts milliseconds; say it in the option's unit
         fail(f"--interval-s must be at least 1 (seconds), not {interval_s}")
@@ -288,9 +289,7 @@ def generate_command(
         )
     except SpecError as exc:
         fail(str(exc))
-    problem = local_writable_problem(out, master=master, conf=parse_conf(conf), environ=os.environ)
-    if problem is not None:
-        fail(problem)
+    check_output_early(None, out, master, conf)
     with spark_session(master, conf) as spark:
         try:
             summary = generate(spark, spec, out, replace=replace)

@@ -80,18 +80,18 @@ def overlap_problem(history: str, out: str) -> str | None:
 
 
 def local_output_problem(
-    history: str,
+    history: str | None,
     out: str,
     *,
     master: str | None,
     conf: Mapping[str, str],
     environ: Mapping[str, str],
 ) -> str | None:
-    """Why a job surely cannot write ``out`` beside ``history`` (the history itself or
-    inside it, or :func:`local_writable_problem`), or None when it can or only Spark can
-    tell."""
+    """Why a job surely cannot write ``out`` beside ``history`` (None: it reads none): the
+    history itself or inside it, or :func:`local_writable_problem`; None when it can or only
+    Spark can tell."""
     target = surely_local(out, master=master, conf=conf, environ=environ) if out.strip() else None
-    source = surely_local(history, master=master, conf=conf, environ=environ)
+    source = surely_local(history, master=master, conf=conf, environ=environ) if history else None
     if target is not None and source is not None:
         problem = overlap_problem(str(source.resolve()), str(target.resolve()))
         if problem is not None:
