@@ -49,3 +49,13 @@ def test_every_key_of_the_file_is_checked_and_a_miss_is_named_as_the_file_names_
         "unowned_topic_seconds_max (unownedTopicSecondsMax): expected at most 100.0, got 250.0",
         "moves_min (movesMin): expected at least 3, got 1",
     ]
+
+
+def test_a_run_that_ends_with_no_broker_misses_its_load_goals_as_no_brokers() -> None:
+    expect = parse_scenario(tomllib.loads(EXPECT)).expect
+    summary = {**SUMMARY, "final": {"std": None, "ratio": None}, "convergenceS": 0.0}
+    checks = check_expectations(expect, summary)
+    assert not checks["finalStdMax"]["ok"] and not checks["finalRatioMax"]["ok"]
+    lines = failed_expectations({"expectations": checks})
+    assert "final_std_max (finalStdMax): expected at most 0.05, got no brokers" in lines
+    assert "final_ratio_max (finalRatioMax): expected at most 1.1, got no brokers" in lines

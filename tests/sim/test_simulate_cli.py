@@ -284,3 +284,24 @@ def test_a_simulated_leader_writes_a_history_that_replays(ballast: Run, tmp_path
     unwritable.write_text("", encoding="utf-8")
     bad = ballast("simulate", str(scenario), "--set", f"loadBalancerHistoryPath={unwritable / 'h'}")
     assert bad.returncode == 2 and "loadBalancerHistoryPath" in bad.stderr
+
+
+def test_a_run_that_ends_without_brokers_says_so(ballast: Run, tmp_path: Path) -> None:
+    scenario = tmp_path / "all-stop.toml"
+    scenario.write_text(
+        TINY.replace("add_brokers = 1", "stop_brokers = 2").replace(
+            "moves_max = 1000", "final_std_max = 0.05"
+        ),
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    done = ballast(
+        "simulate", str(scenario), "--no-plots", "--check-expectations", "--out", str(out)
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "final_std_max (finalStdMax): expected at most 0.05, got no brokers" in done.stderr
+    assert "no brokers" in done.stdout  # the table's final std, not a perfect 0.000
+    summary = json.loads((out / "threshold" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["final"]["brokers"] == 0
+    assert summary["final"]["std"] is None and summary["final"]["ratio"] is None
+    assert summary["convergenceS"] is None  # an empty cluster is not a balanced one

@@ -128,14 +128,19 @@ def _write_outputs(
             plot_comparison(results, summaries, out / "comparison.png")
 
 
+def _figure(value: float | None, digits: int) -> str:
+    """A load figure, or "no brokers" where the cluster had none to measure."""
+    return "no brokers" if value is None else f"{value:.{digits}f}"
+
+
 def _row(summary: dict[str, Any]) -> list[str]:
     final = summary["final"]
     converged = summary["convergenceS"]
     return [
         str(summary["strategy"]),
-        f"{final['std']:.3f}",
-        f"{final['ratio']:.2f}",
-        f"{summary['afterLastEvent']['meanStd']:.3f}",
+        _figure(final["std"], 3),
+        _figure(final["ratio"], 2),
+        _figure(summary["afterLastEvent"]["meanStd"], 3),
         "never" if converged is None else f"{converged:.0f} s",
         str(summary["moves"]["shedding"]),
         str(summary["bounces"]),

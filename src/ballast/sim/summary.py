@@ -11,7 +11,7 @@ from typing import Any
 
 from ballast.model.config import defaults
 from ballast.sim import metrics
-from ballast.sim.runner import RunResult
+from ballast.sim.runner import RunResult, StepRecord
 from ballast.sim.scenario import Expectations
 
 CONVERGENCE_EVENTS = frozenset(
@@ -70,18 +70,41 @@ def new_brokers(result: RunResult) -> list[dict[str, Any]]:
     return found
 
 
-def _time_average(result: RunResult, field: str, since: float) -> float:
+def _time_average(result: RunResult, field: str, since: float) -> float | None:
+    """The mean of ``field`` over the steps from ``since`` that had a broker; None if none
+    had: a cluster without brokers has no balance to average."""
     values = [getattr(s, field) for s in result.steps if s.t_s >= since and s.brokers > 0]
-    return sum(values) / len(values) if values else 0.0
+    return _round(sum(values) / len(values)) if values else None
+
+
+def _final(step: StepRecord) -> dict[str, Any]:
+    """The load figures at the end; with no broker left only the lower bound is known."""
+    if step.brokers == 0:
+        return {
+            "brokers": 0,
+            "meanLoad": None,
+            "std": None,
+            "maxLoad": None,
+            "lowerBound": _round(step.bound),
+            "ratio": None,
+        }
+    return {
+        "brokers": step.brokers,
+        "meanLoad": _round(step.mean),
+        "std": _round(step.std),
+        "maxLoad": _round(step.maximum),
+        "lowerBound": _round(step.bound),
+        "ratio": _round(step.ratio),
+    }
 
 
 def summarize(result: RunResult) -> dict[str, Any]:
     """The summary of a run (see the module docstring)."""
     scenario = result.scenario
-    final = result.steps[-1]
     since = reference_time(result)
     times = [s.t_s for s in result.steps]
-    stds = [s.std for s in result.steps]
+    # A step without brokers is not balanced: it must not count toward convergence.
+    stds = [s.std if s.brokers > 0 else math.inf for s in result.steps]
     converged = metrics.convergence_time(times, stds, scenario.target_std, since)
     grace_s = result.settings.get_int("loadBalancerSheddingGracePeriodMinutes") * 60.0
     arrivals = new_brokers(result)
@@ -96,19 +119,15 @@ def summarize(result: RunResult) -> dict[str, Any]:
         "targetStd": scenario.target_std,
         "settings": changed_settings(result),
         "notes": list(scenario.notes),
-        "final": {
-            "brokers": final.brokers,
-            "meanLoad": _round(final.mean),
-            "std": _round(final.std),
-            "maxLoad": _round(final.maximum),
-            "lowerBound": _round(final.bound),
-            "ratio": _round(final.ratio),
-        },
+        "final": _final(result.steps[-1]),
         "afterLastEvent": {
             "fromS": _round(since),
-            "meanStd": _round(_time_average(result, "std", since)),
-            "meanRatio": _round(_time_average(result, "ratio", since)),
-            "maxStd": _round(max((s.std for s in result.steps if s.t_s >= since), default=0.0)),
+            "meanStd": _time_average(result, "std", since),
+            "meanRatio": _time_average(result, "ratio", since),
+            "maxStd": max(
+                (_round(s.std) for s in result.steps if s.t_s >= since and s.brokers > 0),
+                default=None,
+            ),
         },
         "convergenceS": None if converged is None else _round(converged),
         "moves": {
@@ -190,7 +209,9 @@ def failed_expectations(summary: Mapping[str, Any]) -> list[str]:
     for name, check in summary["expectations"].items():
         if not check["ok"]:
             bound = "at least" if name == "movesMin" else "at most"
-            actual = "never" if check["actual"] is None else check["actual"]
+            actual = check["actual"]
+            if actual is None:  # a load figure with no broker left, or a time never reached
+                actual = "no brokers" if name in ("finalStdMax", "finalRatioMax") else "never"
             lines.append(
                 f"{EXPECT_KEYS[name]} ({name}): expected {bound} {check['expected']}, got {actual}"
             )
