@@ -4,6 +4,7 @@ history and on a history imported from a Pulsar dump; results checked against th
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from collections import defaultdict
 from collections.abc import Callable
@@ -191,6 +192,21 @@ def test_report_writes_page_and_charts(ballast: Ballast, history: Path, tmp_path
     assert len((out / "namespace_percentiles.csv").read_text().splitlines()) == 1 + 4
     written = sorted(p.name for p in out.iterdir())
     assert sorted(Path(o).name for o in done["outputs"]) == written  # every file it wrote
+
+
+@pytest.mark.spark
+def test_report_of_bundle_rows_alone(ballast: Ballast, history: Path, tmp_path: Path) -> None:
+    only = tmp_path / "bundles-only"
+    shutil.copytree(history / "bundles", only / "bundles")
+    out = tmp_path / "report"
+    done = summary(ballast("pipeline", "report", "--history", str(only), "--out", str(out)))
+    assert done["snapshots"] == 30  # counted from the bundle rows
+    assert done["brokers"] == 0
+    page = (out / "index.html").read_text()
+    assert ", 30 snapshots; 0 brokers, 4 namespaces." in page
+    assert (out / "synthetic-namespaces.png").exists()
+    assert not (out / "synthetic-usage.png").exists()  # no broker rows to draw
+    assert "synthetic-usage.png" not in page
 
 
 @pytest.mark.spark

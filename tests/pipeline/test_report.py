@@ -209,7 +209,8 @@ def test_render_report_writes_charts_and_escaped_tables() -> None:
     )
     series = pd.DataFrame({"snapshot_ms": times, "namespace": ["t/a"] * 3, "msg_rate": [1, 2, 3]})
     page, images = render_report(
-        [ClusterReport("east/1", over_time, brokers, namespaces, series)], "Load & more"
+        [ClusterReport("east/1", over_time, brokers, namespaces, series, tuple(times))],
+        "Load & more",
     )
     assert sorted(images) == [
         "east_1-imbalance.png",
@@ -224,3 +225,21 @@ def test_render_report_writes_charts_and_escaped_tables() -> None:
     assert page.index("a:1") < page.index("&lt;b&gt;:1")
     assert "90.0%" in page and "1,234.5" in page
     assert "1970-01-01 00:00 to 1970-01-01 00:02 UTC, 3 snapshots" in page
+
+
+def test_a_report_of_one_snapshot_names_it_in_the_singular() -> None:
+    over_time = pd.DataFrame(
+        {
+            "snapshot_ms": [60_000],
+            "brokers": [2],
+            **{c: [0.5] for c in ("usage_p50", "usage_p90", "usage_p99", "usage_max")},
+            **{c: [0.1] for c in ("usage_spread", "rate_peak_to_mean", "rate_cv")},
+        }
+    )
+    brokers = pd.DataFrame(columns=["broker", "usage_p95"])
+    namespaces = pd.DataFrame(columns=["namespace", "msg_rate_p95"])
+    series = pd.DataFrame({"snapshot_ms": [60_000], "namespace": ["t/a"], "msg_rate": [5.0]})
+    report = ClusterReport("c", over_time, brokers, namespaces, series, (60_000,))
+    page, images = render_report([report], "one")
+    assert "1970-01-01 00:01 UTC, 1 snapshot;" in page
+    assert len(images) == 3

@@ -26,18 +26,25 @@ class ClusterReport:
     """What the page shows for one cluster (frames from
     :mod:`ballast.pipeline.transforms.report`, restricted to the cluster):
     ``over_time`` (broker load over time), ``brokers`` (per-broker percentiles),
-    ``namespaces`` (per-namespace percentiles) and ``top_series`` (the busiest namespaces'
-    load over time)."""
+    ``namespaces`` (per-namespace percentiles), ``top_series`` (the busiest namespaces'
+    load over time) and ``snapshot_ms`` (every snapshot time with a broker or bundle row,
+    so a history of bundle rows alone still tells its span)."""
 
     cluster: str
     over_time: pd.DataFrame
     brokers: pd.DataFrame
     namespaces: pd.DataFrame
     top_series: pd.DataFrame
+    snapshot_ms: tuple[int, ...]
 
 
 def _times(frame: pd.DataFrame) -> pd.Series:
     return pd.to_datetime(frame["snapshot_ms"], unit="ms", utc=True)
+
+
+def _marker(frame: pd.DataFrame) -> str | None:
+    """A dot for a series of one point, which a line alone would not draw."""
+    return "o" if len(frame) == 1 else None
 
 
 def _png(figure: Figure) -> bytes:
@@ -60,12 +67,21 @@ def usage_chart(over_time: pd.DataFrame, cluster: str) -> bytes:
         ("usage_p90", "p90"),
         ("usage_p50", "p50"),
     ):
-        axes.plot(times, frame[column] * 100.0, label=label, linewidth=1.2)
+        axes.plot(times, frame[column] * 100.0, label=label, linewidth=1.2, marker=_marker(frame))
     axes.set_ylabel("weighted max resource usage (%)")
     axes.set_title(f"{cluster}: broker load across brokers")
     axes.grid(True, alpha=0.3)
     counts = axes.twinx()
-    counts.step(times, frame["brokers"], where="post", color="grey", alpha=0.5, label="brokers")
+    counts.step(
+        times,
+        frame["brokers"],
+        where="post",
+        color="grey",
+        alpha=0.5,
+        label="brokers",
+        marker=_marker(frame),
+    )
+    counts.set_ylim(bottom=0)  # a count from zero, so a flat line does not read as a swing
     counts.set_ylabel("brokers reporting")
     counts.yaxis.set_major_locator(MaxNLocator(integer=True))
     handles, labels = axes.get_legend_handles_labels()
@@ -82,8 +98,11 @@ def imbalance_chart(over_time: pd.DataFrame, cluster: str) -> bytes:
     axes = figure.add_subplot()
     frame = over_time.sort_values("snapshot_ms")
     times = _times(frame)
-    axes.plot(times, frame["rate_peak_to_mean"], label="msg rate max / mean", linewidth=1.2)
-    axes.plot(times, frame["rate_cv"], label="msg rate std / mean", linewidth=1.2)
+    marker = _marker(frame)
+    axes.plot(
+        times, frame["rate_peak_to_mean"], label="msg rate max / mean", linewidth=1.2, marker=marker
+    )
+    axes.plot(times, frame["rate_cv"], label="msg rate std / mean", linewidth=1.2, marker=marker)
     axes.set_ylabel("ratio")
     axes.set_title(f"{cluster}: imbalance between brokers")
     axes.grid(True, alpha=0.3)
@@ -95,6 +114,7 @@ def imbalance_chart(over_time: pd.DataFrame, cluster: str) -> bytes:
         alpha=0.6,
         linewidth=1.0,
         label="usage max - mean (points)",
+        marker=marker,
     )
     spread.set_ylabel("usage max - mean (percentage points)")
     handles, labels = axes.get_legend_handles_labels()
@@ -111,7 +131,13 @@ def namespace_chart(top_series: pd.DataFrame, cluster: str) -> bytes:
     axes = figure.add_subplot()
     for namespace in sorted(str(n) for n in top_series["namespace"].unique()):
         series = top_series[top_series["namespace"] == namespace].sort_values("snapshot_ms")
-        axes.plot(_times(series), series["msg_rate"], label=namespace, linewidth=1.0)
+        axes.plot(
+            _times(series),
+            series["msg_rate"],
+            label=namespace,
+            linewidth=1.0,
+            marker=_marker(series),
+        )
     axes.set_ylabel("msg rate in + out (msg/s)")
     axes.set_title(f"{cluster}: busiest namespaces")
     axes.grid(True, alpha=0.3)
@@ -162,12 +188,20 @@ img { max-width: 100%; display: block; margin: 1em 0; }
 """
 
 
-def _span(over_time: pd.DataFrame) -> str:
-    if over_time.empty:
+def _span(snapshot_ms: Sequence[int]) -> str:
+    if not snapshot_ms:
         return "no snapshots"
-    times = _times(over_time)
-    start, end = times.min(), times.max()
-    return f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC, {len(over_time)} snapshots"
+    start, end = (
+        pd.Timestamp(min(snapshot_ms), unit="ms", tz="UTC"),
+        pd.Timestamp(max(snapshot_ms), unit="ms", tz="UTC"),
+    )
+    count = len(snapshot_ms)
+    span = (
+        f"{start:%Y-%m-%d %H:%M} UTC"
+        if count == 1
+        else f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC"
+    )
+    return f"{span}, {count} snapshot{'' if count == 1 else 's'}"
 
 
 def render_report(reports: Sequence[ClusterReport], title: str) -> tuple[str, dict[str, bytes]]:
@@ -176,11 +210,13 @@ def render_report(reports: Sequence[ClusterReport], title: str) -> tuple[str, di
     sections: list[str] = []
     for report in reports:
         slug = _slug(report.cluster)
-        charts = {
-            f"{slug}-usage.png": usage_chart(report.over_time, report.cluster),
-            f"{slug}-imbalance.png": imbalance_chart(report.over_time, report.cluster),
-            f"{slug}-namespaces.png": namespace_chart(report.top_series, report.cluster),
-        }
+        # A chart only where there are rows to draw: a history may hold bundle rows alone.
+        charts: dict[str, bytes] = {}
+        if not report.over_time.empty:
+            charts[f"{slug}-usage.png"] = usage_chart(report.over_time, report.cluster)
+            charts[f"{slug}-imbalance.png"] = imbalance_chart(report.over_time, report.cluster)
+        if not report.top_series.empty:
+            charts[f"{slug}-namespaces.png"] = namespace_chart(report.top_series, report.cluster)
         images.update(charts)
         hottest = report.brokers.sort_values(["usage_p95", "broker"], ascending=[False, True]).head(
             TOP_ROWS
@@ -218,14 +254,14 @@ def render_report(reports: Sequence[ClusterReport], title: str) -> tuple[str, di
         name = html.escape(report.cluster)
         sections.append(
             f"<h2>Cluster {name}</h2>"
-            f"<p>{html.escape(_span(report.over_time))}; {len(report.brokers)} brokers, "
+            f"<p>{html.escape(_span(report.snapshot_ms))}; {len(report.brokers)} brokers, "
             f"{len(report.namespaces)} namespaces.</p>"
             + "".join(f'<img src="{file}" alt="{html.escape(file)}">' for file in charts)
             + f"<h3>Hottest brokers (by 95th percentile usage)</h3>{broker_table}"
             + f"<h3>Busiest namespaces (by 95th percentile msg rate)</h3>{namespace_table}"
         )
     if not sections:
-        sections.append("<p>The history has no broker reports.</p>")
+        sections.append("<p>The history has no load reports.</p>")
     page = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"

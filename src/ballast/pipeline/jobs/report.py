@@ -82,8 +82,10 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
         namespace_table = namespace_stats.toPandas()
         top = top_namespaces(namespace_stats, TOP_NAMESPACES)
         top_series = series.join(top, on=["cluster", "namespace"]).toPandas()
+        bundle_times = series.select("cluster", "snapshot_ms").distinct().toPandas()
     finally:
         series.unpersist()
+    times = pd.concat([over_time[["cluster", "snapshot_ms"]], bundle_times]).drop_duplicates()
     clusters = sorted(set(over_time["cluster"]) | set(namespace_table["cluster"]))
     reports = [
         ClusterReport(
@@ -92,6 +94,7 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
             brokers=_of(broker_table, cluster),
             namespaces=_of(namespace_table, cluster),
             top_series=_of(top_series, cluster),
+            snapshot_ms=tuple(sorted(int(t) for t in _of(times, cluster)["snapshot_ms"])),
         )
         for cluster in clusters
     ]
@@ -109,7 +112,7 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
         table.to_csv(directory / name, index=False)
     return {
         "clusters": clusters,
-        "snapshots": len(over_time),
+        "snapshots": len(times),
         "brokers": len(broker_table),
         "namespaces": len(namespace_table),
         "outputs": [str(directory / name) for name in ("index.html", *images, *tables)],
