@@ -84,3 +84,20 @@ def test_listeners_hear_every_change_and_splits_are_marked() -> None:
     assert set(heard[2].topics) == set(topics[:6])
     assert set(heard[3].topics) | set(heard[4].topics) == set(topics[:6])
     assert set(heard[5].topics) == set(heard[3].topics)
+
+
+def test_one_topic_removed_leaves_its_bundle_served() -> None:
+    served = ServedTopics()
+    heard: list[ServedChange] = []
+    served.add_listener(heard.append)
+    bundle = NamespaceBundles.equal(NS, 1).bundles[0]
+    gone, kept = (TopicName.parse(f"non-persistent://t/ns/{n}") for n in ("gone", "kept"))
+    served.add_bundle(bundle, [gone, kept])
+    changes = served.changes
+    served.remove_topic(gone)
+    assert served.topics(bundle) == {kept} and bundle in served
+    assert served.bundle_of(gone) is None and served.bundle_of(kept) == bundle
+    assert heard[-1] == ServedChange(bundle, (gone,), False)
+    assert served.changes == changes + 1  # readers caching the map see the change
+    served.remove_topic(gone)  # already gone: nothing to tell
+    assert served.changes == changes + 1

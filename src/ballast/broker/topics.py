@@ -74,11 +74,12 @@ class NamespaceTopicIndex:
 @dataclass(frozen=True, slots=True)
 class ServedChange:
     """The broker began (``added``) or stopped serving ``topics`` of ``bundle``. A bundle
-    added with no topics yet is reported too (``topics`` empty). ``split``: the change is the
-    re-cut of a split — the parent removed, its children added — and the topics stay on this
-    broker (their clients stay connected). ``transfer_to``: the bundle stopped being served
-    here because it is being transferred to that broker (its id), which clients may be sent to
-    directly."""
+    added with no topics yet is reported too (``topics`` empty); a removal may be of some
+    topics only (inactive topics deleted) while the bundle stays served. ``split``: the
+    change is the re-cut of a split — the parent removed, its children added — and the topics
+    stay on this broker (their clients stay connected). ``transfer_to``: the bundle stopped
+    being served here because it is being transferred to that broker (its id), which clients
+    may be sent to directly."""
 
     bundle: BundleName
     topics: tuple[TopicName, ...]
@@ -143,6 +144,15 @@ class ServedTopics:
 
     def add_topic(self, topic: TopicName, bundle: BundleName) -> None:
         self.add_bundle(bundle, [topic])
+
+    def remove_topic(self, topic: TopicName) -> None:
+        """Stop serving one topic of a bundle still served (an inactive topic deleted);
+        listeners hear it as a removal of that topic alone."""
+        bundle = self._bundle_of.pop(topic, None)
+        if bundle is None:
+            return
+        self._by_bundle[bundle].discard(topic)
+        self._tell(ServedChange(bundle, (topic,), False))
 
     def remove_bundle(
         self, bundle: BundleName, *, split: bool = False, transfer_to: str | None = None

@@ -6,7 +6,8 @@ Started before the broker registers (clients may be sent to it at once) and stop
 has left (a graceful stop first moves its bundles, closing their clients with the
 destination's URL). Output of all connections is flushed once per loop iteration.
 
-Concurrency contract: one event loop; one task per connection, plus one per pending request.
+Concurrency contract: one event loop; one task per connection, plus one per pending request,
+plus one that deletes inactive topics every ``brokerDeleteInactiveTopicsFrequencySeconds``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ballast.broker.binary.topics import TRANSFER_WAIT_S, TopicService
 from ballast.broker.traffic import MeasuredTraffic
 from ballast.model.config import Settings
 from ballast.protocol.versions import DEFAULT_MAX_MESSAGE_SIZE, max_frame_size
+from ballast.tasks import cancel_and_wait, spawn
 
 if TYPE_CHECKING:
     from ballast.broker.node import BrokerNode
@@ -41,7 +43,10 @@ class BinaryServer:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         keep_alive_s: float = 30.0,
         transfer_wait_s: float = TRANSFER_WAIT_S,
+        inactive_topics_s: float | None = None,
     ) -> None:
+        """``inactive_topics_s``: the period of the inactive-topic sweep, and how long a topic
+        must be inactive to go (None: topics are never deleted)."""
         self.node = node
         self.clock = node.clock
         self.host = host
@@ -57,13 +62,15 @@ class BinaryServer:
         self._dirty: set[ServerConnection] = set()
         self._flush_scheduled = False
         self._server: asyncio.Server | None = None
+        self.inactive_topics_s = inactive_topics_s
+        self._sweeper: asyncio.Task[None] | None = None
 
     @classmethod
     def for_node(
         cls, node: BrokerNode, host: str, port: int, traffic: MeasuredTraffic
     ) -> BinaryServer:
         """A server configured from the node's settings (``maxMessageSize``,
-        ``keepAliveIntervalSeconds``)."""
+        ``keepAliveIntervalSeconds``, ``brokerDeleteInactiveTopics*``)."""
         settings: Settings = node.settings
         return cls(
             node,
@@ -72,6 +79,11 @@ class BinaryServer:
             traffic,
             max_message_size=settings.get_int("maxMessageSize"),
             keep_alive_s=settings.get_int("keepAliveIntervalSeconds"),
+            inactive_topics_s=(
+                settings.get_int("brokerDeleteInactiveTopicsFrequencySeconds")
+                if settings.get_bool("brokerDeleteInactiveTopicsEnabled")
+                else None
+            ),
         )
 
     async def start(self) -> None:
@@ -80,6 +92,15 @@ class BinaryServer:
         )
         if self.port == 0:
             self.port = int(self._server.sockets[0].getsockname()[1])
+        if self.inactive_topics_s is not None:
+            self._sweeper = spawn("inactive-topics", self._sweep(self.inactive_topics_s))
+
+    async def _sweep(self, period_s: float) -> None:
+        # Pulsar's inactivity monitor: a fixed-rate check whose period is also the inactive
+        # time allowed (brokerDeleteInactiveTopicsMaxInactiveDurationSeconds unset).
+        while True:
+            await self.clock.sleep(period_s)
+            self.topics.delete_inactive(period_s)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connection = ServerConnection(self, reader, writer)
@@ -107,6 +128,7 @@ class BinaryServer:
 
     async def stop(self) -> None:
         """Stop listening and close every connection."""
+        await cancel_and_wait(self._sweeper)
         if self._server is not None:
             self._server.close()
         for connection in list(self.connections):

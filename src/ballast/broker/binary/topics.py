@@ -14,7 +14,10 @@ broker stops serving.
   ``Producer.disconnect`` / ``Consumer.disconnect``), carrying the destination's URL for a
   transfer (``assignedBrokerServiceUrl``, PIP-307); clients then reconnect there at once, or
   look the topic up again. A split without unload keeps every client where it is.
-- A topic with no producers and no subscriptions is dropped (nothing of it is stored).
+- A topic with no producers and no subscriptions is dropped (nothing of it is stored). Still
+  listed as served, it is deleted after ``brokerDeleteInactiveTopicsFrequencySeconds`` without
+  them (Pulsar's ``checkGC`` with ``brokerDeleteInactiveTopicsEnabled``; the inactive time
+  defaults to the check's period there too), so a namespace whose clients left is empty again.
 
 Concurrency contract: one event loop. Registration after :meth:`TopicService.open` must follow
 it without an intervening await, so a bundle removed meanwhile cannot keep a client.
@@ -159,6 +162,9 @@ class TopicService:
         self.clock = clock
         self.transfer_wait_s = transfer_wait_s
         self.topics: dict[TopicName, NonPersistentTopic] = {}
+        # When each served non-persistent topic was last seen active (created, or with a
+        # client at a sweep): Pulsar's ``lastActive``.
+        self._last_active: dict[TopicName, float] = {}
         self._names = itertools.count()
         self._name_prefix = f"{node.settings.get_str('clusterName')}-{node.identity.broker_port}"
         self.closed_by_broker = 0  # producers and consumers closed because their bundle left
@@ -214,7 +220,29 @@ class TopicService:
         if found is None:
             found = NonPersistentTopic(name, self.traffic.meter(name))
             self.topics[name] = found
+            self._last_active[name] = self.clock.monotonic()
         return found
+
+    def delete_inactive(self, max_inactive_s: float) -> list[TopicName]:
+        """Stop serving the non-persistent topics that have had no producer and no
+        subscription for more than ``max_inactive_s`` (Pulsar's ``checkGC`` in
+        ``delete_when_no_subscriptions`` mode): a topic with a client is marked active now,
+        one without is deleted once its last active time is that old. The deleted topics."""
+        now = self.clock.monotonic()
+        inactive: list[TopicName] = []
+        for _, served in self.node.served.bundle_topics():
+            for name in served:
+                if name.is_persistent:
+                    continue  # kept in the store; Ballast has no storage to reclaim
+                topic = self.topics.get(name)
+                if topic is not None and not topic.idle:
+                    self._last_active[name] = now
+                elif now - self._last_active.setdefault(name, now) > max_inactive_s:
+                    inactive.append(name)
+        for name in inactive:
+            log.info("deleting %s: no producers or subscriptions for %.0f s", name, max_inactive_s)
+            self.node.served.remove_topic(name)
+        return inactive
 
     def new_producer_name(self) -> str:
         """A name unique in the cluster for a producer that brought none (Pulsar names them
@@ -268,6 +296,7 @@ class TopicService:
             urls = self.node.lookups.known_urls(change.transfer_to)
             url = urls.broker_url if urls is not None else None
         for name in change.topics:
+            self._last_active.pop(name, None)
             topic = self.topics.pop(name, None)
             if topic is None:
                 continue
@@ -298,3 +327,4 @@ class TopicService:
         for name in list(self.topics):
             self.traffic.forget(name)
         self.topics.clear()
+        self._last_active.clear()

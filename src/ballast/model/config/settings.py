@@ -490,6 +490,21 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "brokerDeleteInactiveTopicsEnabled",
+        BOOL,
+        True,
+        "",
+        "Delete non-persistent topics left without producers and subscriptions.",
+    ),
+    Setting(
+        "brokerDeleteInactiveTopicsFrequencySeconds",
+        INT,
+        60,
+        "s",
+        "How often inactive topics are looked for; one inactive this long is deleted.",
+        minimum=1,
+    ),
+    Setting(
         "brokerShutdownTimeoutMs",
         INT,
         60000,
