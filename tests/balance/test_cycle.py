@@ -83,6 +83,17 @@ def test_excluded_namespaces_are_not_moved() -> None:
     result = cycle(overloaded(), shedding=shedding)
     assert result.decisions == ()
     assert result.stats["skipped"][0]["why"] == "namespace is excluded from shedding"
+    # the strategy proposed a move, the cycle kept it: no bundle could move, not "Balanced"
+    assert (result.stats["outcome"], result.stats["reason"]) == ("Skip", "NoBundles")
+
+
+def test_a_strategy_that_proposes_nothing_gives_its_own_reason() -> None:
+    idle = snapshot({"a": report(), "b": report()}, {})
+    result = cycle(idle, "threshold")
+    assert result.decisions == ()
+    assert result.stats["strategy"]["reason"] == "NoLoadData"
+    assert (result.stats["outcome"], result.stats["reason"]) == ("Skip", "NoLoadData")
+    assert result.stats["detail"] == result.stats["strategy"]["detail"]
 
 
 def test_isolation_with_no_other_broker_blocks_the_unload() -> None:

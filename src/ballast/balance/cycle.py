@@ -124,7 +124,7 @@ def run_shedding_cycle(
     if not shedder.modular:
         # The strategy picks its destinations itself: the cycle drops nothing, and its
         # outcome is the strategy's.
-        own = {k: result.stats[k] for k in ("outcome", "reason", "detail") if k in result.stats}
+        own = _own_outcome(result.stats)
         passed: dict[str, JsonValue] = {
             **(own or outcome(bool(result.decisions), ReasonKind.BALANCED, "nothing to move")),
             "strategy": result.stats,
@@ -167,8 +167,14 @@ def run_shedding_cycle(
                 moves.append(_to_transfer(proposal, selection.broker, selection.reason))
                 continue
         skipped.append({"bundle": bundle, "broker": broker, "why": why})
+    if moves:
+        head = outcome(True, ReasonKind.BALANCED)
+    elif result.decisions:  # the strategy proposed, the cycle's checks kept every bundle
+        head = outcome(False, ReasonKind.NO_BUNDLES, "no proposal survived the cycle's checks")
+    else:  # the strategy's own reason (NoLoadData, HitCount, ...), as the others report it
+        head = _own_outcome(result.stats) or outcome(False, ReasonKind.BALANCED, "nothing to move")
     stats: dict[str, JsonValue] = {
-        **outcome(bool(moves), ReasonKind.BALANCED, "no proposal survived the cycle's checks"),
+        **head,
         "strategy": result.stats,
         "skipped": skipped,
         "expiredRecentlyUnloadedBundles": list(expired),
@@ -181,6 +187,11 @@ def run_shedding_cycle(
         result.expired_unloaded_brokers,
         stats,
     )
+
+
+def _own_outcome(stats: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """The outcome figures a strategy reported itself (empty if it reported none)."""
+    return {k: stats[k] for k in ("outcome", "reason", "detail") if k in stats}
 
 
 def _guard(
