@@ -103,10 +103,12 @@ def test_warnings_for_unknown_keys_brokers_and_double_reports() -> None:
     ("document", "path"),
     [
         ("[1]", "$"),
+        ("null", "$"),
         ("{", "$"),
         ("{}", "$.brokers"),
         ('{"brokers": {"b1": {"cpu": {"usage": "high"}}}}', '$.brokers["b1"].cpu.usage'),
         ('{"brokers": {"b1": {"lastStats": {"nope": {}}}}}', '$.brokers["b1"].lastStats["nope"]'),
+        ('{"brokers": {"b1": {"bundles": ["t/n/0x0_0x1", "x"]}}}', '$.brokers["b1"].bundles'),
         (
             '{"brokers": {}, "bundles": {"t/n/0x0_0x1": {"topics": -1}}}',
             '$.bundles["t/n/0x0_0x1"].topics',
@@ -209,3 +211,18 @@ def test_a_metadata_dump_is_a_snapshot() -> None:
         assert list(parsed.snapshot.bundles) == ["t/ns/0x00000000_0x8000000a"]
     with pytest.raises(ModelError, match="records"):
         parse_snapshot(json.dumps({"root": "/", "records": []}))
+
+
+def test_a_load_record_a_metadata_dump_holds_as_text_is_refused_not_dropped() -> None:
+    for entry, kind in (({"text": "not json"}, "text"), ({"base64": "AAE="}, "base64")):
+        dump = {
+            "root": "/loadbalance",
+            "records": {
+                "/loadbalance/bundle-data/t/ns": {"text": ""},  # a node above the records
+                "/loadbalance/brokers/10.0.0.1:8080": {"json": BROKER},
+                "/loadbalance/brokers/10.0.0.2:8080": entry,
+            },
+        }
+        with pytest.raises(ModelError, match=f"not JSON .the dump holds it as {kind}") as caught:
+            parse_snapshot(json.dumps(dump))
+        assert caught.value.path == '$.records["/loadbalance/brokers/10.0.0.2:8080"]'

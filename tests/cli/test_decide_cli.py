@@ -201,10 +201,24 @@ def test_a_snapshot_that_is_not_utf_8_exits_2(ballast: Run, tmp_path: Path) -> N
     assert "internal error" not in result.stderr
 
 
+def test_a_snapshot_saved_with_a_byte_order_mark_is_read(ballast: Run, tmp_path: Path) -> None:
+    marked = tmp_path / "bom.json"
+    plain = (DATA / "bsd-topics.snapshot.json").read_bytes()
+    marked.write_bytes(b"\xef\xbb\xbf" + plain)  # as some Windows editors save UTF-8
+    with_mark = ballast("decide", "split", str(marked))
+    assert with_mark.returncode == 0, with_mark.stderr
+    assert (
+        with_mark.stdout
+        == ballast("decide", "split", str(DATA / "bsd-topics.snapshot.json")).stdout
+    )
+
+
 def test_bad_names_exit_2_with_the_valid_choices(ballast: Run) -> None:
     snapshot = str(DATA / "bsd-topics.snapshot.json")
     shed = ballast("decide", "shed", snapshot, "--strategy", "fastest")
     assert shed.returncode == 2 and "valid: overload, threshold, uniform, transfer" in shed.stderr
+    empty = ballast("decide", "shed", snapshot, "--strategy", "")  # not the default
+    assert empty.returncode == 2 and 'unknown shedding strategy ""' in empty.stderr
     place = ballast(
         "decide", "place", snapshot, "--bundle", "t/n/0x00000000_0x80000000", "--strategy", "x"
     )

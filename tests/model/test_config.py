@@ -95,11 +95,11 @@ def test_strict_loading_refuses_an_unknown_key() -> None:
 
 
 def test_foreign_keys_of_a_real_broker_conf_are_summarised() -> None:
-    conf = "zookeeperServers=zk:2181\nbrokerDeleteInactiveTopicsEnabled=true\n"
+    conf = "zookeeperServers=zk:2181\nmanagedLedgerDefaultEnsembleSize=2\n"
     loaded = load_settings(conf_text=conf, conf_name="broker.conf")
     assert loaded.warnings == (
         "2 key(s) in broker.conf not used by Ballast: zookeeperServers, "
-        "brokerDeleteInactiveTopicsEnabled",
+        "managedLedgerDefaultEnsembleSize",
     )
 
 

@@ -58,7 +58,12 @@ def _object(value: Any, path: str) -> dict[str, Any]:
 
 def parse_snapshot(data: bytes | str) -> ParsedSnapshot:
     """Parse a snapshot document, or a ``ballast metadata dump`` of ``/loadbalance`` (or of a
-    path above it); raises :class:`ModelError` naming the path."""
+    path above it); raises :class:`ModelError` naming the path. A UTF-8 byte order mark at
+    the start is ignored, as JSON parsers may (RFC 8259, 8.1)."""
+    if isinstance(data, str):
+        data = data.removeprefix("\ufeff")
+    else:
+        data = data.removeprefix(b"\xef\xbb\xbf")
     try:
         obj = msgspec.json.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
@@ -73,6 +78,8 @@ def parse_snapshot(data: bytes | str) -> ParsedSnapshot:
 def snapshot_from_object(obj: Any) -> ParsedSnapshot:
     """Build the snapshot from already-decoded JSON (dicts keep their order: it is the
     iteration order of the decisions)."""
+    if obj is None:  # _object reads a missing part as empty; a whole snapshot must be there
+        raise ModelError("$", "expected an object, got null")
     root = _object(obj, "$")
     warnings: list[str] = [f"unknown key {key} ignored" for key in root if key not in KNOWN_KEYS]
     if "brokers" not in root:
@@ -246,8 +253,16 @@ def metadata_dump_to_object(dump: Mapping[str, Any]) -> tuple[dict[str, Any], li
             continue
         relative = path[len(LOADBALANCE_ROOT) :]
         section, _, name = relative.partition("/")
-        if section in _DUMP_PARTS and name and "json" in entry:
+        if section not in _DUMP_PARTS or not name:
+            continue
+        if "json" in entry:
             values[relative] = entry["json"]
+        elif entry.get("text") != "":  # "" is a node above the records (a tenant, a namespace)
+            raise ModelError(
+                f"$.records{key_path(path)}",
+                f"{path}: a load record that is not JSON (the dump holds it as "
+                f"{'text' if 'text' in entry else 'base64'})",
+            )
     return _assemble_dump(values, lambda _relative, _where, value: value)
 
 

@@ -141,7 +141,7 @@ def shed_command(
 ) -> None:
     """Which bundles the shedding strategy would move off which brokers."""
     settings = settings_from(config, overrides)
-    name = strategy or settings.get_str("loadBalancerLoadSheddingStrategy")
+    name = settings.get_str("loadBalancerLoadSheddingStrategy") if strategy is None else strategy
     try:
         shedder = shedding_strategy(name)
     except UnknownStrategy as exc:

@@ -434,9 +434,8 @@ def shed_command(
 
     settings = settings_from(config, overrides)
     try:
-        name = shedding_strategy(
-            strategy or settings.get_str("loadBalancerLoadSheddingStrategy")
-        ).name
+        default = settings.get_str("loadBalancerLoadSheddingStrategy")
+        name = shedding_strategy(default if strategy is None else strategy).name
     except UnknownStrategy as exc:
         fail(str(exc))
     if scope not in {s.value for s in Scope}:

@@ -226,15 +226,21 @@ def canonicalize_bundles(data: LocalBrokerData, *, root: str = "$") -> LocalBrok
     """Normalise every bundle name in a report (keys of ``lastStats``, members of
     ``bundles`` and the deltas) to lowercase canonical form."""
 
-    def canonical(name: str, field: str) -> str:
+    def canonical(name: str, field: str, *, member: bool = False) -> str:
         # the path is only spelled out for an error: a report holds thousands of names
         try:
             return _canonical(name)
-        except InvalidBundle:
-            return canonical_bundle_key(name, f"{root}.{field}{key_path(name)}")
+        except InvalidBundle as exc:
+            if not member:
+                return canonical_bundle_key(name, f"{root}.{field}{key_path(name)}")
+            # a JSON array decoded as a set: the member's position is gone, so the error
+            # names the array, and the member in its message
+            text = str(exc.args[0])
+            where = text if name in text else f'bundle "{name}": {text}'
+            raise ModelError(f"{root}.{field}", where) from None
 
     def names(field: str, values: frozenset[str]) -> frozenset[str]:
-        return frozenset(canonical(v, field) for v in values)
+        return frozenset(canonical(v, field, member=True) for v in values)
 
     stats = {canonical(key, "lastStats"): value for key, value in data.last_stats.items()}
     bundles = names("bundles", data.bundles)
