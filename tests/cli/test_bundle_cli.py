@@ -64,6 +64,10 @@ def test_split_at_positions(ballast: Run) -> None:
     ]
     outside = ballast("bundle", "split", "0x00000000_0x80000000", "--positions=0x80000000")
     assert outside.returncode == 2 and "strictly inside" in outside.stderr
+    decimal = ballast("bundle", "split", "0x00000000_0xffffffff", "--positions=0100000000")
+    assert decimal.stdout.split() == ["0x00000000_0x05f5e100", "0x05f5e100_0xffffffff"]
+    negative = ballast("bundle", "split", "0x00000000_0xffffffff", "--positions=-1")
+    assert negative.returncode == 2 and 'position "-1" is not a hash position' in negative.stderr
 
 
 def test_specified_positions_algorithm_needs_two_owned_topics(ballast: Run, tmp_path: Path) -> None:

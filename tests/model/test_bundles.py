@@ -22,6 +22,7 @@ from ballast.model.bundles import (
     iter_equal_boundaries,
     java_long_decode,
     parse_boundaries,
+    parse_position,
     split_boundaries,
     topic_hash,
 )
@@ -151,6 +152,17 @@ def test_user_boundaries() -> None:
         parse_boundaries(["0x10", "0xffffffff"])
     with pytest.raises(InvalidBundle, match="not a number"):
         parse_boundaries(["0x0", "nope", "0xffffffff"])
+    with pytest.raises(InvalidBundle, match='"-1" is negative'):  # not "0x-0000001"
+        parse_boundaries(["0x0", "-1", "0xffffffff"])
+
+
+def test_split_positions_read_as_pulsar_admin_reads_them() -> None:
+    assert parse_position("0x60000000") == parse_position("0X60000000") == 0x60000000
+    assert parse_position("0100000000") == 100_000_000  # decimal: a leading 0 is not octal
+    assert parse_position("010") == 10
+    for bad in ("-1", "+5", "0x", "1_0", "1e3", " 5", "#10"):
+        with pytest.raises(ValueError):
+            parse_position(bad)
 
 
 @given(count=st.integers(1, 5000), key=st.integers(0, FULL_UPPER))

@@ -114,6 +114,12 @@ def test_foreign_keys_of_a_real_broker_conf_are_summarised() -> None:
             "loadBalancerBrokerMaxTopics=ten",
             'loadBalancerBrokerMaxTopics="ten" is not a valid integer',
         ),
+        ("loadBalancerSheddingIntervalMinutes=1_0", '"1_0" is not a valid integer'),
+        ("loadBalancerBrokerMaxTopics=１２", "is not a valid integer"),  # not ASCII digits
+        (
+            "loadBalancerNamespaceBundleMaxMsgRate=99999999999999999999",
+            "is not a valid integer (beyond a Java long)",
+        ),
         ("loadBalancerHistoryResourcePercentage=nan", "must be finite"),
         ("loadBalancerSheddingIntervalMinutes=0", "must be at least 1"),
         ("webServicePort=65536", 'webServicePort="65536" must be at most 65535'),
@@ -151,6 +157,14 @@ def test_legacy_misspelled_weight_is_honoured() -> None:
         ]
     ).settings
     assert both["loadBalancerBandwidthInResourceWeight"] == 0.7
+    # Pulsar's getter: the new key set to its default 1.0 does not hide the old key's value
+    default_new = load_settings(
+        overrides=[
+            "loadBalancerBandwidthInResourceWeight=1.0",
+            "loadBalancerBandwithInResourceWeight=2.0",
+        ]
+    ).settings
+    assert default_new["loadBalancerBandwidthInResourceWeight"] == 2.0
 
 
 def test_component_configs_convert_units() -> None:

@@ -24,6 +24,7 @@ from ballast.model.bundles import (
     BundleRange,
     InvalidBundle,
     parse_boundaries,
+    parse_position,
 )
 from ballast.model.naming import (
     InvalidNameError,
@@ -334,9 +335,9 @@ def namespaces_split(
     body = None
     if positions is not None:
         try:
-            body = [int(p, 0) for p in positions.split(",") if p.strip()]
+            body = [parse_position(p.strip()) for p in positions.split(",") if p.strip()]
         except ValueError:
-            fail("--positions are integers (0x... or decimal)")
+            fail("--positions are hash positions (0x... hex or decimal)")
         if not body:
             fail("--positions names no position (give 0x... or decimal, comma-separated)")
         if algorithm is None:

@@ -19,7 +19,7 @@ from ballast.model.bundles import (
     format_boundary,
     hex_boundaries,
     iter_equal_boundaries,
-    java_long_decode,
+    parse_position,
     split_boundaries,
     validate_num_bundles,
 )
@@ -90,9 +90,9 @@ def parse_positions(text: str) -> list[int]:
         if not stripped:
             continue
         try:
-            positions.append(java_long_decode(stripped))
+            positions.append(parse_position(stripped))
         except ValueError:
-            fail(f'position "{stripped}" is not a number (use 0x... hex or decimal)')
+            fail(f'position "{stripped}" is not a hash position (use 0x... hex or decimal)')
     if not positions:
         fail("--positions needs at least one position")
     return positions

@@ -38,6 +38,18 @@ class InvalidBundle(ValueError):
 _PLAIN_HEX = re.compile(r"0[xX][0-9a-fA-F]{1,15}")
 
 
+_POSITION = re.compile(r"0[xX][0-9a-fA-F]+|[0-9]+")
+
+
+def parse_position(text: str) -> int:
+    """A split position: ``0x...`` hex, else decimal as pulsar-admin reads its split
+    boundaries (a leading zero is not octal); no sign, as a hash is never negative.
+    ValueError for anything else."""
+    if _POSITION.fullmatch(text) is None:
+        raise ValueError(f"not a position: {text!r}")
+    return int(text[2:], 16) if text[:2] in ("0x", "0X") else int(text, 10)
+
+
 def java_long_decode(text: str) -> int:
     """``java.lang.Long.decode``: optional sign, then ``0x``/``0X``/``#`` for hex, a leading
     ``0`` for octal, else decimal. Raises ValueError where Java throws NumberFormatException."""
@@ -263,9 +275,12 @@ def parse_boundaries(texts: Iterable[str]) -> tuple[int, ...]:
     for text in texts:
         stripped = text.strip()
         try:
-            values.add(java_long_decode(stripped))
+            value = java_long_decode(stripped)
         except ValueError:
             raise InvalidBundle(f'boundary "{text}" is not a number') from None
+        if value < FULL_LOWER:
+            raise InvalidBundle(f'boundary "{text}" is negative: hashes run from 0x00000000')
+        values.add(value)
     return validate_boundaries(sorted(values))
 
 

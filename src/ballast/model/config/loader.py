@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -89,6 +90,10 @@ def defaults() -> Settings:
     return Settings(MappingProxyType({s.key: s.default for s in SETTINGS}))
 
 
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
+_JAVA_LONG_MIN, _JAVA_LONG_MAX = -(2**63), 2**63 - 1
+
+
 def parse_value(setting: Setting, raw: str) -> Any:
     """Parse ``raw`` for ``setting``; an empty value keeps the current one (Pulsar ignores
     blank values). Raises :class:`ConfigError` naming key, value and expected type."""
@@ -108,10 +113,13 @@ def parse_value(setting: Setting, raw: str) -> Any:
             return False
         raise bad(" (expected true or false)")
     if kind is Kind.INT:
-        try:
-            value: Any = int(text, 10)
-        except ValueError:
-            raise bad() from None
+        # Java's Long.parseLong: an optional sign and decimal digits (Python's int() would
+        # also take "1_000" and other digits than ASCII), within a long's range.
+        if _JAVA_INTEGER.fullmatch(text) is None:
+            raise bad()
+        value: Any = int(text, 10)
+        if not _JAVA_LONG_MIN <= value <= _JAVA_LONG_MAX:
+            raise bad(" (beyond a Java long)")
         _check_range(setting, value, raw)
         return value
     if kind in (Kind.FLOAT, Kind.OPTIONAL_FLOAT):
@@ -246,12 +254,16 @@ def load_settings(
 
 
 def _honour_legacy_weights(values: dict[str, Any], sources: dict[str, str]) -> None:
-    """Pulsar still reads the misspelled ``loadBalancerBandwith*ResourceWeight`` keys when
-    they are set to something other than their default."""
+    """Pulsar's getter of each ``loadBalancerBandwidth*ResourceWeight`` returns the correctly
+    spelled key's value when it is not the default 1.0, else the misspelled
+    ``loadBalancerBandwith*`` key's when that one is not (whether either was set or not)."""
     for old, new in (
         ("loadBalancerBandwithInResourceWeight", "loadBalancerBandwidthInResourceWeight"),
         ("loadBalancerBandwithOutResourceWeight", "loadBalancerBandwidthOutResourceWeight"),
     ):
-        if values[old] != SETTINGS_BY_KEY[old].default and new not in sources:
+        if (
+            values[new] == SETTINGS_BY_KEY[new].default
+            and values[old] != SETTINGS_BY_KEY[old].default
+        ):
             values[new] = values[old]
             sources[new] = sources.get(old, "default") + f" (via {old})"

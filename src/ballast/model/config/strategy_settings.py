@@ -175,8 +175,8 @@ STRATEGY_SETTINGS: tuple[Setting, ...] = (
     # -- AvgShedder (PIP-364) ---------------------------------------------------------------
     Setting(
         "loadBalancerAvgShedderLowThreshold",
-        FLOAT,
-        15.0,
+        INT,
+        15,
         "points",
         "AvgShedder: a pair of brokers this many usage points apart (of 100) is unbalanced "
         "once it stays so for loadBalancerAvgShedderHitCountLowThreshold runs.",
@@ -184,8 +184,8 @@ STRATEGY_SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "loadBalancerAvgShedderHighThreshold",
-        FLOAT,
-        40.0,
+        INT,
+        40,
         "points",
         "AvgShedder: a pair this many usage points apart is unbalanced once it stays so for "
         "loadBalancerAvgShedderHitCountHighThreshold runs.",
