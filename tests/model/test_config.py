@@ -70,6 +70,19 @@ def test_a_broker_conf_is_read_as_java_properties() -> None:
     assert loaded.warnings == ()
 
 
+def test_a_malformed_escape_names_the_file_and_line() -> None:
+    for bad, message in (
+        ("x=\\u12\n", 'conf:2: malformed \\u escape "\\u12"'),  # Java refuses it too
+        ("x=\\uZZZZ\n", 'conf:2: malformed \\u escape "\\uZZZZ"'),
+        ("clusterName=\\ud800\n", "conf:2: a \\u escape leaves half a surrogate pair"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            load_settings(conf_text="a=1\n" + bad, conf_name="conf")
+        assert str(caught.value) == f"ConfigError: {message}"
+    paired = load_settings(conf_text="clusterName=\\ud83d\\ude00\n").settings
+    assert paired["clusterName"] == "\U0001f600"  # a whole pair is one character
+
+
 def test_a_conf_file_in_iso_8859_1_decodes() -> None:
     latin = "# caf\xe9\nloadBalancerSheddingIntervalMinutes=5\n".encode("iso-8859-1")
     assert decode_conf(latin) == "# caf\xe9\nloadBalancerSheddingIntervalMinutes=5\n"

@@ -90,6 +90,7 @@ def defaults() -> Settings:
     return Settings(MappingProxyType({s.key: s.default for s in SETTINGS}))
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
 _JAVA_LONG_MIN, _JAVA_LONG_MAX = -(2**63), 2**63 - 1
 
@@ -158,18 +159,28 @@ def nearest_key(key: str) -> str | None:
     return lowered[found[0]] if found else None
 
 
-def parse_conf_text(text: str) -> list[tuple[int, str, str]]:
+def parse_conf_text(text: str, name: str = "broker.conf") -> list[tuple[int, str, str]]:
     r"""The entries of a Java properties file (``broker.conf``), read as Java's
     ``Properties.load`` reads them — ``key=value``, ``key: value`` or ``key value``, ``\``
     continuing a line, ``\u`` escapes of four hex digits, ``#`` and ``!`` comments — as
-    ``(line, key, value)``, the line being where the entry starts."""
+    ``(line, key, value)``, the line being where the entry starts. A malformed ``\u`` escape
+    (Java's "Malformed \uxxxx encoding") or one that leaves half a surrogate pair is a
+    ConfigError naming ``name`` and the line."""
     entries: list[tuple[int, str, str]] = []
     line = 1
-    for element in javaproperties.parse(text.removeprefix("\ufeff")):
+    elements = javaproperties.parse(text.removeprefix("\ufeff"))
+    while True:
+        try:
+            element = next(elements)
+        except StopIteration:
+            return entries
+        except javaproperties.InvalidUEscapeError as exc:
+            raise ConfigError(f'{name}:{line}: malformed \\u escape "{exc.escape}"') from None
         if isinstance(element, javaproperties.KeyValue):
+            if _LONE_SURROGATE.search(element.key + element.value):
+                raise ConfigError(f"{name}:{line}: a \\u escape leaves half a surrogate pair")
             entries.append((line, element.key, element.value.strip()))
         line += len(element.source.splitlines())
-    return entries
 
 
 def decode_conf(data: bytes) -> str:
@@ -238,7 +249,7 @@ def load_settings(
             sources[key] = source
 
     if conf_text is not None:
-        for line, key, raw in parse_conf_text(conf_text):
+        for line, key, raw in parse_conf_text(conf_text, conf_name):
             apply(key, raw, f"{conf_name}:{line}", quiet_if_foreign=True)
     for name, raw in sorted((environ or {}).items()):
         if name.startswith(ENV_PREFIX):
