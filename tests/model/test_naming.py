@@ -80,6 +80,8 @@ def test_v1_parts_and_the_slash_quirk() -> None:
         ("persistent://t/./x", 'namespace "." is not a name'),
         ("persistent://t/../ns/x", 'cluster ".." is not a name'),
         ("", "short name"),
+        # the byte 0xff of a shell argument, as Python decodes it; shown escaped
+        ("persistent://t/ns/a\udcff", '"persistent://t/ns/a\\udcff" is not valid UTF-8 text'),
     ],
 )
 def test_invalid_names_say_which_part(text: str, message: str) -> None:

@@ -23,6 +23,8 @@ HEARTBEAT_TENANT = "pulsar"
 # Pulsar's NamedEntity pattern: Java's \w without UNICODE_CHARACTER_CLASS is ASCII-only.
 _NAMED_ENTITY = re.compile(r"[-=:.\w]*", re.ASCII)
 _JAVA_INT_MAX = 2**31 - 1
+# Half a UTF-16 surrogate pair: what Python makes of bytes that are not UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class InvalidNameError(ValueError):
@@ -278,6 +280,10 @@ class TopicName:
         local_name = parts[-1]
         if local_name == "":
             raise InvalidTopicName(f'topic "" is empty in "{text}"')
+        if _SURROGATE.search(local_name):
+            # bytes that were not UTF-8 (a shell argument, say): a name no client could send
+            shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
+            raise InvalidTopicName(f'topic name "{shown}" is not valid UTF-8 text')
         return cls(domain, namespace, local_name)
 
     @classmethod
