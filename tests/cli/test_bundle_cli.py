@@ -151,3 +151,23 @@ def test_split_errors_exit_2(ballast: Run, tmp_path: Path) -> None:
         result = ballast("bundle", "split", *args)
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert result.stderr.startswith("error:"), args
+
+
+def test_a_topics_file_lists_each_topic_once_and_may_start_with_a_bom(
+    ballast: Run, tmp_path: Path
+) -> None:
+    def split(text: bytes) -> CompletedProcess[str]:
+        path = tmp_path / "topics.txt"
+        path.write_bytes(text)
+        return ballast(
+            "bundle", "split", "0x00000000_0xffffffff",
+            "--algorithm", "topic_count_equally_divide", "--topics-file", str(path),
+        )  # fmt: skip
+
+    plain = split(b"orders\npayments\n")
+    assert plain.returncode == 0, plain.stderr
+    marked = split(b"\xef\xbb\xbforders\npayments\n")  # as some editors save UTF-8
+    assert marked.stdout == plain.stdout  # the mark is not part of the first name
+    twice = split(b"orders\npayments\n# a comment\norders\n")
+    assert twice.returncode == 2
+    assert "topics.txt:4: topic orders is listed already (line 1)" in twice.stderr

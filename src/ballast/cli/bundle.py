@@ -100,20 +100,30 @@ def parse_positions(text: str) -> list[int]:
 
 def parse_topics_file(path: Path) -> list[TopicLoad]:
     """One topic per line, optionally ``,msgRateIn,msgRateOut,msgThroughputIn,
-    msgThroughputOut``; blank lines and lines starting with ``#`` are skipped."""
+    msgThroughputOut``; blank lines and lines starting with ``#`` are skipped. A topic
+    listed twice is refused: the broker's list of its topics never holds one twice, and
+    the count and flow algorithms would weigh it double."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark is not a name
     except OSError as exc:
         fail(f"cannot read topics file {path}: {exc.strerror or exc}")
     except UnicodeDecodeError as exc:
         fail(f"topics file {path} is not UTF-8 text: {exc}")
     topics: list[TopicLoad] = []
+    seen: dict[str, int] = {}
+
+    def add(topic: TopicLoad, number: int) -> None:
+        first = seen.setdefault(topic.name, number)
+        if first != number:
+            fail(f"{path}:{number}: topic {topic.name} is listed already (line {first})")
+        topics.append(topic)
+
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
         if "," not in stripped:
-            topics.append(TopicLoad(stripped))
+            add(TopicLoad(stripped), number)
             continue
         parts = stripped.rsplit(",", 4)
         if len(parts) != 5:
@@ -130,7 +140,7 @@ def parse_topics_file(path: Path) -> list[TopicLoad]:
             fail(f"{path}:{number}: rates and throughputs must be finite and not negative")
         if not name:
             fail(f"{path}:{number}: empty topic name")
-        topics.append(TopicLoad(name, *values))
+        add(TopicLoad(name, *values), number)
     return topics
 
 
