@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ballast.model.bundles import (
     FULL_UPPER,
     MAX_BUNDLES,
+    MAX_CREATED_BUNDLES,
     BundleName,
     BundleRange,
     InvalidBundle,
@@ -119,6 +120,9 @@ def test_equal_split_of_full_range_known_values() -> None:
     full = BundleRange.full()
     assert equal_split_points(full, 2) == (0x7FFFFFFF,)
     assert equal_split_points(full, 4) == (0x3FFFFFFF, 0x7FFFFFFE, 0xBFFFFFFD)
+    assert len(equal_split_points(full, MAX_CREATED_BUNDLES)) == MAX_CREATED_BUNDLES - 1
+    with pytest.raises(InvalidBundle, match="at most 1048576 parts"):  # not a MemoryError
+        equal_split_points(full, 1_000_000_000)
 
 
 def test_split_rules() -> None:

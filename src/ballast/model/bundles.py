@@ -398,6 +398,11 @@ def equal_split_points(parent: BundleRange, parts: int) -> tuple[int, ...]:
     takes the remainder."""
     if parts < 2:
         raise InvalidBundle(f"a split needs at least 2 parts, got {parts}")
+    if parts > MAX_CREATED_BUNDLES:  # each cut point is held in memory, and then a bundle
+        raise InvalidBundle(
+            f"a split makes at most {MAX_CREATED_BUNDLES} parts, as many bundles as a "
+            f"namespace can be created with; got {parts}"
+        )
     if not parent.can_split:
         raise InvalidBundle(f"bundle {parent} can't be split further")
     segment = (parent.upper - parent.lower) // parts
