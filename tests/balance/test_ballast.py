@@ -498,3 +498,15 @@ def test_placement_never_puts_an_unloaded_bundle_back_on_the_broker_it_left() ->
         snap, ("a", "b"), placement, PlacementState(), random.Random(1), bundle=fresh
     )
     assert other.broker == "a"
+
+
+def test_a_run_begun_for_an_idle_broker_names_its_other_moves_for_the_spread() -> None:
+    # c is idle and gets one of a's bundles, which leaves it above the mean: its own small
+    # bundle then goes to b, a move away from the broker that was idle
+    moves, _, _ = run(cluster(a=(0.47, 0.47), b=(0.29,), c=(0.047,)))
+    assert [(m.source, m.destination, m.reason.kind) for m in moves] == [
+        ("a", "c", ReasonKind.UNDERLOADED),
+        ("c", "b", ReasonKind.OVERLOADED),
+    ]
+    assert moves[1].reason.text.startswith("c above the mean")
+    assert "(the run began as broker c is idle" in moves[1].reason.text

@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ballast.balance.decisions import BrokerId, Move, Reason, Transfer, Unload
+from ballast.balance.decisions import BrokerId, Move, Reason, ReasonKind, Transfer, Unload
 from ballast.balance.loadmodel import Capacity, Costs, Usage, bundle_traffic, load_of, std, usage_of
 from ballast.balance.placement.filters import apply_namespace_policies, filter_anti_affinity
 from ballast.balance.snapshot import (
@@ -135,6 +135,7 @@ def balance(
     decisions: list[Move] = []
     limit = config.max_moves_per_cycle
     needy = set(idle)
+    idle_at_start = frozenset(idle)
     while limit <= 0 or len(decisions) < limit:
         current = std(plan.load.values())
         mean = sum(plan.load.values()) / len(plan.load)
@@ -161,12 +162,17 @@ def balance(
             plan.received[destination] = plan.received.get(destination, 0.0) + received
             plan.blocked.add(bundle)
             _forget(plan, source, bundle)
+            kind, head = reason.kind, reason.text
+            if kind is ReasonKind.UNDERLOADED and destination not in idle_at_start:
+                # the run began for an idle broker; this move evens out the rest
+                kind = ReasonKind.OVERLOADED
+                head = f"{source} above the mean {mean:.3f} (the run began as {head})"
             text = (
-                f"{reason.text}; bundle load {size:.3f}: {source} {before[0]:.3f} -> "
+                f"{head}; bundle load {size:.3f}: {source} {before[0]:.3f} -> "
                 f"{plan.load[source]:.3f}, {destination} {before[1]:.3f} -> "
                 f"{plan.load[destination]:.3f}"
             )
-            why = Reason(reason.kind, text)
+            why = Reason(kind, text)
             if config.transfer_enabled:
                 decisions.append(Transfer(bundle_name(bundle), source, destination, why))
             else:
