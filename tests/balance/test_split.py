@@ -46,6 +46,11 @@ def test_each_threshold_is_strictly_exceeded() -> None:
     ]
     assert {d.algorithm for d in result.decisions} == {"range_equally_divide"}
     assert {d.broker for d in result.decisions} == {"b1"}
+    # one byte over 100 MiB/s would read "100.00 MiB/s > 100.00 MiB/s": shown in full
+    assert [d.reason.text for d in result.decisions][2:] == [
+        "msg rate 30001 msg/s > 30000 msg/s",
+        "throughput 104857601.0 B/s > 104857600.0 B/s",
+    ]
 
 
 def test_rates_are_long_term_and_fewer_than_two_topics_never_split() -> None:

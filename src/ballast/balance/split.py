@@ -62,15 +62,22 @@ def _exceeded(
     if over_sessions:
         found.append((ReasonKind.SESSIONS, f"sessions {sessions} > {config.max_sessions}"))
     if over_rate:
-        found.append((ReasonKind.MSG_RATE, f"msg rate {rate:g} > {config.max_msg_rate:g} msg/s"))
+        limit = config.max_msg_rate
+        shown = _apart(f"{rate:g} msg/s", f"{limit:g} msg/s", rate, limit, "msg/s")
+        found.append((ReasonKind.MSG_RATE, f"msg rate {shown}"))
     if over_bandwidth:
-        found.append(
-            (
-                ReasonKind.BANDWIDTH,
-                f"throughput {mib(throughput)} > {mib(config.max_bandwidth_bytes)}",
-            )
-        )
+        limit = config.max_bandwidth_bytes
+        shown = _apart(mib(throughput), mib(limit), throughput, limit, "B/s")
+        found.append((ReasonKind.BANDWIDTH, f"throughput {shown}"))
     return found
+
+
+def _apart(value_text: str, limit_text: str, value: float, limit: float, unit: str) -> str:
+    """``value > limit`` as the texts write them, or in full (in ``unit``) where the rounded
+    texts would read equal: a bundle just over a limit."""
+    if value_text != limit_text:
+        return f"{value_text} > {limit_text}"
+    return f"{float(value)!r} {unit} > {float(limit)!r} {unit}"
 
 
 def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitResult:
