@@ -69,6 +69,36 @@ async def test_a_dead_broker_delays_only_its_own_lane(clock: Clock) -> None:
     await channel.stop()
 
 
+async def test_a_broker_that_left_gets_no_new_lane_until_it_rejoins(clock: Clock) -> None:
+    transport = FlakyTransport(failures=0)
+    channel = ControllerChannel(transport, clock)
+    channel.add_broker("b1")
+    await channel.remove_broker("b1")
+    # a move's later step to a broker that left fails at once, not retried forever
+    with pytest.raises(BrokerGoneError):
+        await channel.send("b1", AssignBundle(epoch=1, bundle="t/ns/0x00000000_0xffffffff"))
+    assert channel.brokers() == [] and transport.attempts == {}
+    channel.add_broker("b1")  # it registered again
+    assert (await channel.send("b1", AssignBundle(epoch=1, bundle="t/ns/0x0_0x1"))).ok
+    await channel.stop()
+
+
+async def test_a_halted_channel_sends_nothing_more(clock: Clock) -> None:
+    transport = FlakyTransport(failures=10**9)
+    channel = ControllerChannel(transport, clock)
+    retrying = channel.send("b1", AssignBundle(epoch=1, bundle="t/ns/0x00000000_0xffffffff"))
+    await clock.sleep(1.0)
+    attempts = transport.attempts["b1"]
+    channel.halt()  # leadership lost: synchronous, from any code on the loop
+    with pytest.raises(BrokerGoneError):
+        await retrying
+    with pytest.raises(BrokerGoneError):
+        await channel.send("b2", AssignBundle(epoch=1, bundle="t/ns/0x00000000_0xffffffff"))
+    await clock.sleep(30.0)
+    assert transport.attempts == {"b1": attempts}  # no retry after the halt
+    await channel.stop()
+
+
 def test_commands_round_trip_as_json() -> None:
     command = SplitBundle(
         epoch=3,

@@ -80,6 +80,24 @@ async def test_clear_and_put_preempts_the_queue(clock: Clock) -> None:
     await manager.stop()
 
 
+async def test_halt_stops_the_handler_at_its_next_await_and_drops_the_rest(
+    clock: Clock,
+) -> None:
+    log: list[str] = []
+    manager = await make(clock, log)
+    running = manager.put(Step("running", work_s=1.0))
+    queued = manager.put(Step("queued"))
+    manager.defer("later", 0.5, lambda: Step("deferred"))
+    await clock.sleep(0.25)  # "running" sleeps in its handler
+    manager.halt()
+    for pending in (running, queued):
+        with pytest.raises(PreemptedError):
+            await pending.result
+    await clock.sleep(5.0)
+    assert log == []  # the running one never finished, the others never started
+    await manager.stop()
+
+
 async def test_deadlines(clock: Clock) -> None:
     log: list[str] = []
     manager = await make(clock, log)

@@ -57,7 +57,8 @@ async def test_expired_leader_resigns_and_its_writes_are_fenced(
     a, store_a, events_a = await candidate(harness, clock, "a:8080")
     await eventually(lambda: a.is_leader, clock, what="a elected")
     b, store_b, _ = await candidate(harness, clock, "b:8080")
-    written = await a.fenced_multi([Create("/decisions", b"by a")])
+    assert a.leadership is not None
+    written = await a.fenced_multi(a.leadership, [Create("/decisions", b"by a")])
     assert written[0] is not None
     old = a.leadership
     assert old is not None
@@ -75,7 +76,7 @@ async def test_expired_leader_resigns_and_its_writes_are_fenced(
     assert await store_b.exists("/decisions/zombie") is None
     if not a.is_leader:
         with pytest.raises(NotLeaderError):
-            await a.fenced_multi([Create("/decisions/stale", b"")])
+            await a.fenced_multi(old, [Create("/decisions/stale", b"")])
     await a.stop()
     await b.stop()
 
@@ -107,4 +108,27 @@ async def test_short_suspension_comes_back_with_a_new_epoch(harness: Harness, cl
     # Its old record is still there under the same session: it removes it and runs again.
     await eventually(lambda: a.is_leader, clock, what="a re-elected")
     assert a.leadership is not None and a.leadership.epoch == 2
+    await a.stop()
+
+
+async def test_a_term_that_is_over_cannot_write_though_its_candidate_leads_again(
+    harness: Harness, clock: Clock
+) -> None:
+    a, store_a, _ = await candidate(harness, clock, "a:8080")
+    await eventually(lambda: a.is_leader, clock, what="a elected")
+    first = a.leadership
+    assert first is not None
+    await harness.partition(store_a)
+    await eventually(lambda: not a.is_leader, clock, what="a resigns", timeout_s=5)
+    await harness.heal(store_a)
+    await eventually(lambda: a.is_leader, clock, what="a re-elected")
+    second = a.leadership
+    assert second is not None and second.epoch == first.epoch + 1
+    # the first term's controller, still finishing an event, is refused...
+    with pytest.raises(NotLeaderError, match="the term of epoch 1 is over"):
+        await a.fenced_multi(first, [Create("/stale-term-write", b"")])
+    assert await store_a.exists("/stale-term-write") is None
+    # ...without costing the second term its leadership
+    assert a.is_leader and a.leadership == second
+    assert (await a.fenced_multi(second, [Create("/current-term-write", b"")]))[0] is not None
     await a.stop()

@@ -173,8 +173,9 @@ def test_one_leader_and_stale_epochs_never_write(actions: list[tuple[object, ...
                 writes += 1
                 path = f"/writes/{writes}"
                 try:
-                    if kind == "write" and candidate.election.is_leader:
-                        await candidate.election.fenced_multi([Create(path, b"")])
+                    current = candidate.election.leadership
+                    if kind == "write" and current is not None:
+                        await candidate.election.fenced_multi(current, [Create(path, b"")])
                     else:
                         await candidate.store.multi(
                             [

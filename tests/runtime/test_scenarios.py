@@ -409,7 +409,7 @@ async def test_zombie_leader_commands_and_writes_are_rejected(clock: Clock) -> N
     inner.heal()
     await eventually(lambda: inner.state.value == "connected", clock, what="zombie reconnects")
     with pytest.raises(NotLeaderError):
-        await old_controller.election.fenced_multi([Create("/zombie-write", b"")])
+        await old_controller.fenced([Create("/zombie-write", b"")])
     leadership = old_controller.leadership
     from ballast.metadata import paths
     from ballast.metadata.store import Check, MultiOpError

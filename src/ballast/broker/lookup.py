@@ -31,6 +31,7 @@ import msgspec
 from ballast.broker.caches import NamespaceBundlesCache, NamespaceNotFoundError, OwnershipCache
 from ballast.broker.identity import BrokerIdentity
 from ballast.controller.event_types import NoBrokerError
+from ballast.controller.events import PreemptedError
 from ballast.coordination.ownership import Owner, OwnershipState
 from ballast.coordination.registry import BrokerRegistry
 from ballast.metadata import paths
@@ -260,6 +261,8 @@ class LookupService:
             chosen = await placer(bundle)
         except NoBrokerError as exc:
             return error(LookupErrorKind.NO_BROKER, str(exc))
+        except PreemptedError:  # the controller lost leadership before placing it
+            return error(LookupErrorKind.NOT_READY, "the leader changed; retry")
         if chosen == self._identity.broker_id:
             return await self._take(bundle, options)
         urls = await self.urls_of(chosen)

@@ -266,7 +266,7 @@ class AdminHandlers:
             allowed_clusters=list(request.allowed_clusters) or [self.c.cluster],
         )
         await self._ensure(paths.POLICIES)
-        await self.c.election.fenced_multi([Create(path, msgspec.json.encode(info))])
+        await self.c.fenced([Create(path, msgspec.json.encode(info))])
         return ok(f"tenant {request.tenant} created")
 
     async def _DeleteTenant(self, request: DeleteTenant) -> RequestReply:  # noqa: N802
@@ -276,7 +276,7 @@ class AdminHandlers:
             return failed(404, f"tenant {request.tenant} does not exist")
         if await self.c.store.children(path):
             return failed(409, f"tenant {request.tenant} still has namespaces")
-        await self.c.election.fenced_multi([Delete(path, stat.version)])
+        await self.c.fenced([Delete(path, stat.version)])
         return ok(f"tenant {request.tenant} deleted")
 
     async def _CreateNamespace(self, request: CreateNamespace) -> RequestReply:  # noqa: N802
@@ -308,7 +308,7 @@ class AdminHandlers:
         }
         local = LocalPolicies(bundles=bundles)
         await self._ensure(paths.LOCAL_POLICIES + f"/{namespace.tenant}")
-        await self.c.election.fenced_multi(
+        await self.c.fenced(
             [
                 Create(paths.namespace_policies(namespace), msgspec.json.encode(policies)),
                 Create(paths.local_policies(namespace), msgspec.json.encode(local)),
@@ -344,7 +344,7 @@ class AdminHandlers:
         local = await self.c.store.exists(paths.local_policies(namespace))
         if local is not None:
             ops.append(Delete(paths.local_policies(namespace), local.version))
-        await self.c.election.fenced_multi(ops)
+        await self.c.fenced(ops)
         await self.c.store.delete_recursive(ledgers)
         await self.c.store.delete_recursive(paths.BUNDLE_DATA + f"/{namespace}")
         self.c.untrack_namespace(namespace)
@@ -367,7 +367,7 @@ class AdminHandlers:
         updated = msgspec.structs.replace(local, namespace_anti_affinity_group=request.group)
         body = msgspec.json.encode(updated)
         op: Op = Create(path, body) if record is None else SetValue(path, body, record.stat.version)
-        await self.c.election.fenced_multi([op])
+        await self.c.fenced([op])
         if request.group:
             self.c.image.anti_affinity[str(namespace)] = request.group
         else:
@@ -393,7 +393,7 @@ class AdminHandlers:
         body = msgspec.json.encode(policies.to_json_dict())
         await self._ensure(paths.cluster(self.c.cluster))
         op: Op = Create(path, body) if record is None else SetValue(path, body, record.stat.version)
-        await self.c.election.fenced_multi([op])
+        await self.c.fenced([op])
         self.c.image.isolation = policies
         return ok()
 
@@ -407,7 +407,7 @@ class AdminHandlers:
         if request.brokers is None:
             if stat is None:
                 return failed(404, f"failure domain {request.domain} does not exist")
-            await self.c.election.fenced_multi([Delete(path, stat.version)])
+            await self.c.fenced([Delete(path, stat.version)])
             self.c.image.failure_domains.pop(request.domain, None)
             return ok()
         for other, brokers in sorted(self.c.image.failure_domains.items()):
@@ -422,7 +422,7 @@ class AdminHandlers:
             if stat is None
             else [Check(path, stat.version), SetValue(path, body)]
         )
-        await self.c.election.fenced_multi(ops)
+        await self.c.fenced(ops)
         self.c.image.failure_domains[request.domain] = tuple(request.brokers)
         return ok()
 

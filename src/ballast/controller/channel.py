@@ -45,7 +45,9 @@ class ChannelStats:
 
 
 class ControllerChannel:
-    """Per-broker command queues with retry."""
+    """Per-broker command queues with retry. A broker removed (it left the cluster) gets no
+    new queue from a later ``send`` — its commands fail at once — until it is added again (it
+    rejoined); a channel halted (leadership lost) sends nothing more."""
 
     def __init__(
         self,
@@ -60,19 +62,36 @@ class ControllerChannel:
         self._initial_backoff_s = initial_backoff_s
         self._max_backoff_s = max_backoff_s
         self._lanes: dict[str, _Lane] = {}
+        self._gone: set[str] = set()
+        self._halted = False
         self.stats = ChannelStats()
 
     def add_broker(self, broker_id: str) -> None:
-        if broker_id not in self._lanes:
+        self._gone.discard(broker_id)
+        if broker_id not in self._lanes and not self._halted:
             lane = _Lane()
             lane.task = spawn(f"channel-{broker_id}", self._send_loop(broker_id, lane))
             self._lanes[broker_id] = lane
 
     async def remove_broker(self, broker_id: str) -> None:
+        self._gone.add(broker_id)
         lane = self._lanes.pop(broker_id, None)
         if lane is None:
             return
         await cancel_and_wait(lane.task)
+        self._fail_pending(broker_id, lane)
+
+    def halt(self) -> None:
+        """Leadership is lost: send nothing more, now. Every queued command fails (its
+        broker is as good as gone for this controller); :meth:`stop` still cleans up."""
+        self._halted = True
+        for broker_id, lane in self._lanes.items():
+            if lane.task is not None:
+                lane.task.cancel()
+            self._fail_pending(broker_id, lane)
+
+    @staticmethod
+    def _fail_pending(broker_id: str, lane: _Lane) -> None:
         while lane.queue:
             pending = lane.queue.popleft()
             if not pending.result.done():
@@ -83,10 +102,16 @@ class ControllerChannel:
         return sorted(self._lanes)
 
     def send(self, broker_id: str, command: AnyCommand) -> asyncio.Future[CommandReply]:
-        """Queue ``command`` for ``broker_id``; the future completes with its reply."""
-        self.add_broker(broker_id)
-        lane = self._lanes[broker_id]
+        """Queue ``command`` for ``broker_id``; the future completes with its reply, or fails
+        with :class:`BrokerGoneError` if the broker left (or leaves before it is delivered),
+        or the channel was halted."""
         future: asyncio.Future[CommandReply] = asyncio.get_running_loop().create_future()
+        if broker_id in self._gone or self._halted:
+            future.set_exception(BrokerGoneError(broker_id))
+            return future
+        if broker_id not in self._lanes:  # a broker placement knows of before its join event
+            self.add_broker(broker_id)
+        lane = self._lanes[broker_id]
         lane.queue.append(_Pending(command, future))
         lane.ready.set()
         return future

@@ -45,7 +45,7 @@ from ballast.controller.event_types import (
     UpdateAll,
     WriteLoadData,
 )
-from ballast.controller.events import EventManager
+from ballast.controller.events import EventManager, PreemptedError
 from ballast.controller.history import HistoryRecorder, HistorySink
 from ballast.controller.image import ClusterImage
 from ballast.controller.loading import (
@@ -67,7 +67,9 @@ from ballast.metadata.store import (
     MetadataStore,
     NodeExistsError,
     Notification,
+    Op,
     SetValue,
+    Stat,
     WatchHandle,
 )
 from ballast.model.bundles import BundleName
@@ -139,6 +141,7 @@ class Controller:
         self._ownership_watches: dict[NamespaceName, WatchHandle] = {}
         self._waiters: dict[int, asyncio.Future[RequestReply]] = {}
         self.running = False
+        self._abandoned = False
         self.last_shedding: dict[str, Any] = {}
         self._parsed_reports: dict[str, tuple[int, int | None, LocalBrokerData]] = {}
         self._remembered = b""
@@ -152,6 +155,8 @@ class Controller:
         """Rebuild the image from the store and start deciding."""
         self._register_handlers()
         await self._rebuild()
+        if self._abandoned:  # leadership was lost while the image was rebuilt: never start
+            return
         self.registry.add_listener(self._on_membership)
         self.events.start()
         self.running = True
@@ -166,11 +171,30 @@ class Controller:
         log.info("controller of epoch %d started on %s", self.epoch, self.leader_id)
 
     def abandon(self) -> None:
-        """Leadership is gone: stop acting now (nothing more is decided or sent)."""
+        """Leadership is gone: stop acting now. Nothing more is decided (the event being
+        handled is cancelled at its next await, the queued ones dropped) or sent (the channel
+        is halted), and admin requests waiting on a move are told the leader is gone."""
+        self._abandoned = True
         self.running = False
+        self.events.halt()
+        self.channel.halt()
+        self._fail_waiters()
+
+    def _fail_waiters(self) -> None:
+        waiters, self._waiters = self._waiters, {}
+        for waiter in waiters.values():
+            if not waiter.done():
+                waiter.set_result(
+                    RequestReply(
+                        ok=False,
+                        status=503,
+                        message=f"leadership of epoch {self.epoch} was lost before the move "
+                        "finished; it may or may not have happened: check and retry",
+                    )
+                )
 
     async def stop(self) -> None:
-        self.running = False
+        self.abandon()
         await self.events.stop()
         await self.moves.stop()
         await self.channel.stop()
@@ -270,7 +294,10 @@ class Controller:
         request that starts a move returns when the move has finished."""
         if not self.running:
             return RequestReply(ok=False, status=503, message="not the leader")
-        reply = await self.events.put(RequestEvent(request)).result
+        try:
+            reply = await self.events.put(RequestEvent(request)).result
+        except PreemptedError:
+            return RequestReply(ok=False, status=503, message="leadership was lost; retry")
         if isinstance(reply, asyncio.Future):
             reply = await reply
         assert isinstance(reply, RequestReply)
@@ -559,7 +586,11 @@ class Controller:
                 except NodeExistsError:
                     pass
         for start in range(0, len(ops), 100):
-            await self.election.fenced_multi(ops[start : start + 100])
+            await self.fenced(ops[start : start + 100])
+
+    async def fenced(self, ops: Sequence[Op]) -> list[Stat | None]:
+        """Write ``ops`` atomically under this controller's own term's fence."""
+        return await self.election.fenced_multi(self.leadership, ops)
 
     async def _request(self, event: RequestEvent) -> Any:
         """A RequestReply, or a future of one (requests that start a move)."""

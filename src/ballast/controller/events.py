@@ -135,6 +135,18 @@ class EventManager:
         await cancel_and_wait(self._task)
         self._task = None
 
+    def halt(self) -> None:
+        """Stop now, from any code on the loop (a handler that found leadership gone too):
+        no further event is handled — queued ones fail with PreemptedError, deferred ones are
+        dropped — and the one being handled is cancelled at its next await. :meth:`stop`
+        still waits for the task to end."""
+        for handle in self._deferred.values():
+            handle.cancel()
+        self._deferred.clear()
+        self._fail_queued()
+        if self._task is not None:
+            self._task.cancel()
+
     def put(self, event: ControllerEvent) -> QueuedEvent:
         if type(event) not in self._handlers:
             raise ValueError(f"no handler for {type(event).__name__}")

@@ -150,13 +150,16 @@ class LeaderElection:
         if self._watch is not None:
             self._watch.cancel()
 
-    async def fenced_multi(self, ops: Sequence[Op]) -> list[Stat | None]:
-        """Apply ``ops`` atomically only while this leadership is current: the multi checks the
-        epoch version and the leader record first. Raises :class:`NotLeaderError` (and
-        resigns) if they changed."""
+    async def fenced_multi(self, term: Leadership, ops: Sequence[Op]) -> list[Stat | None]:
+        """Apply ``ops`` atomically only while the leadership ``term`` (the one the caller
+        acts for) is current: a later term of this same candidate does not count, and the
+        multi checks the epoch version and the leader record first. Raises
+        :class:`NotLeaderError` (and resigns, if the store moved on from the current term)."""
         leadership = self._leadership
         if leadership is None:
             raise NotLeaderError("no current leadership")
+        if leadership != term:  # an abandoned term's controller, still finishing an event
+            raise NotLeaderError(f"the term of epoch {term.epoch} is over")
         fence: list[Op] = [
             Check(paths.LEADER_EPOCH, leadership.epoch_version),
             Check(paths.LEADER, leadership.record_version),

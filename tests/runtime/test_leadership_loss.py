@@ -1,0 +1,159 @@
+"""A leader that loses its leadership stops at once: a request waiting on one of its moves is
+answered, events queued behind a slow one are dropped instead of decided, and a controller
+whose term ends while it rebuilds its image never starts (Kafka's controller resigns before
+anything else; so must ours)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ballast.broker.cluster import LocalCluster
+from ballast.broker.lookup import AnswerKind, LookupErrorKind
+from ballast.broker.node import BrokerNode
+from ballast.clock import Clock
+from ballast.controller.commands import AnyCommand, CommandReply, UnloadBundle
+from ballast.controller.event_types import OwnershipChanged
+from ballast.controller.requests import CreateNamespace, CreateTenant, UnloadRequest
+from ballast.metadata.chunking import ChunkingStore
+from ballast.metadata.memory import MemoryMetadataStore
+from ballast.metadata.store import MetadataStore
+from ballast.model.config import load_settings
+from ballast.model.naming import NamespaceName
+from tests.runtime.test_scenarios import SESSION_S, broker, create_topics, start_cluster
+from tests.support.waiting import eventually
+
+
+def memory(store: MetadataStore) -> MemoryMetadataStore:
+    inner = store.inner if isinstance(store, ChunkingStore) else store
+    assert isinstance(inner, MemoryMetadataStore)
+    return inner
+
+
+async def test_a_request_waiting_on_a_move_is_answered_when_leadership_is_lost(
+    clock: Clock,
+) -> None:
+    cluster, _ = await start_cluster(clock, 3)
+    assert (await cluster.request(CreateNamespace(namespace="t/h", bundles=1))).ok
+    topics = await create_topics(cluster, "t/h", 3)
+    await cluster.lookup(topics[0])
+    await clock.sleep(1.0)  # the owner has taken it
+    leader = cluster.leader()
+    assert leader is not None and leader.controller is not None
+    bundle = await leader.lookups.bundle_of(topics[0])
+    send = cluster.in_process.send
+
+    async def slow_unloads(broker_id: str, command: AnyCommand) -> CommandReply:
+        if isinstance(command, UnloadBundle):
+            await clock.sleep(2.0)
+        return await send(broker_id, command)
+
+    cluster.in_process.send = slow_unloads  # type: ignore[method-assign]
+    request = asyncio.ensure_future(leader.controller.request(UnloadRequest(bundle=str(bundle))))
+    await clock.sleep(0.5)  # the unload is on its way to the owner
+    memory(leader.store).partition()
+    await clock.sleep(1.0)
+    memory(leader.store).heal()
+    await eventually(request.done, clock, timeout_s=5, what="an answer")
+    reply = request.result()
+    assert not reply.ok and reply.status == 503
+    assert "leadership of epoch" in reply.message and "check and retry" in reply.message
+    await cluster.close()
+
+
+async def test_a_deposed_leader_decides_nothing_queued_behind_a_slow_event(
+    clock: Clock,
+) -> None:
+    slow = {"on": False}
+
+    def slow_reads(node: BrokerNode) -> None:
+        get = node.store.get
+
+        async def slowly(path: str) -> object:
+            if slow["on"]:
+                await clock.sleep(0.05)  # a store round trip, as to ZooKeeper
+            return await get(path)
+
+        node.store.get = slowly  # type: ignore[method-assign]
+
+    settings = load_settings(
+        overrides=[f"metadataStoreSessionTimeoutMillis={int(SESSION_S * 1000)}"]
+    ).settings
+    cluster = LocalCluster(clock, settings=settings, on_node=slow_reads)
+    for i in range(3):
+        await cluster.add_broker(broker(i))
+    await eventually(lambda: cluster.leader() is not None, clock, what="a leader")
+    assert (await cluster.request(CreateTenant(tenant="t"))).ok
+    assert (await cluster.request(CreateNamespace(namespace="t/p", bundles=16))).ok
+    topics = await create_topics(cluster, "t/p", 40)
+    leader = cluster.leader()
+    assert leader is not None and leader.controller is not None
+    unowned = await leader.lookups.bundle_of(topics[0])
+    for topic in topics[1:]:  # every bundle owned but topics[0]'s
+        if await leader.lookups.bundle_of(topic) != unowned:
+            await cluster.lookup(topic)
+    await clock.sleep(1.0)
+    controller = leader.controller
+    commands = {n.broker_id: n.commands for n in cluster.running() if n is not leader}
+    slow["on"] = True
+    controller.events.put(OwnershipChanged(NamespaceName.parse("t/p")))  # slow: 16 owners
+    lookup = asyncio.ensure_future(leader.lookup(topics[0]))  # queued behind it
+    await clock.sleep(0.1)
+    decided = len(controller.decisions_log)
+    controller.abandon()  # what losing the session does first
+    answer = await lookup
+    assert answer.kind is AnswerKind.ERROR and answer.error is LookupErrorKind.NOT_READY
+    assert answer.message == "the leader changed; retry"  # the client looks it up again
+    await clock.sleep(5.0)
+    assert len(controller.decisions_log) == decided  # nothing decided after the loss
+    assert {n.broker_id: n.commands for n in cluster.running() if n is not leader} == commands
+    slow["on"] = False
+    await cluster.close()
+
+
+async def test_a_term_that_ends_while_its_image_is_rebuilt_never_starts(clock: Clock) -> None:
+    slow = {"on": False}
+
+    def slow_reads(node: BrokerNode) -> None:
+        get = node.store.get
+
+        async def slowly(path: str) -> object:
+            if slow["on"]:
+                await clock.sleep(0.05)
+            return await get(path)
+
+        node.store.get = slowly  # type: ignore[method-assign]
+
+    settings = load_settings(
+        overrides=[f"metadataStoreSessionTimeoutMillis={int(SESSION_S * 1000)}"]
+    ).settings
+    cluster = LocalCluster(clock, settings=settings, on_node=slow_reads)
+    node = await cluster.add_broker(broker(0))
+    await eventually(lambda: cluster.leader() is not None, clock, what="a leader")
+    assert (await cluster.request(CreateTenant(tenant="t"))).ok
+    for i in range(20):
+        assert (await cluster.request(CreateNamespace(namespace=f"t/ns{i}", bundles=4))).ok
+    slow["on"] = True
+    first = node.controller
+    memory(node.store).partition()  # a blip: resigns, then wins again on the same session
+    await clock.sleep(0.01)
+    memory(node.store).heal()
+    await eventually(
+        lambda: node.controller is not None and node.controller is not first,
+        clock,
+        timeout_s=30,
+        what="a new term",
+    )
+    rebuilding = node.controller
+    assert rebuilding is not None
+    await clock.sleep(0.2)  # 20 namespaces read slowly: the image is still being rebuilt
+    assert not rebuilding.running
+    memory(node.store).partition()  # the term ends mid-rebuild
+    await clock.sleep(0.01)
+    memory(node.store).heal()
+    await clock.sleep(30.0)
+    assert not rebuilding.running
+    current = node.controller
+    assert current is not None and current is not rebuilding and current.running
+    assert current.epoch > rebuilding.epoch
+    slow["on"] = False
+    await cluster.close()
