@@ -35,7 +35,11 @@ def test_load_ls_get_dump_round_trip(ballast: Run, tmp_path: Path) -> None:
     dump_file.write_text(json.dumps(PULSAR_DUMP))
     loaded = ballast("metadata", "load", str(dump_file), "--store", store)
     assert loaded.returncode == 0, loaded.stderr
-    assert "4 records written" in loaded.stderr
+    # the dumped cluster's broker registration is its session's, not this store's
+    assert "3 records written, 0 unchanged, 1 ephemeral left out" in loaded.stderr
+    assert ballast("metadata", "ls", "/loadbalance/brokers", "--store", store).returncode == 1
+    kept = ballast("metadata", "load", str(dump_file), "--store", store, "--keep-ephemeral")
+    assert "1 records written, 3 unchanged" in kept.stderr
     listing = ballast("metadata", "ls", "/loadbalance", "--store", store)
     assert listing.stdout.split() == ["blob", "brokers", "bundle-data", "note"]
     got = ballast(
@@ -51,7 +55,7 @@ def test_load_ls_get_dump_round_trip(ballast: Run, tmp_path: Path) -> None:
     assert records["/loadbalance/bundle-data/public/default/0x00000000_0x40000000"] == {
         "json": {"shortTermData": {"maxSamples": 10}, "topics": 3}
     }
-    again = ballast("metadata", "load", str(dump_file), "--store", store)
+    again = ballast("metadata", "load", str(dump_file), "--store", store, "--keep-ephemeral")
     assert "0 records written, 4 unchanged" in again.stderr
     # The dump is a load snapshot too: ballast decide (and a simulation's [copy]) read it.
     dumped_file = tmp_path / "dumped.json"
@@ -66,9 +70,9 @@ def test_load_ls_get_dump_round_trip(ballast: Run, tmp_path: Path) -> None:
 def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:
     store = f"sqlite:{tmp_path / 'meta.db'}"
     first = tmp_path / "a.json"
-    first.write_text(json.dumps({"records": {"/x": {"text": "one"}}}))
+    first.write_text(json.dumps({"root": "/", "records": {"/x": {"text": "one"}}}))
     second = tmp_path / "b.json"
-    second.write_text(json.dumps({"records": {"/x": {"text": "two"}}}))
+    second.write_text(json.dumps({"root": "/", "records": {"/x": {"text": "two"}}}))
     assert ballast("metadata", "load", str(first), "--store", store).returncode == 0
     conflict = ballast("metadata", "load", str(second), "--store", store)
     assert conflict.returncode == 2 and "--overwrite" in conflict.stderr
@@ -76,12 +80,18 @@ def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:
     assert ballast("metadata", "get", "/x", "--store", store).stdout.strip() == "two"
     # A refused load writes nothing: /a would come first, /x is the conflict.
     partly = tmp_path / "c.json"
-    partly.write_text(json.dumps({"records": {"/a": {"text": "new"}, "/x": {"text": "three"}}}))
+    partly.write_text(
+        json.dumps({"root": "/", "records": {"/a": {"text": "new"}, "/x": {"text": "three"}}})
+    )
     refused = ballast("metadata", "load", str(partly), "--store", store)
     assert refused.returncode == 2 and "/x exists with other content" in refused.stderr
     assert ballast("metadata", "ls", "/", "--store", store).stdout.split() == ["x"]
     latin = tmp_path / "latin.json"
-    latin.write_bytes(b'{"records": {"/caf\xe9": {"text": "x"}}}')
+    latin.write_bytes(b'{"root": "/", "records": {"/caf\xe9": {"text": "x"}}}')
+    rootless = tmp_path / "rootless.json"
+    rootless.write_text(json.dumps({"records": {"/x": {"text": "x"}}}))
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"root": "/a", "records": {"/b": {"text": "x"}}}))
     not_a_dump = tmp_path / "empty.json"
     not_a_dump.write_text("{}")
     for args, needle in (
@@ -90,7 +100,9 @@ def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:
         (["dump", "/missing", "--store", store], "no record at /missing"),
         (["dump", "/x", "--store", store, "--out", str(tmp_path)], "cannot write"),
         (["load", str(latin), "--store", store], "is not UTF-8 text"),
-        (["load", str(not_a_dump), "--store", f"sqlite:{tmp_path / 'new.db'}"], "records"),
+        (["load", str(not_a_dump), "--store", f"sqlite:{tmp_path / 'new.db'}"], "root"),
+        (["load", str(rootless), "--store", store], 'a dump needs a "root" path'),
+        (["load", str(outside), "--store", store], "/b is not under the dump's root /a"),
         (["ls", "relative", "--store", store], "invalid path"),
         (["ls", "/", "--store", "nosuch:thing"], "invalid metadata store URL"),
         (["load", str(tmp_path / "none.json"), "--store", store], "cannot read"),

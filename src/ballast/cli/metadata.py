@@ -167,8 +167,17 @@ def load_command(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace records that exist with other content.")
     ] = False,
+    keep_ephemeral: Annotated[
+        bool,
+        typer.Option(
+            "--keep-ephemeral",
+            help="Load the dump's ephemeral records too, as persistent ones (brokers, leader, "
+            "owners of the cluster dumped): only into a store no broker will run on.",
+        ),
+    ] = False,
 ) -> None:
-    """Load a dump made by `ballast metadata dump` into a store (records become persistent)."""
+    """Load a dump made by `ballast metadata dump` into a store. Records become persistent;
+    the ephemeral ones (another cluster's sessions) are left out unless --keep-ephemeral."""
     try:
         dumped = json.loads(read_text_arg(dump_file))
     except json.JSONDecodeError as exc:
@@ -176,8 +185,15 @@ def load_command(
     if not isinstance(dumped, dict):
         fail(f"{dump_file}: a dump is a JSON object")
     try:
-        records = dump_records(dumped)
+        loaded = dump_records(dumped, keep_ephemeral=keep_ephemeral)
     except DumpFormatError as exc:
         fail(f"{dump_file}: {exc}")
-    result = _with_store(store, lambda s: load_tree(s, records, overwrite=overwrite), create=True)
-    typer.echo(f"{result.written} records written, {result.unchanged} unchanged", err=True)
+    result = _with_store(
+        store, lambda s: load_tree(s, loaded.records, overwrite=overwrite), create=True
+    )
+    skipped = (
+        f", {loaded.ephemeral_skipped} ephemeral left out (--keep-ephemeral loads them)"
+        if loaded.ephemeral_skipped
+        else ""
+    )
+    typer.echo(f"{result.written} records written, {result.unchanged} unchanged{skipped}", err=True)

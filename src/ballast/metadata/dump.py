@@ -8,8 +8,10 @@ The dump format is one JSON object::
 
 Each value is ``{"json": v}`` when the bytes are UTF-8 JSON, ``{"text": s}`` when they are other
 UTF-8 text, else ``{"base64": s}``; an empty value is ``{"text": ""}``. Records are listed
-parents first. Loading writes persistent records (an ephemeral record of another cluster has no
-session here).
+parents first. Loading writes persistent records, and leaves out the ephemeral ones unless
+asked: they belong to the sessions of the cluster dumped (its brokers' registrations, its
+leader, its bundles' owners), and kept for good they would make a cluster on this store wait
+for a leader that never goes away and list brokers that are not its own.
 """
 
 from __future__ import annotations
@@ -86,20 +88,45 @@ class LoadResult:
     unchanged: int
 
 
-def dump_records(dump: Mapping[str, Any]) -> list[tuple[str, bytes]]:
-    """The records of ``dump`` as (path, value), parents before children; DumpFormatError if
-    the dump is not one (checked before any store is touched)."""
+@dataclass(frozen=True, slots=True)
+class DumpRecords:
+    """What a load writes: (path, value) parents before children, and how many ephemeral
+    records were left out."""
+
+    records: list[tuple[str, bytes]]
+    ephemeral_skipped: int
+
+
+def dump_records(dump: Mapping[str, Any], *, keep_ephemeral: bool = False) -> DumpRecords:
+    """The records of ``dump``, without its ephemeral ones unless ``keep_ephemeral``;
+    DumpFormatError if the dump is not one (checked before any store is touched): it needs a
+    ``root`` path and ``records`` at or below it."""
+    root = dump.get("root")
+    if not isinstance(root, str):
+        raise DumpFormatError('a dump needs a "root" path (as `ballast metadata dump` writes)')
+    try:
+        validate_path(root)
+    except MetadataError as exc:
+        raise DumpFormatError(f"root: {exc}") from None
     records = dump.get("records")
     if not isinstance(records, dict):
         raise DumpFormatError('a dump needs a "records" object')
+    prefix = root.rstrip("/") + "/"
     prepared: list[tuple[str, bytes]] = []
+    skipped = 0
     for path, entry in records.items():
         try:
             validate_path(path)
         except MetadataError as exc:
             raise DumpFormatError(str(exc)) from None
-        prepared.append((path, decode_value(path, entry)))
-    return sorted(prepared, key=lambda item: item[0].count("/"))
+        if path != root and not path.startswith(prefix):
+            raise DumpFormatError(f"{path} is not under the dump's root {root}")
+        value = decode_value(path, entry)
+        if isinstance(entry, dict) and entry.get("ephemeral") is True and not keep_ephemeral:
+            skipped += 1
+            continue
+        prepared.append((path, value))
+    return DumpRecords(sorted(prepared, key=lambda item: item[0].count("/")), skipped)
 
 
 async def load_tree(
