@@ -3,6 +3,7 @@ summary — and the admin API answers while it runs."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -75,3 +76,28 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
         result = ballast("standalone", *args)
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert needle in result.stderr, (args, result.stderr)
+
+
+@pytest.mark.integration
+def test_a_leader_record_that_never_expires_does_not_hang_the_start(
+    ballast: Run, tmp_path: Path
+) -> None:
+    store = f"sqlite:{tmp_path / 'cluster.db'}"
+    dump = tmp_path / "leader.json"
+    leader = {"brokerId": "10.9.9.9:8080", "serviceUrl": "http://10.9.9.9:8080", "epoch": 1}
+    dump.write_text(
+        '{"root": "/loadbalance", "records": {"/loadbalance/leader": '
+        f'{{"json": {json.dumps(leader)}, "ephemeral": true}}}}}}'
+    )
+    # left out by default; loaded on request, it is a leader no session will ever remove
+    assert ballast("metadata", "load", str(dump), "--store", store).returncode == 0
+    assert ballast("metadata", "ls", "/loadbalance", "--store", store).returncode == 1
+    kept = ballast("metadata", "load", str(dump), "--store", store, "--keep-ephemeral")
+    assert kept.returncode == 0, kept.stderr
+    run = ballast(
+        "standalone", "--store", store, "--no-load", "--brokers", "1", "--duration", "3",
+        "--port", str(free_port()), "--broker-port", str(free_port()),
+    )  # fmt: skip
+    assert run.returncode == 1  # it used to wait for a leader for ever, deaf to --duration
+    assert "stopped before any broker was elected leader" in run.stderr
+    assert "Traceback" not in run.stderr

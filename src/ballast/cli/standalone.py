@@ -12,7 +12,12 @@ from ballast.cli.common import fail, output_console, settings_from
 from ballast.cli.history import history_sink
 from ballast.metadata.factory import InvalidStoreUrlError, parse_store_url
 from ballast.metadata.store import MetadataError
-from ballast.standalone.run import StandaloneOptions, run_standalone, summary_text
+from ballast.standalone.run import (
+    NoLeaderError,
+    StandaloneOptions,
+    run_standalone,
+    summary_text,
+)
 from ballast.standalone.workload import DemoWorkload, WorkloadError
 
 # Brokers one standalone process runs. Each follows every other's registration, so the work
@@ -114,6 +119,6 @@ def standalone_command(
         summary = asyncio.run(run_standalone(options, console))
     except OSError as exc:
         fail(f"cannot start: {exc}", code=1)
-    except MetadataError as exc:
+    except (MetadataError, NoLeaderError) as exc:
         fail(str(exc), code=1)
     console.print(summary_text(summary))

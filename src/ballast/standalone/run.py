@@ -37,6 +37,10 @@ LOOKUP_EVERY_S = 3.0
 MIB = 1024 * 1024
 
 
+class NoLeaderError(RuntimeError):
+    """No broker of the standalone cluster became leader in time."""
+
+
 @dataclass(frozen=True, slots=True)
 class StandaloneOptions:
     settings: Settings
@@ -84,7 +88,10 @@ class Standalone:
         self._seen: set[tuple[Any, ...]] = set()
         self._started = 0.0
 
-    async def start(self) -> None:
+    async def start(self, stop: asyncio.Event) -> bool:
+        """Start the brokers and set up the demo once one is elected; False if ``stop`` was
+        set first. A :class:`NoLeaderError` if none is elected within two sessions' time (a
+        leader record of a session still alive expires within one)."""
         self._started = self.clock.monotonic()
         for i in range(self.options.brokers):
             await self.cluster.add_broker(
@@ -92,7 +99,17 @@ class Standalone:
                     self.options.host, self.options.web_port + i, self.options.broker_port + i
                 )
             )
+        session_s = self.cluster.settings.get_int("metadataStoreSessionTimeoutMillis") / 1000
+        wait_s = 2 * session_s + 10
         while self.cluster.leader() is None:
+            if stop.is_set():
+                return False
+            if self.clock.monotonic() - self._started > wait_s:
+                raise NoLeaderError(
+                    f"no broker was elected leader in {wait_s:.0f} s: the store holds a leader "
+                    "record that does not expire (see `ballast metadata get /loadbalance/leader "
+                    "--store ...`; a dump loaded with --keep-ephemeral makes one)"
+                )
             await self.clock.sleep(0.05)
         workload = self.options.workload
         namespace = workload.namespace if workload else "public/default"
@@ -108,6 +125,7 @@ class Standalone:
             for topic in workload.topic_names():
                 await node.topic_index.create(topic)
             workload.apply(self.traffic, hot=False)
+        return True
 
     async def drive(self, stop: asyncio.Event) -> None:
         """The demo's clients: look topics up (owning their bundles), turn the hot spot on."""
@@ -203,7 +221,16 @@ async def run_standalone(options: StandaloneOptions, console: Console) -> Summar
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await standalone.start()
+    if options.duration_s is not None:  # the start counts too: a run never outlasts it
+        loop.call_later(options.duration_s, stop.set)
+    try:
+        started = await standalone.start(stop)
+    except BaseException:
+        await standalone.stop()
+        raise
+    if not started:
+        await standalone.stop()
+        raise NoLeaderError("stopped before any broker was elected leader")
     urls = ", ".join(f"http://{b}" for b in standalone.cluster.nodes)
     console.print(f"[bold]Ballast standalone[/bold]: {options.brokers} brokers at {urls}")
     clients = ", ".join(node.identity.pulsar_service_url for node in standalone.cluster.running())
