@@ -123,9 +123,19 @@ def test_against_a_real_zookeeper(
     store = f"{zookeeper_server.url}/cli-test"
     dump_file = tmp_path / "pulsar.json"
     dump_file.write_text(json.dumps(PULSAR_DUMP))
-    assert ballast("metadata", "load", str(dump_file), "--store", store).returncode == 0
+    loaded = ballast("metadata", "load", str(dump_file), "--store", store, "--keep-ephemeral")
+    assert loaded.returncode == 0, loaded.stderr
     listing = ballast("metadata", "ls", "/loadbalance/brokers", "--store", store)
     assert listing.stdout.split() == ["10.0.0.1:8080"]
+    # a reader of a chroot that does not exist is told so; the chroot is not made
+    typo = ballast("metadata", "ls", "/", "--store", f"{zookeeper_server.url}/cli-tset")
+    assert typo.returncode == 1
+    assert "the chroot /cli-tset does not exist" in typo.stderr
+    root = ballast("metadata", "ls", "/", "--store", zookeeper_server.url)
+    assert "cli-test" in root.stdout.split() and "cli-tset" not in root.stdout.split()
+    for bad in ("/a/../b", "//a", "/a/./b"):
+        unclean = ballast("metadata", "ls", "/", "--store", f"{zookeeper_server.url}{bad}")
+        assert unclean.returncode == 2 and "is not a clean path" in unclean.stderr, bad
     unreachable = ballast("metadata", "ls", "/", "--store", "zk:127.0.0.1:1")
     assert unreachable.returncode == 1
     assert "cannot connect to ZooKeeper" in unreachable.stderr

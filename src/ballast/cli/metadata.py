@@ -44,8 +44,9 @@ PathArgument = Annotated[str, typer.Argument(help="Record path, e.g. /loadbalanc
 def _with_store(
     url: str, action: Callable[[MetadataStore], Awaitable[T]], *, create: bool = False
 ) -> T:
-    """Run ``action`` on the store at ``url``. A ``sqlite:`` file must exist unless
-    ``create``: opening one makes it, so a misspelt path would read as an empty store."""
+    """Run ``action`` on the store at ``url``. A ``sqlite:`` file, or a ZooKeeper chroot,
+    must exist unless ``create``: opening one makes it, so a misspelt path would read as an
+    empty store."""
     try:
         parsed = parse_store_url(url)
     except InvalidStoreUrlError as exc:
@@ -55,7 +56,7 @@ def _with_store(
 
     async def run() -> T:
         stores = MetadataStores(SystemClock())
-        store = await stores.connect(url, session_timeout_s=10.0)
+        store = await stores.connect(url, session_timeout_s=10.0, create=create)
         try:
             return await action(store)
         finally:

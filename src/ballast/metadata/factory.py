@@ -52,7 +52,8 @@ def parse_store_url(url: str) -> StoreUrl:
             name, colon, port = host.rpartition(":")
             if not colon or not name or not port.isdigit() or not 0 < int(port) < 65536:
                 raise InvalidStoreUrlError(url, f'"{host}" is not host:port')
-        if chroot.endswith("/") or "//" in chroot:
+        steps = chroot.split("/")
+        if chroot and any(step in ("", ".", "..") for step in steps):
             raise InvalidStoreUrlError(url, f'chroot "/{chroot}" is not a clean path')
         return StoreUrl("zk", hosts + (f"/{chroot}" if chroot else ""))
     raise InvalidStoreUrlError(url, f'unknown scheme "{scheme}" (memory, sqlite or zk)')
@@ -81,9 +82,12 @@ class MetadataStores:
             self._servers[parsed] = server
         return server
 
-    async def connect(self, url: str, *, session_timeout_s: float = 30.0) -> MetadataStore:
+    async def connect(
+        self, url: str, *, session_timeout_s: float = 30.0, create: bool = True
+    ) -> MetadataStore:
         """A new client (with its own session) of the store at ``url``, with large values
-        chunked (:class:`~ballast.metadata.chunking.ChunkingStore`)."""
+        chunked (:class:`~ballast.metadata.chunking.ChunkingStore`). Without ``create`` a
+        ZooKeeper chroot that does not exist is an error rather than made."""
         parsed = parse_store_url(url)
         if parsed.scheme == "zk":
             from ballast.metadata.zookeeper import ZooKeeperMetadataStore
@@ -92,7 +96,7 @@ class MetadataStores:
             # cache would only hold memory.
             return ChunkingStore(
                 await ZooKeeperMetadataStore.connect(
-                    parsed.target, session_timeout_s=session_timeout_s
+                    parsed.target, session_timeout_s=session_timeout_s, create=create
                 )
             )
         # The clients of an in-process server read each other's large values: share one cache.

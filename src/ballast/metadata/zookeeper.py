@@ -71,6 +71,13 @@ class ZooKeeperUnavailableError(MetadataError):
         super().__init__("", f"cannot connect to ZooKeeper at {hosts} ({reason})")
 
 
+class NoChrootError(MetadataError):
+    """The URL names a chroot that does not exist, and the caller only reads."""
+
+    def __init__(self, hosts: str, chroot: str) -> None:
+        super().__init__("", f"no store at zk:{hosts}: the chroot {chroot} does not exist")
+
+
 def map_error(exc: BaseException, path: str, expected_version: int | None = None) -> MetadataError:
     """The interface's error for a kazoo error."""
     if isinstance(exc, MetadataError):
@@ -146,16 +153,26 @@ class ZooKeeperMetadataStore(MetadataStore):
 
     @classmethod
     async def connect(
-        cls, hosts: str, *, session_timeout_s: float = 30.0, connect_timeout_s: float = 15.0
+        cls,
+        hosts: str,
+        *,
+        session_timeout_s: float = 30.0,
+        connect_timeout_s: float = 15.0,
+        create: bool = True,
     ) -> ZooKeeperMetadataStore:
-        """Connect to ``hosts`` (``host:port,...[/chroot]``), creating the chroot if needed."""
+        """Connect to ``hosts`` (``host:port,...[/chroot]``), creating the chroot if needed,
+        or, unless ``create``, refusing one that does not exist (:class:`NoChrootError`): a
+        reader of a misspelt chroot must not make it and see an empty tree."""
         loop = asyncio.get_running_loop()
         servers, slash, chroot = hosts.partition("/")
         if slash and chroot:
             root_client = KazooClient(hosts=servers, timeout=session_timeout_s)
             await _start(loop, root_client, hosts, connect_timeout_s)
             try:
-                await loop.run_in_executor(None, root_client.ensure_path, "/" + chroot)
+                if create:
+                    await loop.run_in_executor(None, root_client.ensure_path, "/" + chroot)
+                elif await loop.run_in_executor(None, root_client.exists, "/" + chroot) is None:
+                    raise NoChrootError(servers, "/" + chroot)
             finally:
                 await loop.run_in_executor(None, _stop, root_client)
         client = KazooClient(hosts=hosts, timeout=session_timeout_s)
