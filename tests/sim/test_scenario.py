@@ -252,6 +252,14 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
             "[[events]]\nat = 1\nscale_rates = { factor = 2, brokers = [] }",
             r"scale_rates.brokers: an empty list selects no broker",
         ),
+        (
+            "[[events]]\nat = 1\nscale_rates = { factor = 2, pick = 'busiest' }",
+            r"scale_rates.pick: needs brokers = N, the count it picks",
+        ),
+        (
+            "[[events]]\nat = 1\nstop_brokers = [0]\npick = 'busiest'",
+            r"events\[0\].pick: picks among a count of brokers \(stop_brokers = N\)",
+        ),
         ("[[namespaces]]\nname = 'n'\ntopics = 1\nrate = nan", r"rate: expected a finite"),
         ("[[namespaces]]\nname = 'n'\ntopics = 1\nsize = inf", r"size: expected a finite"),
         ("[metrics]\ntarget_std = nan", r"metrics.target_std: expected a finite number, not nan"),

@@ -306,6 +306,12 @@ def _selection(table: Table, key: str = "brokers") -> BrokerSelection:
     pick = table.text("pick", "last")
     if pick not in PICKS:
         raise ScenarioError(f"{table.path('pick')}: one of {', '.join(PICKS)}")
+    counted = isinstance(value, int) and not isinstance(value, bool)
+    if table.has("pick") and not counted:  # it would be ignored, silently
+        raise ScenarioError(
+            f"{table.path('pick')}: picks among a count of brokers ({key} = N), "
+            "not a list of indexes or all"
+        )
     if value == "all":
         return BrokerSelection(pick="all")
     if isinstance(value, list):
@@ -364,6 +370,8 @@ def _event(table: Table, tenant: str, base: BrokerCapacity) -> Event:
         share = sub.number("share", 1.0)
         if not 0 < share <= 1:
             raise ScenarioError(f"{sub.path('share')}: a fraction in (0, 1]")
+        if sub.has("pick") and not sub.has("brokers"):
+            raise ScenarioError(f"{sub.path('pick')}: needs brokers = N, the count it picks")
         brokers = _selection(sub, "brokers") if sub.has("brokers") else None
         if not sub.has("factor") and not sub.has("size_factor"):
             raise ScenarioError(f"{sub.path('factor')}: give factor, size_factor or both")
