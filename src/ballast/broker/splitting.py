@@ -106,12 +106,17 @@ async def _rewrite_boundaries(
     namespace = bundle.namespace
     path = paths.local_policies(namespace)
     for _ in range(SPLIT_RETRY_LIMIT):
-        node.bundles.invalidate(namespace)
-        current = await node.bundles.bundles(namespace)
+        # The boundaries cut are those of the record whose version the write checks: read
+        # apart, another split written between the two reads would be overwritten and lost.
         record = await node.store.get(path)
         local = LocalPolicies()
         if record is not None and record.value:
             local = msgspec.json.decode(record.value, type=LocalPolicies)
+        if local.bundles is not None:
+            current = local.bundles.to_bundles(namespace, path=path)
+        else:  # never split: the namespace's own policies hold its boundaries
+            node.bundles.invalidate(namespace)
+            current = await node.bundles.bundles(namespace)
         try:
             updated = current.with_split(bundle.range, points)
         except InvalidBundle as exc:
