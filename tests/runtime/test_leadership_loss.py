@@ -13,13 +13,19 @@ from ballast.broker.node import BrokerNode
 from ballast.clock import Clock
 from ballast.controller.commands import AnyCommand, CommandReply, UnloadBundle
 from ballast.controller.event_types import OwnershipChanged
-from ballast.controller.requests import CreateNamespace, CreateTenant, UnloadRequest
+from ballast.controller.requests import (
+    CreateNamespace,
+    CreateTenant,
+    SplitRequest,
+    UnloadRequest,
+)
 from ballast.metadata.chunking import ChunkingStore
 from ballast.metadata.memory import MemoryMetadataStore
 from ballast.metadata.store import MetadataStore
 from ballast.model.config import load_settings
 from ballast.model.naming import NamespaceName
 from tests.runtime.test_scenarios import SESSION_S, broker, create_topics, start_cluster
+from tests.support.invariants import ownership_records, settle_and_check
 from tests.support.waiting import eventually
 
 
@@ -156,4 +162,41 @@ async def test_a_term_that_ends_while_its_image_is_rebuilt_never_starts(clock: C
     assert current is not None and current is not rebuilding and current.running
     assert current.epoch > rebuilding.epoch
     slow["on"] = False
+    await cluster.close()
+
+
+async def test_a_bundle_split_while_its_owner_was_away_is_not_claimed_again(
+    clock: Clock,
+) -> None:
+    cluster, observer = await start_cluster(
+        clock, 3, "loadBalancerAutoBundleSplitEnabled=false", "loadBalancerSheddingEnabled=false"
+    )
+    assert (await cluster.request(CreateNamespace(namespace="t/s", bundles=1))).ok
+    topics = await create_topics(cluster, "t/s", 10)
+    leader = cluster.leader()
+    assert leader is not None
+    bundle = await leader.lookups.bundle_of(topics[0])
+    answer = await cluster.lookup(topics[0])
+    assert answer.broker_id is not None
+    await clock.sleep(1.0)
+    if answer.broker_id == leader.broker_id:  # a follower must hold it
+        follower = next(n for n in cluster.running() if n is not leader)
+        unloaded = UnloadRequest(bundle=str(bundle), destination=follower.broker_id)
+        assert (await cluster.request(unloaded)).ok
+        await clock.sleep(1.0)
+    away = next(n for n in cluster.running() if bundle in n.ownership.owned())
+    assert away is not leader
+    memory(away.store).partition()
+    await clock.sleep(SESSION_S + 4)  # its session expires; the bundle is placed elsewhere
+    await cluster.lookup(topics[0], via=leader.broker_id)
+    await clock.sleep(1.0)
+    assert (await cluster.request(SplitRequest(bundle=str(bundle)))).ok
+    memory(away.store).heal()  # a new session: it claims again what it held
+    await clock.sleep(5.0)
+    records = await ownership_records(observer)
+    assert str(bundle) not in records  # the parent record did not come back
+    assert bundle not in away.ownership.owned()
+    heartbeat = [b for b in away.ownership.owned() if b.namespace.is_heartbeat]
+    assert heartbeat  # its own heartbeat bundle it did claim again
+    await settle_and_check(cluster, observer, clock)
     await cluster.close()

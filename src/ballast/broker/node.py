@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from ballast.broker.caches import NamespaceBundlesCache, OwnershipCache
+from ballast.broker.caches import NamespaceBundlesCache, NamespaceNotFoundError, OwnershipCache
 from ballast.broker.host_usage import HostUsageProvider
 from ballast.broker.identity import BrokerIdentity
 from ballast.broker.lookup import (
@@ -108,7 +108,12 @@ class BrokerNode:
         self._release_timeout_s = settings.get_int("namespaceBundleUnloadingTimeoutMs") / 1000
         self.registration = BrokerRegistration(store, self.broker_id, clock)
         self.registry = BrokerRegistry(store)
-        self.ownership = BundleOwnership(store, self.broker_id, identity.ownership_template())
+        self.ownership = BundleOwnership(
+            store,
+            self.broker_id,
+            identity.ownership_template(),
+            still_a_bundle=self._still_a_bundle,
+        )
         self.bundles = NamespaceBundlesCache(store)
         self.owners = OwnershipCache(store)
         self.topic_index = NamespaceTopicIndex(store)
@@ -361,6 +366,19 @@ class BrokerNode:
         )
         self._last_stats = (key, stats)
         return stats
+
+    async def _still_a_bundle(self, bundle: BundleName) -> bool:
+        """Whether ``bundle`` is one of its namespace's bundles now (read afresh: the cache
+        may not have heard of a split made while this broker's session was lost). A
+        heartbeat namespace has no policies and one bundle that is never split."""
+        if bundle.namespace.is_heartbeat:
+            return True
+        self.bundles.invalidate(bundle.namespace)
+        try:
+            current = await self.bundles.bundles(bundle.namespace)
+        except NamespaceNotFoundError:
+            return False
+        return current.contains(bundle.range)
 
     async def open_topic(self, topic: TopicName) -> bool:
         """A client opens ``topic`` here (a producer or consumer connecting: Pulsar's

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import msgspec
@@ -161,8 +161,18 @@ async def read_owner(store: MetadataStore, bundle: BundleName) -> Owner | None:
 class BundleOwnership:
     """One broker's side of bundle ownership: what it holds, and the moves of each bundle."""
 
-    def __init__(self, store: MetadataStore, broker_id: str, template: OwnershipData) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        broker_id: str,
+        template: OwnershipData,
+        *,
+        still_a_bundle: Callable[[BundleName], Awaitable[bool]] | None = None,
+    ) -> None:
+        """``still_a_bundle`` tells whether a bundle is still one of its namespace's (not
+        split or deleted meanwhile): after a session loss only those are claimed again."""
         self._store = store
+        self._still_a_bundle = still_a_bundle
         self.broker_id = broker_id
         self._template = msgspec.structs.replace(template, broker_id=broker_id)
         self._claims: dict[BundleName, _Claim] = {}
@@ -305,7 +315,10 @@ class BundleOwnership:
             # An unload or split in flight was cut short; the leader will ask again.
             state = claim.state if claim.state is OwnershipState.ASSIGNING else OwnershipState.OWNED
             try:
-                owner = await self.acquire(bundle, state)
+                # A bundle split (or its namespace deleted) while we were away is gone: its
+                # record must not come back beside its children's.
+                gone = self._still_a_bundle is not None and not await self._still_a_bundle(bundle)
+                owner = None if gone else await self.acquire(bundle, state)
             except (ConnectionLossError, SessionExpiredError):
                 self._claims.pop(bundle, None)
                 self.changes += 1
