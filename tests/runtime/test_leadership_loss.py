@@ -200,3 +200,21 @@ async def test_a_bundle_split_while_its_owner_was_away_is_not_claimed_again(
     assert heartbeat  # its own heartbeat bundle it did claim again
     await settle_and_check(cluster, observer, clock)
     await cluster.close()
+
+
+async def test_a_report_written_after_a_session_loss_does_not_make_a_lasting_record(
+    clock: Clock,
+) -> None:
+    cluster, observer = await start_cluster(clock, 3)
+    leader = cluster.leader()
+    node = next(n for n in cluster.running() if n is not leader)
+    path = f"/loadbalance/brokers/{node.broker_id}"
+    cluster.stores.server(cluster.store_url).expire_session(node.store.session_id)
+    await node.reporter.report(force=True)  # the reporter's tick comes before the repair
+    await clock.sleep(5.0)
+    record = await observer.get(path)  # registered again, under the new session
+    assert record is not None and record.stat.ephemeral_owner == node.store.session_id
+    await cluster.crash_broker(node.broker_id)
+    await clock.sleep(SESSION_S * 2)
+    assert await observer.get(path) is None  # it went with the session, as a crash should
+    await cluster.close()

@@ -53,6 +53,7 @@ class BrokerRegistration:
         self._path = paths.broker(broker_id)
         self._data = b""
         self._registered = False
+        self._version = -1
         self._repair: asyncio.Task[None] | None = None
         store.add_state_listener(self._on_state)
 
@@ -68,13 +69,15 @@ class BrokerRegistration:
         deadline = self._clock.monotonic() + self._store.session_timeout_s * 1.5
         while True:
             try:
-                await self._store.put(self._path, data, -1, ephemeral=True)
+                stat = await self._store.put(self._path, data, -1, ephemeral=True)
+                self._version = stat.version
                 self._registered = True
                 return
             except NodeExistsError:
                 record = await self._store.get(self._path)
                 if record is not None and record.stat.ephemeral_owner == self._store.session_id:
-                    await self._store.put(self._path, data)
+                    stat = await self._store.put(self._path, data, record.stat.version)
+                    self._version = stat.version
                     self._registered = True
                     return
             if self._clock.monotonic() >= deadline:
@@ -82,9 +85,19 @@ class BrokerRegistration:
             await self._clock.sleep(min(1.0, self._store.session_timeout_s / 4))
 
     async def update(self, data: bytes) -> None:
-        """Rewrite the record (the broker's new load report)."""
+        """Rewrite the record (the broker's new load report) at the version this session
+        wrote last. A record gone with the session is not made again here, where it would be
+        persistent: the registration after the session loss writes the latest data."""
         self._data = data
-        await self._store.put(self._path, data)
+        if not self._registered:
+            return
+        try:
+            stat = await self._store.put(self._path, data, self._version)
+        except NoNodeError:
+            self._registered = False
+            log.info("broker %s: registration gone with its session", self.broker_id)
+            return
+        self._version = stat.version
 
     async def unregister(self) -> None:
         self._registered = False
