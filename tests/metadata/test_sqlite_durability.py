@@ -38,6 +38,34 @@ async def test_persistent_records_survive_a_restart(clock: Clock, tmp_path: Path
     second.close()
 
 
+async def test_a_write_the_file_refuses_is_not_applied(clock: Clock, tmp_path: Path) -> None:
+    url = f"sqlite:{tmp_path / 'cluster.db'}"
+    stores = MetadataStores(clock)
+    store = await stores.connect(url)
+    await store.put("/x", b"v0")
+    server = stores.server(url)
+    assert isinstance(server, SqliteServer)
+    writable = server._db
+    # the file can no longer be written (a full disk, a read-only mount)
+    server._db = sqlite3.connect(
+        f"file:{tmp_path / 'cluster.db'}?mode=ro", uri=True, isolation_level=None
+    )
+    try:
+        with pytest.raises(StoreFileError):
+            await store.put("/x", b"v1", 0)
+        with pytest.raises(StoreFileError):
+            await store.put("/y/z", b"new")  # parents made on the way are undone too
+    finally:
+        server._db.close()
+        server._db = writable
+    record = await store.get("/x")
+    assert record is not None and (record.value, record.stat.version) == (b"v0", 0)
+    assert await store.exists("/y") is None
+    await store.put("/x", b"v1", 0)  # the version the refused write would have taken
+    await store.close()
+    stores.close()
+
+
 def test_unusable_file_is_a_clear_error(clock: Clock, tmp_path: Path) -> None:
     not_a_db = tmp_path / "junk.db"
     not_a_db.write_bytes(b"this is not sqlite" * 100)

@@ -277,7 +277,14 @@ class MemoryServer:
                 if len(ops) == 1:
                     raise
                 raise MultiOpError(index, exc) from None
-        self.on_commit(changes)
+        try:
+            self.on_commit(changes)
+        except BaseException:
+            # not written durably (a SQLite file that cannot be written): not applied either,
+            # so the tree never holds what a restart would not find
+            for step in reversed(undo):
+                step()
+            raise
         self._notify(notifications)
         return results
 
