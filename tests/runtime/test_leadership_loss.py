@@ -11,7 +11,7 @@ from ballast.broker.cluster import LocalCluster
 from ballast.broker.lookup import AnswerKind, LookupErrorKind
 from ballast.broker.node import BrokerNode
 from ballast.clock import Clock
-from ballast.controller.commands import AnyCommand, CommandReply, UnloadBundle
+from ballast.controller.commands import AnyCommand, CommandReply, TransferBundle, UnloadBundle
 from ballast.controller.event_types import OwnershipChanged
 from ballast.controller.requests import (
     CreateNamespace,
@@ -217,4 +217,43 @@ async def test_a_report_written_after_a_session_loss_does_not_make_a_lasting_rec
     await cluster.crash_broker(node.broker_id)
     await clock.sleep(SESSION_S * 2)
     assert await observer.get(path) is None  # it went with the session, as a crash should
+    await cluster.close()
+
+
+async def test_a_transfer_whose_destination_leaves_ends_and_the_image_follows_the_store(
+    clock: Clock,
+) -> None:
+    cluster, observer = await start_cluster(clock, 3)
+    assert (await cluster.request(CreateNamespace(namespace="t/x", bundles=2))).ok
+    topics = await create_topics(cluster, "t/x", 6)
+    answer = await cluster.lookup(topics[0])
+    source = answer.broker_id
+    await clock.sleep(1.0)
+    leader = cluster.leader()
+    assert leader is not None and leader.controller is not None
+    bundle = await leader.lookups.bundle_of(topics[0])
+    destination = next(
+        n.broker_id for n in cluster.running() if n.broker_id not in (source, leader.broker_id)
+    )
+    send = cluster.in_process.send
+
+    async def slow_to_the_source(broker_id: str, command: AnyCommand) -> CommandReply:
+        if isinstance(command, TransferBundle):
+            await clock.sleep(SESSION_S * 2)  # the destination leaves meanwhile
+        return await send(broker_id, command)
+
+    cluster.in_process.send = slow_to_the_source  # type: ignore[method-assign]
+    moving = UnloadRequest(bundle=str(bundle), destination=destination)
+    request = asyncio.ensure_future(cluster.request(moving))
+    await clock.sleep(0.5)
+    await cluster.crash_broker(destination)
+    await eventually(request.done, clock, timeout_s=SESSION_S * 4, what="the move's end")
+    reply = request.result()
+    assert not reply.ok and f"{destination} left the cluster" in reply.message
+    cluster.in_process.send = send  # type: ignore[method-assign]
+    controller = leader.controller
+    assert controller.channel.brokers() == sorted(
+        n.broker_id for n in cluster.running()
+    )  # no lane re-made for the broker that left
+    await settle_and_check(cluster, observer, clock)  # the image agrees with the store
     await cluster.close()

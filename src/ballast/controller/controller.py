@@ -61,6 +61,7 @@ from ballast.controller.loading import (
 from ballast.controller.moves import MoveExecutor, MoveFinished
 from ballast.controller.requests import AnyRequest, ClusterTransport, RequestReply
 from ballast.coordination.election import LeaderElection, Leadership
+from ballast.coordination.ownership import read_owner
 from ballast.coordination.registry import BrokerRegistry, MembershipChange
 from ballast.metadata import paths
 from ballast.metadata.store import (
@@ -549,6 +550,14 @@ class Controller:
             parsed = BundleName.parse(event.bundle)
             self.image.forget_bundle(event.bundle)
             await self.track_namespace(parsed.namespace)
+        elif not event.ok and event.kind != "split":
+            # A move that failed part way (a broker left, a command refused) may have left
+            # the bundle anywhere: the image takes the owner the store has.
+            found = await read_owner(self.store, BundleName.parse(event.bundle))
+            if found is None or found.broker_id is None:
+                self.image.drop_owner(event.bundle)
+            else:
+                self.image.set_owner(event.bundle, found.broker_id)
         elif event.owner is None:
             self.image.drop_owner(event.bundle)
         else:
