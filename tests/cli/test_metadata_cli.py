@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -133,6 +135,21 @@ def test_against_a_real_zookeeper(
     assert "the chroot /cli-tset does not exist" in typo.stderr
     root = ballast("metadata", "ls", "/", "--store", zookeeper_server.url)
     assert "cli-test" in root.stdout.split() and "cli-tset" not in root.stdout.split()
+    # a large (chunked) value written through the chroot reads from the ensemble's root too
+    blob = base64.b64encode(random.Random(7).randbytes(3_000_000)).decode()
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"root": "/big", "records": {"/big/blob": {"base64": blob}}}))
+    assert ballast("metadata", "load", str(big), "--store", store).returncode == 0
+    got = ballast(
+        "metadata", "get", "/cli-test/big/blob", "--store", zookeeper_server.url, "--json"
+    )
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["value"] == {"base64": blob}
+    whole = ballast("metadata", "dump", "/", "--store", zookeeper_server.url)
+    assert whole.returncode == 0, whole.stderr
+    records = json.loads(whole.stdout)["records"]
+    assert records["/cli-test/big/blob"] == {"base64": blob}
+    assert not [p for p in records if "ballast-chunks" in p]  # bookkeeping left out
     for bad in ("/a/../b", "//a", "/a/./b"):
         unclean = ballast("metadata", "ls", "/", "--store", f"{zookeeper_server.url}{bad}")
         assert unclean.returncode == 2 and "is not a clean path" in unclean.stderr, bad

@@ -37,7 +37,14 @@ from ballast.metadata.store import (
     join,
     validate_path,
 )
-from ballast.metadata.values import MAX_STORED_BYTES, Manifest, UnpackCache, pack, unpack
+from ballast.metadata.values import (
+    MAX_STORED_BYTES,
+    Manifest,
+    UnpackCache,
+    UnpackError,
+    pack,
+    unpack,
+)
 
 CHUNK_ROOT = "/ballast-chunks"
 MAX_VALUE_BYTES = 64 * 1024 * 1024  # after compression
@@ -95,13 +102,22 @@ class ChunkingStore(MetadataStore):
             count += 1
         return Manifest(directory, count, len(packed)).encode(), directory
 
-    async def _decode(self, stored: bytes) -> bytes:
+    async def _decode(self, path: str, stored: bytes) -> bytes:
         manifest = Manifest.decode(stored)
         if manifest is None:
-            return self._unpack(stored)
+            try:
+                return self._unpack(stored)
+            except UnpackError as exc:
+                raise MetadataError(path, f"a value that does not decompress ({exc})") from None
+        directory = manifest.directory
         parts: list[bytes] = []
         for index in range(manifest.count):
-            record = await self.inner.get(join(manifest.directory, f"{index:06d}"))
+            record = await self.inner.get(join(directory, f"{index:06d}"))
+            if record is None and index == 0:
+                elsewhere = await self._under_a_chroot(path, directory)
+                if elsewhere is not None:
+                    directory = elsewhere
+                    record = await self.inner.get(join(directory, f"{index:06d}"))
             if record is None:
                 raise _StaleManifest
             parts.append(record.value)
@@ -109,6 +125,17 @@ class ChunkingStore(MetadataStore):
         if len(packed) != manifest.size:
             raise _StaleManifest
         return self._unpack(packed)
+
+    async def _under_a_chroot(self, path: str, directory: str) -> str | None:
+        """Where the chunks a manifest at ``path`` names are, when not where it says. A
+        manifest names them from the root its writer saw: read from above a ZooKeeper chroot
+        (an ensemble's root, say), they are under that chroot, one of ``path``'s ancestors.
+        None if they are nowhere (the value was replaced while being read)."""
+        ancestor = path
+        while (ancestor := ancestor.rsplit("/", 1)[0]) != "":
+            if await self.inner.exists(join(ancestor + directory, "000000")) is not None:
+                return ancestor + directory
+        return None
 
     async def _collect(self, path: str, keep: str | None) -> None:
         """Delete the chunk sets of ``path`` other than ``keep``."""
@@ -130,14 +157,18 @@ class ChunkingStore(MetadataStore):
     # -- reads ------------------------------------------------------------------------------
 
     async def get(self, path: str) -> Record | None:
+        versions: set[int] = set()
         for _ in range(_READ_ATTEMPTS):
             record = await self.inner.get(path)
             if record is None:
                 return None
             try:
-                return Record(await self._decode(record.value), record.stat)
+                return Record(await self._decode(path, record.value), record.stat)
             except _StaleManifest:
+                versions.add(record.stat.version)
                 continue
+        if len(versions) == 1:  # the same manifest every time: its chunks are not there
+            raise MetadataError(path, "the chunks of this large value are missing")
         raise MetadataError(path, "value changed too often while it was being read")
 
     async def exists(self, path: str) -> Stat | None:

@@ -65,8 +65,10 @@ async def dump_tree(store: MetadataStore, root: str) -> dict[str, Any]:
     records: dict[str, Any] = {}
 
     async def visit(path: str) -> None:
-        if path == CHUNK_ROOT:
-            return  # the store's own bookkeeping, not data
+        if path == CHUNK_ROOT or path.endswith(CHUNK_ROOT):
+            # the store's own bookkeeping, not data: at its root, or at a chroot's when the
+            # dump is of an ensemble's root (the manifests above find their chunks there)
+            return
         record = await store.get(path)
         if record is None:
             return

@@ -26,10 +26,18 @@ def pack(value: bytes) -> bytes:
     return COMPRESSED + zlib.compress(value, 6)
 
 
+class UnpackError(ValueError):
+    """Stored bytes marked compressed that do not decompress: a part of a large value's
+    chunks read as a value of its own."""
+
+
 def unpack(stored: bytes) -> bytes:
     """Inverse of :func:`pack`."""
     if stored.startswith(COMPRESSED):
-        return zlib.decompress(stored[len(COMPRESSED) :])
+        try:
+            return zlib.decompress(stored[len(COMPRESSED) :])
+        except zlib.error as exc:
+            raise UnpackError(str(exc)) from None
     return stored
 
 
