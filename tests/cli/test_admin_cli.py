@@ -87,8 +87,20 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     assert admin("namespaces", "anti-affinity", "acme/orders").stdout.strip() == "g1"
     policy = tmp_path / "iso.json"
     policy.write_text(
-        json.dumps({"namespaces": ["acme/.*"], "primary": ["127.0.0.1"], "secondary": []})
+        json.dumps(
+            {
+                "namespaces": ["acme/.*"],
+                "primary": ["127.0.0.1"],
+                "secondary": [],
+                "auto_failover_policy": {"policy_type": "min_available", "parameters": {}},
+            }
+        )
     )
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    refused = admin("isolation", "set", "p0", "--file", str(empty))
+    assert refused.returncode == 1  # the server's 400, as Pulsar refuses it
+    assert "needs namespaces, primary, secondary, auto_failover_policy" in refused.stderr
     assert admin("isolation", "set", "p1", "--file", str(policy)).returncode == 0
     assert "p1" in json.loads(admin("--json", "isolation", "list").stdout)
     assert admin("isolation", "delete", "p1").returncode == 0

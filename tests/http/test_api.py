@@ -323,8 +323,15 @@ async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
         path = "/admin/v2/clusters/standalone/namespaceIsolationPolicies/iso"
         assert (await api.call("POST", path, json=policy))[0] == 204
         assert (await api.call("GET", path))[1] == policy
-        assert (await api.call("POST", path, json={"namespaces": ["t/("]}))[0] == 400
-        unreadable = {"namespaces": ["t/a"], "auto_failover_policy": {"policy_type": "foo"}}
+        bad_regex = {**policy, "namespaces": ["t/("]}
+        assert (await api.call("POST", path, json=bad_regex))[0] == 400
+        unreadable = {
+            "namespaces": ["t/a"],
+            "primary": ["127.0.0.1"],
+            "secondary": [],
+            "auto_failover_policy": {"policy_type": "foo"},
+        }
+        assert (await api.call("POST", path, json={"namespaces": ["t/a"]}))[0] == 400
         assert (await api.call("POST", path, json=unreadable))[0] == 400
         assert (await api.call("GET", path))[1] == policy  # the refused one replaced nothing
         assert (await api.call("DELETE", path))[0] == 204

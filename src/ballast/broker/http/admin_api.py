@@ -366,6 +366,24 @@ class AdminApi:
         body = await _json_body(request)
         if not isinstance(body, dict):
             raise ApiError(400, "an isolation policy is a JSON object")
+        # Pulsar's NamespaceIsolationDataImpl.validate: a policy names namespaces and primary
+        # brokers, has a secondary list (empty or not) and an auto-failover policy.
+        missing = [
+            key
+            for key, present in (
+                ("namespaces", isinstance(body.get("namespaces"), list) and body["namespaces"]),
+                ("primary", isinstance(body.get("primary"), list) and body["primary"]),
+                ("secondary", isinstance(body.get("secondary"), list)),
+                ("auto_failover_policy", isinstance(body.get("auto_failover_policy"), dict)),
+            )
+            if not present
+        ]
+        if missing:
+            raise ApiError(
+                400,
+                f"an isolation policy needs {', '.join(missing)} (namespaces and primary: "
+                "non-empty lists of regexes; secondary: a list; auto_failover_policy: an object)",
+            )
         return done(
             await to_leader(
                 self.node, SetIsolationPolicy(name=request.match_info["policy"], policy=body)
