@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import signal
 import subprocess
+from collections.abc import Callable
 
 from ballast.metadata.zkserver import free_port
 from tests.support.live import distinct_free_ports, running_ballast
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def test_ctrl_c_stops_a_broker_still_connecting_to_zookeeper() -> None:
@@ -23,3 +26,13 @@ def test_ctrl_c_stops_a_broker_still_connecting_to_zookeeper() -> None:
         # The connection attempt alone lasts 15 s: the broker does not wait for it.
         assert broker.wait(timeout=10) == 0
         assert "stopped before it connected" in broker.stderr.read()
+
+
+def test_one_port_for_both_listeners_is_refused_before_anything_starts(ballast: Run) -> None:
+    port = str(free_port())
+    both = ballast(
+        "broker", "--store", "zk:127.0.0.1:1",
+        "--set", f"webServicePort={port}", "--set", f"brokerServicePort={port}",
+    )  # fmt: skip
+    assert both.returncode == 2  # not "address already in use" from the second listener
+    assert f"webServicePort and brokerServicePort are both {port}" in both.stderr

@@ -70,6 +70,9 @@ def broker_command(
         parse_store_url(settings.get_str("metadataStoreUrl"))
     except InvalidStoreUrlError as exc:
         fail(str(exc))
+    web_port = settings.get_int("webServicePort")
+    if web_port == settings.get_int("brokerServicePort"):
+        fail(f"webServicePort and brokerServicePort are both {web_port}: give each its own")
     logging.getLogger().setLevel(log_level.upper())
     try:
         asyncio.run(run_broker(settings, host_usage=host_usage, history=history_sink(settings)))
