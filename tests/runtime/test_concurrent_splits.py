@@ -9,43 +9,26 @@ import asyncio
 
 import msgspec
 
-from ballast.broker.cluster import LocalCluster
-from ballast.broker.node import BrokerNode
 from ballast.clock import Clock
 from ballast.controller.requests import CreateNamespace, CreateTenant, SplitRequest
 from ballast.metadata import paths
-from ballast.model.config import load_settings
 from ballast.model.naming import NamespaceName
 from ballast.model.policies import LocalPolicies
 from tests.runtime.test_scenarios import SESSION_S, broker, create_topics
 from tests.support.invariants import settle_and_check
-from tests.support.waiting import eventually
+from tests.support.slow_reads import SlowReads, slow_cluster
 
 
 async def test_two_splits_at_once_both_land(clock: Clock) -> None:
-    slow = {"on": False}
-
-    def slow_reads(node: BrokerNode) -> None:
-        get = node.store.get
-
-        async def slowly(path: str) -> object:
-            if slow["on"]:
-                await clock.sleep(0.01)  # a store round trip
-            return await get(path)
-
-        node.store.get = slowly  # type: ignore[method-assign]
-
-    settings = load_settings(
-        overrides=[
-            f"metadataStoreSessionTimeoutMillis={int(SESSION_S * 1000)}",
-            "loadBalancerAutoBundleSplitEnabled=false",
-            "loadBalancerSheddingEnabled=false",
-        ]
-    ).settings
-    cluster = LocalCluster(clock, settings=settings, on_node=slow_reads)
-    for i in range(3):
-        await cluster.add_broker(broker(i))
-    await eventually(lambda: cluster.leader() is not None, clock, what="a leader")
+    slow = SlowReads(clock, 0.01)
+    cluster = await slow_cluster(
+        clock,
+        slow,
+        [broker(i) for i in range(3)],
+        SESSION_S,
+        "loadBalancerAutoBundleSplitEnabled=false",
+        "loadBalancerSheddingEnabled=false",
+    )
     observer = await cluster.connect()
     assert (await cluster.request(CreateTenant(tenant="t"))).ok
     assert (await cluster.request(CreateNamespace(namespace="t/c", bundles=4))).ok
@@ -60,12 +43,12 @@ async def test_two_splits_at_once_both_land(clock: Clock) -> None:
         if bundle.startswith("t/c/"):
             first_of.setdefault(owner, bundle)
     one, other = list(first_of.values())[:2]  # two bundles of two different owners
-    slow["on"] = True
+    slow.on = True
     replies = await asyncio.gather(
         cluster.request(SplitRequest(bundle=one, algorithm="range_equally_divide")),
         cluster.request(SplitRequest(bundle=other, algorithm="range_equally_divide")),
     )
-    slow["on"] = False
+    slow.on = False
     assert all(reply.ok for reply in replies), replies
     record = await observer.get(paths.local_policies(NamespaceName.parse("t/c")))
     assert record is not None

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ballast.broker.cluster import LocalCluster
 from ballast.broker.lookup import AnswerKind, LookupErrorKind
-from ballast.broker.node import BrokerNode
 from ballast.clock import Clock
 from ballast.controller.commands import AnyCommand, CommandReply, TransferBundle, UnloadBundle
 from ballast.controller.event_types import OwnershipChanged
@@ -22,10 +20,10 @@ from ballast.controller.requests import (
 from ballast.metadata.chunking import ChunkingStore
 from ballast.metadata.memory import MemoryMetadataStore
 from ballast.metadata.store import MetadataStore
-from ballast.model.config import load_settings
 from ballast.model.naming import NamespaceName
 from tests.runtime.test_scenarios import SESSION_S, broker, create_topics, start_cluster
 from tests.support.invariants import ownership_records, settle_and_check
+from tests.support.slow_reads import SlowReads, slow_cluster
 from tests.support.waiting import eventually
 
 
@@ -69,25 +67,8 @@ async def test_a_request_waiting_on_a_move_is_answered_when_leadership_is_lost(
 async def test_a_deposed_leader_decides_nothing_queued_behind_a_slow_event(
     clock: Clock,
 ) -> None:
-    slow = {"on": False}
-
-    def slow_reads(node: BrokerNode) -> None:
-        get = node.store.get
-
-        async def slowly(path: str) -> object:
-            if slow["on"]:
-                await clock.sleep(0.05)  # a store round trip, as to ZooKeeper
-            return await get(path)
-
-        node.store.get = slowly  # type: ignore[method-assign]
-
-    settings = load_settings(
-        overrides=[f"metadataStoreSessionTimeoutMillis={int(SESSION_S * 1000)}"]
-    ).settings
-    cluster = LocalCluster(clock, settings=settings, on_node=slow_reads)
-    for i in range(3):
-        await cluster.add_broker(broker(i))
-    await eventually(lambda: cluster.leader() is not None, clock, what="a leader")
+    slow = SlowReads(clock, 0.05)
+    cluster = await slow_cluster(clock, slow, [broker(i) for i in range(3)], SESSION_S)
     assert (await cluster.request(CreateTenant(tenant="t"))).ok
     assert (await cluster.request(CreateNamespace(namespace="t/p", bundles=16))).ok
     topics = await create_topics(cluster, "t/p", 40)
@@ -100,7 +81,7 @@ async def test_a_deposed_leader_decides_nothing_queued_behind_a_slow_event(
     await clock.sleep(1.0)
     controller = leader.controller
     commands = {n.broker_id: n.commands for n in cluster.running() if n is not leader}
-    slow["on"] = True
+    slow.on = True
     controller.events.put(OwnershipChanged(NamespaceName.parse("t/p")))  # slow: 16 owners
     lookup = asyncio.ensure_future(leader.lookup(topics[0]))  # queued behind it
     await clock.sleep(0.1)
@@ -112,33 +93,18 @@ async def test_a_deposed_leader_decides_nothing_queued_behind_a_slow_event(
     await clock.sleep(5.0)
     assert len(controller.decisions_log) == decided  # nothing decided after the loss
     assert {n.broker_id: n.commands for n in cluster.running() if n is not leader} == commands
-    slow["on"] = False
+    slow.on = False
     await cluster.close()
 
 
 async def test_a_term_that_ends_while_its_image_is_rebuilt_never_starts(clock: Clock) -> None:
-    slow = {"on": False}
-
-    def slow_reads(node: BrokerNode) -> None:
-        get = node.store.get
-
-        async def slowly(path: str) -> object:
-            if slow["on"]:
-                await clock.sleep(0.05)
-            return await get(path)
-
-        node.store.get = slowly  # type: ignore[method-assign]
-
-    settings = load_settings(
-        overrides=[f"metadataStoreSessionTimeoutMillis={int(SESSION_S * 1000)}"]
-    ).settings
-    cluster = LocalCluster(clock, settings=settings, on_node=slow_reads)
-    node = await cluster.add_broker(broker(0))
-    await eventually(lambda: cluster.leader() is not None, clock, what="a leader")
+    slow = SlowReads(clock, 0.05)
+    cluster = await slow_cluster(clock, slow, [broker(0)], SESSION_S)
+    node = cluster.nodes[broker(0).broker_id]
     assert (await cluster.request(CreateTenant(tenant="t"))).ok
     for i in range(20):
         assert (await cluster.request(CreateNamespace(namespace=f"t/ns{i}", bundles=4))).ok
-    slow["on"] = True
+    slow.on = True
     first = node.controller
     memory(node.store).partition()  # a blip: resigns, then wins again on the same session
     await clock.sleep(0.01)
@@ -161,7 +127,7 @@ async def test_a_term_that_ends_while_its_image_is_rebuilt_never_starts(clock: C
     current = node.controller
     assert current is not None and current is not rebuilding and current.running
     assert current.epoch > rebuilding.epoch
-    slow["on"] = False
+    slow.on = False
     await cluster.close()
 
 
