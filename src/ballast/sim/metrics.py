@@ -205,7 +205,8 @@ def count_bounces(decisions: Iterable[Decision], grace_period_s: float) -> int:
     shedding unload); splits end a bundle's story. Moves made for other reasons (a broker
     draining, failing over) are not the balancer's: a bundle drained off a restarting broker
     may come home, and a bundle drained back is the broker's leaving, not an oscillation."""
-    left: dict[str, dict[str, float]] = {}
+    # bundle -> broker it was shed off -> (when, whether by an unload)
+    left: dict[str, dict[str, tuple[float, bool]]] = {}
     bounces = 0
     for decision in decisions:
         history = left.setdefault(decision.bundle, {})
@@ -215,15 +216,19 @@ def count_bounces(decisions: Iterable[Decision], grace_period_s: float) -> int:
         arrived = decision.destination
         balancer = decision.origin in ("shedding", "lookup")
         if arrived is not None and balancer and decision.action in ("transfer", "assign"):
-            since = history.pop(arrived, None)
-            if since is not None and decision.t_s - since < grace_period_s:
+            shed = history.pop(arrived, None)
+            # A lookup places a bundle only when it has no owner: after a shedding unload
+            # that is the balancer's doing; after a transfer, something else (a crash, a
+            # drain) took the bundle off its new broker.
+            back = shed is not None and (decision.action == "transfer" or shed[1])
+            if back and shed is not None and decision.t_s - shed[0] < grace_period_s:
                 bounces += 1
         if (
             decision.source is not None
             and decision.action in ("transfer", "unload")
             and decision.origin == "shedding"
         ):
-            history[decision.source] = decision.t_s
+            history[decision.source] = (decision.t_s, decision.action == "unload")
     return bounces
 
 
