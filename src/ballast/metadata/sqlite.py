@@ -14,8 +14,9 @@ import sqlite3
 from pathlib import Path
 
 from ballast.clock import Clock
-from ballast.metadata.memory import Change, MemoryServer, StoredNode
+from ballast.metadata.memory import MemoryServer
 from ballast.metadata.store import MetadataError, parent_of
+from ballast.metadata.stored_node import Change, StoredNode
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
