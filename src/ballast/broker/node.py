@@ -44,7 +44,8 @@ from ballast.controller.commands import (
     TransportError,
     UnloadBundle,
 )
-from ballast.controller.controller import Controller, DecisionListener
+from ballast.controller.controller import Controller
+from ballast.controller.decision_log import DecisionListener
 from ballast.controller.history import HistorySink
 from ballast.controller.requests import ClusterTransport, DrainBroker
 from ballast.coordination.election import LeaderElection, LeaderInfo, Leadership, read_leader

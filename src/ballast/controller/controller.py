@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -34,6 +34,7 @@ from ballast.balance.split import run_split_cycle
 from ballast.clock import Clock
 from ballast.controller.admin import AdminHandlers
 from ballast.controller.channel import ControllerChannel
+from ballast.controller.decision_log import DecisionListener, DecisionLog
 from ballast.controller.event_types import (
     AdoptOrphans,
     MembershipEvent,
@@ -89,8 +90,6 @@ log = logging.getLogger(__name__)
 
 UPDATE_DEBOUNCE_S = 0.1
 
-DecisionListener = Callable[[Mapping[str, Any]], None]
-
 
 class Controller:
     """The leader's cluster manager, for one leadership term."""
@@ -110,7 +109,7 @@ class Controller:
         decision_listeners: Sequence[DecisionListener] = (),
         history: HistorySink | None = None,
     ) -> None:
-        """``decision_listeners`` hear every decision as :meth:`log_decision` records it;
+        """``decision_listeners`` hear every decision as :attr:`log_decision` records it;
         ``history`` (setting ``loadBalancerHistoryPath``) receives the leader's view of the
         cluster every shedding cycle."""
         self.leadership = leadership
@@ -146,8 +145,9 @@ class Controller:
         self.last_shedding: dict[str, Any] = {}
         self._parsed_reports: dict[str, tuple[int, int | None, LocalBrokerData]] = {}
         self._remembered = b""
-        self.decisions_log: list[dict[str, Any]] = []
-        self.decision_listeners = decision_listeners
+        self.decisions = DecisionLog(clock, decision_listeners)
+        self.decisions_log = self.decisions.entries  # the recent ones, oldest first
+        self.log_decision = self.decisions.record
         self.history = HistoryRecorder(history) if history is not None else None
 
     # -- life cycle -------------------------------------------------------------------------
@@ -182,17 +182,13 @@ class Controller:
         self._fail_waiters()
 
     def _fail_waiters(self) -> None:
+        lost = f"leadership of epoch {self.epoch} was lost before the move finished; it may "
+        reply = RequestReply(
+            ok=False, status=503, message=lost + "or may not have happened: check and retry"
+        )
         waiters, self._waiters = self._waiters, {}
-        for waiter in waiters.values():
-            if not waiter.done():
-                waiter.set_result(
-                    RequestReply(
-                        ok=False,
-                        status=503,
-                        message=f"leadership of epoch {self.epoch} was lost before the move "
-                        "finished; it may or may not have happened: check and retry",
-                    )
-                )
+        for waiter in (w for w in waiters.values() if not w.done()):
+            waiter.set_result(reply)
 
     async def stop(self) -> None:
         self.abandon()
@@ -240,13 +236,9 @@ class Controller:
         strategy's state when it ran the same strategy."""
         self.image.recently_unloaded_bundles.update(memory.recently_unloaded_bundles)
         self.image.recently_unloaded_brokers.update(memory.recently_unloaded_brokers)
-        if memory.strategy == self.shedder.name and memory.state is not None:
-            try:
-                self.strategy_state = msgspec.convert(memory.state, self.shedder.state_type)
-            except msgspec.ValidationError:
-                log.warning(
-                    "the stored %s shedding state is unreadable; starting afresh", memory.strategy
-                )
+        state = memory.state_of(self.shedder.name, self.shedder.state_type)
+        if state is not None:
+            self.strategy_state = state
         self._remembered = memory.to_json()
 
     async def _remember_shedding(self) -> None:
@@ -604,34 +596,3 @@ class Controller:
     async def _request(self, event: RequestEvent) -> Any:
         """A RequestReply, or a future of one (requests that start a move)."""
         return await self.admin.handle(event.request)
-
-    # -- bookkeeping ------------------------------------------------------------------------
-
-    def log_decision(
-        self,
-        action: str,
-        bundle: str,
-        source: str | None,
-        destination: str | None,
-        reason: str,
-        *,
-        origin: str,
-    ) -> None:
-        """Record a decision (``action``: assign, transfer, unload, split) and tell the
-        decision listeners. ``origin`` says what led to it: ``lookup`` (placing an unowned
-        bundle), ``failover`` (its broker left), ``shedding``, ``split`` (automatic), ``drain``
-        (a broker stopping) or ``admin``."""
-        entry = {
-            "at": self.clock.wall_ms(),
-            "action": action,
-            "bundle": bundle,
-            "broker": source,
-            "destination": destination,
-            "reason": reason,
-            "origin": origin,
-        }
-        self.decisions_log.append(entry)
-        if len(self.decisions_log) > 1000:
-            del self.decisions_log[:500]
-        for listener in self.decision_listeners:
-            listener(entry)

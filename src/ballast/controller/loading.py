@@ -136,6 +136,17 @@ class SheddingMemory(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     def to_json(self) -> bytes:
         return msgspec.json.encode(self)
 
+    def state_of(self, strategy: str, state_type: type[Any]) -> Any | None:
+        """The strategy state stored, if it is ``strategy``'s and readable (a warning if it
+        is not readable): a new leader carries on with it."""
+        if self.strategy != strategy or self.state is None:
+            return None
+        try:
+            return msgspec.convert(self.state, state_type)
+        except msgspec.ValidationError:
+            log.warning("the stored %s shedding state is unreadable; starting afresh", strategy)
+            return None
+
 
 async def load_shedding_memory(store: MetadataStore) -> SheddingMemory | None:
     """The shedding memory a previous leader left, or None (none, or unreadable)."""
