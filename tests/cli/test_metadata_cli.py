@@ -34,7 +34,7 @@ PULSAR_DUMP = {
 def test_load_ls_get_dump_round_trip(ballast: Run, tmp_path: Path) -> None:
     store = f"sqlite:{tmp_path / 'meta.db'}"
     dump_file = tmp_path / "pulsar.json"
-    dump_file.write_text(json.dumps(PULSAR_DUMP))
+    dump_file.write_text("\ufeff" + json.dumps(PULSAR_DUMP), encoding="utf-8")  # with a BOM
     loaded = ballast("metadata", "load", str(dump_file), "--store", store)
     assert loaded.returncode == 0, loaded.stderr
     # the dumped cluster's broker registration is its session's, not this store's

@@ -87,11 +87,12 @@ def settings_from(config: Path | None, overrides: list[str] | None) -> Settings:
 
 
 def read_text_arg(path: str) -> str:
-    """The text of a file argument, ``-`` meaning stdin; exit 2 if unreadable."""
+    """The text of a file argument, ``-`` meaning stdin; exit 2 if unreadable. A UTF-8 byte
+    order mark (some editors write one) is not part of the text."""
     try:
         if path == "-":
-            return sys.stdin.buffer.read().decode("utf-8")
-        return Path(path).read_text(encoding="utf-8")
+            return sys.stdin.buffer.read().decode("utf-8-sig")
+        return Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror or exc}")
     except UnicodeDecodeError as exc:
