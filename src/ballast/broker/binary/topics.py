@@ -227,19 +227,19 @@ class TopicService:
         """Stop serving the non-persistent topics that have had no producer and no
         subscription for more than ``max_inactive_s`` (Pulsar's ``checkGC`` in
         ``delete_when_no_subscriptions`` mode): a topic with a client is marked active now,
-        one without is deleted once its last active time is that old. The deleted topics."""
+        one without is deleted once its last active time is that old. Only topics this
+        service opened are looked at (every one it serves has a last active time), not every
+        topic the broker serves. The deleted topics."""
         now = self.clock.monotonic()
         inactive: list[TopicName] = []
-        for _, served in self.node.served.bundle_topics():
-            for name in served:
-                if name.is_persistent:
-                    continue  # kept in the store; Ballast has no storage to reclaim
-                topic = self.topics.get(name)
-                if topic is not None and not topic.idle:
-                    self._last_active[name] = now
-                elif now - self._last_active.setdefault(name, now) > max_inactive_s:
-                    inactive.append(name)
+        for name, since in list(self._last_active.items()):
+            topic = self.topics.get(name)
+            if topic is not None and not topic.idle:
+                self._last_active[name] = now
+            elif now - since > max_inactive_s:
+                inactive.append(name)
         for name in inactive:
+            self._last_active.pop(name, None)
             log.info("deleting %s: no producers or subscriptions for %.0f s", name, max_inactive_s)
             self.node.served.remove_topic(name)
         return inactive
