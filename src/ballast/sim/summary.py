@@ -79,22 +79,17 @@ def _time_average(result: RunResult, field: str, since: float) -> float | None:
 
 def _final(step: StepRecord) -> dict[str, Any]:
     """The load figures at the end; with no broker left only the lower bound is known."""
-    if step.brokers == 0:
-        return {
-            "brokers": 0,
-            "meanLoad": None,
-            "std": None,
-            "maxLoad": None,
-            "lowerBound": _round(step.bound),
-            "ratio": None,
-        }
+
+    def measured(value: float) -> float | None:
+        return _round(value) if step.brokers > 0 else None
+
     return {
         "brokers": step.brokers,
-        "meanLoad": _round(step.mean),
-        "std": _round(step.std),
-        "maxLoad": _round(step.maximum),
+        "meanLoad": measured(step.mean),
+        "std": measured(step.std),
+        "maxLoad": measured(step.maximum),
         "lowerBound": _round(step.bound),
-        "ratio": _round(step.ratio),
+        "ratio": measured(step.ratio),
     }
 
 
