@@ -97,7 +97,7 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
         )
     )
     empty = tmp_path / "empty.json"
-    empty.write_text("{}")
+    empty.write_text("\ufeff{}", encoding="utf-8")  # an editor's byte order mark is read past
     refused = admin("isolation", "set", "p0", "--file", str(empty))
     assert refused.returncode == 1  # the server's 400, as Pulsar refuses it
     assert "needs namespaces, primary, secondary, auto_failover_policy" in refused.stderr

@@ -12,13 +12,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from pathlib import Path
 from typing import Annotated, Any
 
 import aiohttp
 import typer
 
-from ballast.cli.common import fail, print_json, url_problem
+from ballast.cli.common import fail, print_json, read_text_arg, url_problem
 from ballast.model.bundles import (
     SPLIT_NAMED_BUNDLES,
     BundleRange,
@@ -448,17 +447,19 @@ def isolation_set(
     ctx: typer.Context,
     name: str,
     policy_file: Annotated[
-        Path, typer.Option("--file", help="The policy as Pulsar's NamespaceIsolationData JSON.")
+        str,
+        typer.Option(
+            "--file", help="The policy as Pulsar's NamespaceIsolationData JSON ('-' for stdin)."
+        ),
     ],
     cluster: ClusterOption = None,
 ) -> None:
     """Set a namespace isolation policy from a JSON file."""
+    text = read_text_arg(policy_file)
     try:
-        policy = json.loads(policy_file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        fail(f"cannot read {policy_file}: {exc.strerror or exc}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        fail(f"{policy_file} is not JSON: {exc}")
+        policy = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(f"{'stdin' if policy_file == '-' else policy_file} is not JSON: {exc}")
     show(ctx, call(ctx, "POST", _isolation_path(_cluster(ctx, cluster), name), policy))
 
 
