@@ -350,6 +350,15 @@ def test_an_output_in_the_history_or_unwritable_exits_2_before_spark(
         assert f"error: --out {history} is the history or inside it" in same.stderr
         assert "log4j" not in same.stderr  # refused before Spark starts
     assert kept.read_text() == "the dump's averages"
+    # Another history as --out: its stored averages were replaced by the job's.
+    other = tmp_path / "other"
+    shutil.copytree(history, other)
+    for job in ("time-averages", "shed"):
+        refused = ballast("pipeline", job, "--history", str(history), "--out", str(other))
+        assert refused.returncode == 2, (job, refused.stderr)
+        assert f"error: --out {other} holds a history (bundles/)" in refused.stderr
+        assert "log4j" not in refused.stderr  # refused before Spark starts
+    assert (other / "bundle_averages" / "stored.parquet").read_text() == "the dump's averages"
     for out, said in (("", "--out is empty"), ("/proc/ballast-out", "cannot write to --out")):
         for args in (("time-averages", "--history", str(history)), ("generate",)):
             refused = ballast("pipeline", *args, "--out", out)

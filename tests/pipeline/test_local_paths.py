@@ -77,3 +77,13 @@ def test_an_output_that_cannot_take_the_results_is_named_before_spark_starts(
     assert problem(str(fresh)) is None and fresh.is_dir()  # made, and written in
     assert problem(str(tmp_path / "h-out")) is None  # a sibling sharing the prefix
     assert problem(str(history), master="yarn") is None  # only Spark can tell there
+    other = tmp_path / "other-history"
+    (other / "bundle_averages").mkdir(parents=True)
+    assert problem(str(other)) is None  # a job's earlier results: replaced, as documented
+    (other / "topics").mkdir()
+    assert problem(str(other)) == (
+        f"--out {other} holds a history (topics/): the job's tables would replace that "
+        "history's own (its stored averages are a bundle_averages/ table); write the results "
+        "elsewhere"
+    )
+    assert local_output_problem(None, str(other), master=None, conf={}, environ=LOCAL) is None

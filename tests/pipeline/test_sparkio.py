@@ -20,6 +20,7 @@ from ballast.pipeline.sparkio import (
     read_history,
     require_apart,
     require_history,
+    require_not_a_history,
     require_output_root,
     write_history,
 )
@@ -104,6 +105,20 @@ def test_require_apart_refuses_an_output_that_is_the_history(
             require_apart(spark, str(history), out)
     require_apart(spark, str(history), str(tmp_path / "h-out"))  # a sibling sharing a prefix
     require_apart(spark, str(history), str(tmp_path))  # the history inside --out is fine
+
+
+def test_require_not_a_history_refuses_an_output_that_is_another_history(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A job's --out that was a second history had its stored averages replaced."""
+    other = tmp_path / "other"
+    (other / "bundle_averages").mkdir(parents=True)
+    require_not_a_history(spark, str(other), (BROKERS, BUNDLES, TOPICS))  # results only
+    (other / "brokers").mkdir()
+    (other / "bundles").mkdir()
+    for given in (str(other), other.as_uri()):
+        with pytest.raises(PathError, match=r"holds a history \(brokers/, bundles/\)"):
+            require_not_a_history(spark, given, (BROKERS, BUNDLES, TOPICS))
 
 
 def test_conform_names_missing_columns(spark: SparkSession) -> None:

@@ -13,6 +13,9 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 HISTORY_TABLES = ("brokers", "bundles")
+# The tables that make a directory a history: a job's --out holding one of them would have
+# the history's stored averages replaced by the job's own.
+RAW_TABLES = ("brokers", "bundles", "topics")
 # What can make a plain path resolve on another file system (HDFS on many clusters).
 FOREIGN_DEFAULT_FS_ENV = ("HADOOP_CONF_DIR", "YARN_CONF_DIR", "SPARK_CONF_DIR")
 
@@ -22,6 +25,16 @@ def missing_history(root: str, tables: Sequence[str], root_exists: bool) -> str:
     names = ", ".join(f"{name}/" for name in tables)
     where = f"holds none of {names}" if root_exists else "does not exist"
     return f"no history at {root}: the path {where}"
+
+
+def history_at_out(out: str, held: Sequence[str]) -> str:
+    """The message for a job's ``--out`` that is itself a history (it holds ``held``)."""
+    names = ", ".join(f"{name}/" for name in held)
+    return (
+        f"--out {out} holds a history ({names}): the job's tables would replace that "
+        "history's own (its stored averages are a bundle_averages/ table); write the results "
+        "elsewhere"
+    )
 
 
 def _spark_defaults_present() -> bool:
@@ -88,14 +101,18 @@ def local_output_problem(
     environ: Mapping[str, str],
 ) -> str | None:
     """Why a job surely cannot write ``out`` beside ``history`` (None: it reads none): the
-    history itself or inside it, or :func:`local_writable_problem`; None when it can or only
-    Spark can tell."""
+    history itself or inside it, another history, or :func:`local_writable_problem`; None
+    when it can or only Spark can tell."""
     target = surely_local(out, master=master, conf=conf, environ=environ) if out.strip() else None
     source = surely_local(history, master=master, conf=conf, environ=environ) if history else None
     if target is not None and source is not None:
         problem = overlap_problem(str(source.resolve()), str(target.resolve()))
         if problem is not None:
             return problem
+    if target is not None and history is not None:
+        held = [name for name in RAW_TABLES if (target / name).is_dir()]
+        if held:
+            return history_at_out(out, held)
     return local_writable_problem(out, master=master, conf=conf, environ=environ)
 
 

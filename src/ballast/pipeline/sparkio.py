@@ -130,6 +130,17 @@ def require_apart(spark: SparkSession, history: str, out: str) -> None:
         raise PathError(problem)
 
 
+def require_not_a_history(spark: SparkSession, out: str, tables: Sequence[Table]) -> None:
+    """Raise :class:`PathError` if a job's ``out`` holds one of the history ``tables``: the
+    job's own tables would replace that history's (an imported dump's stored averages)."""
+    from ballast.pipeline.local_paths import history_at_out
+
+    exists = _exists_on(spark, out)
+    held = [t.name for t in tables if exists(table_path(out, t))]
+    if held:
+        raise PathError(history_at_out(out, held))
+
+
 def _file_system(spark: SparkSession, root: str) -> tuple[Any, Callable[[str], Any]]:
     """The Hadoop file system of ``root`` and the constructor of Hadoop paths;
     :class:`PathError` with the Java reason (not its stack) if there is none."""

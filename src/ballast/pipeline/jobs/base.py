@@ -37,12 +37,18 @@ SettingsCheck = Callable[["Settings"], None]
 
 def require_paths(spark: SparkSession, paths: JobPaths) -> None:
     """Fail early, with the reason, when the history holds neither broker nor bundle rows
-    or the output is a file, on a file system Spark has none for, or the history itself (a
-    job would otherwise read an absent history as an empty one, fail with a Java stack after
-    its reads, or replace the history's tables with its own)."""
-    from ballast.pipeline.schema import BROKERS, BUNDLES
-    from ballast.pipeline.sparkio import require_apart, require_history, require_output_root
+    or the output is a file, on a file system Spark has none for, the history itself or
+    another history (a job would otherwise read an absent history as an empty one, fail with
+    a Java stack after its reads, or replace a history's tables with its own)."""
+    from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS
+    from ballast.pipeline.sparkio import (
+        require_apart,
+        require_history,
+        require_not_a_history,
+        require_output_root,
+    )
 
     require_history(spark, paths.history, (BROKERS, BUNDLES))
     require_output_root(spark, paths.out)
     require_apart(spark, paths.history, paths.out)
+    require_not_a_history(spark, paths.out, (BROKERS, BUNDLES, TOPICS))
