@@ -7,6 +7,7 @@ import dataclasses
 import random
 import statistics
 
+import msgspec
 import pytest
 
 from ballast.balance.decisions import ReasonKind, Transfer, Unload
@@ -510,3 +511,60 @@ def test_a_run_begun_for_an_idle_broker_names_its_other_moves_for_the_spread() -
     ]
     assert moves[1].reason.text.startswith("c above the mean")
     assert "(the run began as broker c is idle" in moves[1].reason.text
+
+
+def busy_elsewhere(name: str) -> LocalBrokerData:
+    """A broker without bundles whose own report says its CPU is 95% used (something besides
+    the brokers' traffic loads it)."""
+    return msgspec.structs.replace(broker(name=name), cpu=ResourceUsage(usage=95.0, limit=100.0))
+
+
+def test_a_broker_busy_besides_its_bundles_is_neither_idle_nor_a_destination() -> None:
+    """It was taken for idle (its traffic predicts no load): shedding sent it a bundle at
+    once and placement chose it, though its report put it past the overload threshold."""
+    base = cluster(a=(0.1,) * 6, b=(0.1,) * 2)
+    snap = snapshot(
+        {**{n: d.local_data for n, d in base.brokers.items()}, "c": busy_elsewhere("c")}
+    )
+    moves, state, stats = run(snap)
+    assert moves == [] and stats["reason"] == "HitCount"  # no idle broker: the spread waits
+    moves, _, _ = run(snap, state)
+    assert moves and {m.destination for m in moves} == {"b"}
+    placement = PlacementConfig.from_settings(settings(loadBalancerLoadPlacementStrategy="ballast"))
+    choice, _ = least_predicted_load(
+        snap, ("a", "b", "c"), placement, PlacementState(), random.Random(1), bundle=bundle("x", 0)
+    )
+    assert choice.broker == "b"
+    # Every candidate past the threshold: the choice is still made among them.
+    alone, _ = least_predicted_load(
+        snap, ("c",), placement, PlacementState(), random.Random(1), bundle=bundle("x", 0)
+    )
+    assert alone.broker == "c"
+
+
+def test_an_idle_broker_no_movable_bundle_may_reach_does_not_make_a_run_urgent() -> None:
+    """c, idle, is kept by isolation for a namespace that has no bundle elsewhere: it used to
+    make every run urgent, so a burst on a and b was chased at once, past the swing rule."""
+    brokers = {
+        "a:8080": broker(*(0.1,) * 6, name="a:8080"),
+        "b:8080": broker(*(0.1,) * 4, name="b:8080"),
+        "c:8080": broker(name="c:8080"),
+    }
+    policy = {
+        "iso": {
+            "namespaces": ["t/iso"],
+            "primary": ["c"],
+            "secondary": [],
+            "auto_failover_policy": {
+                "policy_type": "min_available",
+                "parameters": {"min_limit": "1", "usage_threshold": "80"},
+            },
+        }
+    }
+    isolation = IsolationPolicies.from_mapping(policy)
+    snap = snapshot(brokers, policies=Policies(isolation=isolation))
+    moves, state, stats = run(snap)
+    assert moves == [] and stats["reason"] == "HitCount" and state.hit_count == 1
+    # Once the spread has lasted, a and b are balanced between themselves; nothing goes to c.
+    moves, _, _ = run(snap, state)
+    assert [(m.source, m.destination) for m in moves] == [("a:8080", "b:8080")]

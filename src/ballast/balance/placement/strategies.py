@@ -16,8 +16,9 @@ choice and the new memory.
   model learnt from the reports (:mod:`ballast.balance.loadmodel`) and counting its
   preallocated bundles, is lowest once the bundle is added; equal loads go to the broker
   serving fewer bundles, then at random. A bundle unloaded within the grace period does not
-  go back to the broker whose report still lists it (the one it just left) while another
-  candidate remains.
+  go back to the broker whose report still lists it (the one it just left), nor does any
+  bundle go to a broker whose own report is above the overload threshold (weighted max
+  usage, as ``least_long_term_message_rate`` scores it), while another candidate remains.
 
 Every strategy is told the bundle being placed (``bundle``); Pulsar's ignore it.
 """
@@ -216,7 +217,7 @@ def least_predicted_load(
     added = None if bundle is None else usage_of(costs, bundle_traffic(snapshot, bundle, None))
     best: list[BrokerId] = []
     lowest = (math.inf, 0)
-    for broker in _not_leaving(snapshot, candidates, bundle):
+    for broker in _not_overloaded(snapshot, _not_leaving(snapshot, candidates, bundle), config):
         usage, capacity = broker_usage(snapshot, broker, costs, config.weights)
         load = (
             load_of(usage, capacity, config.weights)
@@ -280,6 +281,21 @@ def _not_leaving(snapshot: LoadSnapshot, candidates: Candidates, bundle: str | N
         return candidates
     others = tuple(b for b in candidates if bundle not in snapshot.bundles_of(b))
     return others or candidates
+
+
+def _not_overloaded(
+    snapshot: LoadSnapshot, candidates: Candidates, config: PlacementConfig
+) -> Candidates:
+    """The candidates whose own report is at most the overload threshold (weighted max
+    usage): a broker busy with something besides its bundles is no place for more, whatever
+    its traffic predicts. All candidates if that leaves none."""
+    fit = tuple(
+        b
+        for b in candidates
+        if snapshot.local(b).max_resource_usage_with_weight(config.weights)
+        <= config.overloaded_threshold
+    )
+    return fit or candidates
 
 
 class PlacementStrategy(Protocol):

@@ -16,16 +16,17 @@ and forth, and new brokers loaded at once (emptied ones within two runs). Rules:
   ``loadBalancerBallastTriggerStd`` (0.045) for more than
   ``loadBalancerBallastHitCountThreshold`` (1) runs in a row — one noisy run is not enough — or
   at once when a broker is idle (below ``loadBalancerBallastIdleLoadFraction`` of the mean: a
-  new or restarted broker, but see the emptied broker below) or overloaded (above the
-  overload threshold and the mean by more than the trigger). Once acting, it moves load until the
-  predicted deviation is at most the target, going on at the next runs (without waiting for
-  the trigger again) when the limits per run stopped it short. An overload alone (the spread
-  has not yet outlasted its hit count) is only relieved: the moves leave overloaded brokers
-  only and stop once none is overloaded, and the rest of the spread waits for the hit count
-  like any other — under bursty load an overload is often a burst's peak. The rules on the
-  mean are ratios: predicted loads carry the traffic's relative noise, so a broker at twice the mean
-  is as real an imbalance at 2% load as at 50%; below a mean of ``MIN_MEAN_LOAD`` there is
-  nothing to balance.
+  new or restarted broker, but see the emptied broker below; only a broker some movable
+  bundle may go to counts, not one that isolation keeps for other namespaces) or overloaded
+  (above the overload threshold and the mean by more than the trigger). Once acting, it moves
+  load until the predicted deviation is at most the target, going on at the next runs
+  (without waiting for the trigger again) when the limits per run stopped it short. An
+  overload alone (the spread has not yet outlasted its hit count) is only relieved: the moves
+  leave overloaded brokers only and stop once none is overloaded, and the rest of the spread
+  waits for the hit count like any other — under bursty load an overload is often a burst's
+  peak. The rules on the mean are ratios: predicted loads carry the traffic's relative noise,
+  so a broker at twice the mean is as real an imbalance at 2% load as at 50%; below a mean of
+  ``MIN_MEAN_LOAD`` there is nothing to balance.
 - **Swings pass first.** Each broker's load has a settled value; a broker whose load moves
   away from it by more than ``loadBalancerBallastSwingLoadFraction`` (0.1) of the mean has
   swung, and its current load becomes the settled one. Within
@@ -47,7 +48,9 @@ and forth, and new brokers loaded at once (emptied ones within two runs). Rules:
   smaller (so a broker holding only small bundles can still be relieved); among the
   candidates the one that lowers the sum of squared loads most wins. When no single bundle
   fits, a swap is tried (a heavier bundle one way, a lighter one back). Loads are updated
-  after each move, so the next move sees them.
+  after each move, so the next move sees them. A broker whose own report puts it above the
+  overload threshold (weighted max usage) receives nothing, whatever its traffic predicts:
+  something besides its bundles loads it.
 - **Limits per run**: a broker sends or receives at most
   ``loadBalancerBallastMaxLoadMovedPerBroker`` (0.3) of load, except that its first bundle of
   the run may be larger (else a bundle past the cap could never leave an overloaded broker); at
@@ -207,10 +210,27 @@ def find_bundles_to_unload(
     }
     if waiting:
         figures["waiting"] = waiting
+    plan = Plan(
+        snapshot=snapshot,
+        config=config,
+        costs=costs,
+        capacity=capacity,
+        usage=usage,
+        load=load,
+        blocked=set(snapshot.recently_unloaded_bundles) | set(pending),
+        full=frozenset(
+            b
+            for b in load
+            if snapshot.local(b).max_resource_usage_with_weight(config.weights)
+            > config.overloaded_threshold
+        ),
+    )
     idle = sorted(
         b
         for b, value in load.items()
-        if mean > MIN_MEAN_LOAD and value < config.idle_load_fraction * mean
+        if mean > MIN_MEAN_LOAD
+        and value < config.idle_load_fraction * mean
+        and plan.can_receive_any(b)
     )
     overloaded = sorted(b for b, value in load.items() if is_overloaded(config, value, mean))
     heaviest = max(load.values())
@@ -263,15 +283,6 @@ def find_bundles_to_unload(
             f"balancing goes on: load std {spread:.4f}, max {heaviest:.3f} over mean {mean:.3f}",
         )
     before = dict(load)
-    plan = Plan(
-        snapshot=snapshot,
-        config=config,
-        costs=costs,
-        capacity=capacity,
-        usage=usage,
-        load=load,
-        blocked=set(snapshot.recently_unloaded_bundles) | set(pending),
-    )
     relief = bool(overloaded) and not idle and not unfinished and hit <= threshold
     decisions = balance(plan, reason, idle, relief=relief)
     new_pending = dict(pending)

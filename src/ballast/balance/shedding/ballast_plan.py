@@ -49,6 +49,9 @@ class Plan:
     usage: dict[BrokerId, Usage]
     load: dict[BrokerId, float]
     blocked: set[str]
+    # Brokers whose own report puts them above the overload threshold: never a destination,
+    # whatever their traffic predicts (something besides the bundles loads them).
+    full: frozenset[BrokerId] = frozenset()
     sent: dict[BrokerId, float] = field(default_factory=dict)
     received: dict[BrokerId, float] = field(default_factory=dict)
     movable: dict[BrokerId, list[_Candidate]] = field(default_factory=dict)
@@ -96,6 +99,18 @@ class Plan:
             allowed = self.allowed[namespace] = frozenset(brokers)
         return destination in allowed
 
+    def can_receive_any(self, destination: BrokerId) -> bool:
+        """Whether some bundle that may move from another broker may go to ``destination``:
+        a broker that none may reach (isolation, a full report) is no idle broker to fill."""
+        if destination in self.full:
+            return False
+        return any(
+            self.may_receive(candidate.bundle, destination)
+            for source in self.load
+            if source != destination
+            for candidate in self.candidates(source)
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class _Step:
@@ -115,8 +130,8 @@ def beyond(
     config: BallastShedderConfig, spread: float, heaviest: float, mean: float, *, trigger: bool
 ) -> bool:
     """Whether the spread is beyond the trigger (or, with ``trigger`` False, the target):
-    the standard deviation, or the heaviest broker over the mean — the latter only when it is
-    above the mean by more than the target deviation (tiny loads are noise)."""
+    the standard deviation, or the heaviest broker over the mean — the latter only when the
+    mean is above ``MIN_MEAN_LOAD`` (below it there is nothing to balance)."""
     limit_std = config.trigger_std if trigger else config.target_std
     ratio = config.trigger_max_over_mean if trigger else config.target_max_over_mean
     if spread > limit_std:
@@ -204,7 +219,11 @@ def _next_step(plan: Plan, mean: float) -> _Step | None:
 def _destinations(plan: Plan, source: BrokerId) -> list[BrokerId]:
     cap = plan.config.max_load_moved_per_broker
     lightest = sorted(
-        (b for b in plan.load if b != source and plan.received.get(b, 0.0) < cap - EPSILON),
+        (
+            b
+            for b in plan.load
+            if b != source and b not in plan.full and plan.received.get(b, 0.0) < cap - EPSILON
+        ),
         key=lambda b: (plan.load[b], b),
     )
     return lightest[:DESTINATIONS]
