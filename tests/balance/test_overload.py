@@ -51,6 +51,13 @@ def test_a_broker_with_one_bundle_or_none_is_left_alone() -> None:
             "skipped": "sole bundle is overloading the broker",
         }
     }
+    # Not "Balanced": a broker was overloaded and could not be relieved.
+    assert (stats["reason"], stats["detail"]) == (
+        "NoBundles",
+        "every flagged broker was skipped (a: sole bundle is overloading the broker)",
+    )
+    calm = find_bundles_to_unload(snapshot({"a": report(cpu=50)}, {}), NoState(), CONFIG, 0)
+    assert calm.stats["reason"] == "Balanced"
 
 
 def test_only_its_own_bundles_with_data_not_recently_unloaded_and_not_system() -> None:

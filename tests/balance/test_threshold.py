@@ -53,6 +53,8 @@ def test_below_the_minimum_throughput_nothing_is_shed() -> None:
     result = find_bundles_to_unload(snap, ThresholdState(), CONFIG, 0)
     assert result.decisions == ()
     assert "below the minimum throughput" in str(result.stats["sheddingBrokers"])
+    assert result.stats["reason"] == "NoBundles"  # not "Balanced": a broker is above the bar
+    assert str(result.stats["detail"]).startswith("every flagged broker was skipped (a: below")
 
 
 def test_sole_bundle_and_recently_unloaded_bundles_are_not_shed() -> None:

@@ -11,7 +11,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from ballast.balance.decisions import BrokerId, JsonValue, Move
+from ballast.balance.decisions import BrokerId, JsonValue, Move, ReasonKind, outcome
 from ballast.balance.snapshot import LoadSnapshot, is_system_namespace
 
 S = TypeVar("S")
@@ -39,6 +39,21 @@ class SheddingResult(Generic[S]):
     state: S
     stats: Mapping[str, JsonValue]
     expired_unloaded_brokers: tuple[BrokerId, ...] = ()
+
+
+def flagged_outcome(
+    decided: bool, flagged: Mapping[str, JsonValue], none_text: str
+) -> dict[str, JsonValue]:
+    """The outcome of a strategy that flags brokers, then sheds from those it may
+    (``flagged``: each one's figures, with ``skipped`` when it was passed over): ``Balanced``
+    when none was flagged, ``NoBundles`` naming why when every flagged one was skipped."""
+    if decided or not flagged:
+        return outcome(decided, ReasonKind.BALANCED, none_text)
+    reasons = "; ".join(
+        f"{broker}: {figures.get('skipped')}" if isinstance(figures, Mapping) else broker
+        for broker, figures in flagged.items()
+    )
+    return outcome(False, ReasonKind.NO_BUNDLES, f"every flagged broker was skipped ({reasons})")
 
 
 def java_int(value: float) -> int:

@@ -29,13 +29,13 @@ from ballast.balance.decisions import (
     ReasonKind,
     Unload,
     mib,
-    outcome,
     percent,
 )
 from ballast.balance.shedding.common import (
     ADDITIONAL_THRESHOLD_PERCENT_MARGIN,
     NoState,
     SheddingResult,
+    flagged_outcome,
     select_until_offloaded,
     sheddable_bundles_by,
 )
@@ -78,7 +78,7 @@ def find_bundles_to_unload(
                 Unload(bundle_name(bundle), broker, Reason(ReasonKind.OVERLOADED, text))
             )
     stats: dict[str, JsonValue] = {
-        **outcome(bool(decisions), ReasonKind.BALANCED, "no broker at or above the threshold"),
+        **flagged_outcome(bool(decisions), overloaded, "no broker at or above the threshold"),
         "overloadThreshold": threshold,
         "overloadedBrokers": overloaded,
     }

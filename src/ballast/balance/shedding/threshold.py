@@ -43,6 +43,7 @@ from ballast.balance.decisions import (
 from ballast.balance.shedding.common import (
     ADDITIONAL_THRESHOLD_PERCENT_MARGIN,
     SheddingResult,
+    flagged_outcome,
     select_until_offloaded,
     sheddable_bundles_by,
 )
@@ -124,7 +125,7 @@ def find_bundles_to_unload(
     if not decisions and config.lower_boundary_shedding:
         decisions.extend(_lower_boundary_shedding(snapshot, history, config, lower))
     stats = {
-        **outcome(bool(decisions), ReasonKind.BALANCED, "no broker above average + threshold"),
+        **flagged_outcome(bool(decisions), shed, "no broker above average + threshold"),
         "avgUsage": average,
         "threshold": threshold,
         "usage": dict(history),
