@@ -3,6 +3,9 @@ for any traffic."""
 
 from __future__ import annotations
 
+import math
+
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -55,6 +58,19 @@ def test_the_same_mix_everywhere_still_predicts_every_broker() -> None:
 def test_no_traffic_gives_the_default_units_and_no_cpu_cost() -> None:
     costs = fit_costs([LocalBrokerData(), LocalBrokerData()])
     assert costs == Costs()
+
+
+def test_reports_past_a_doubles_range_are_left_out_of_the_fit() -> None:
+    """A report whose throughputs sum past a double's range made the costs NaN, which the
+    strategy then kept for ever (its costs are blended with the last run's)."""
+    sane = [report(1000, 100), report(5000, 10_000), report(3000, 1000)]
+    huge = msgspec.structs.replace(
+        report(1000, 100), msg_throughput_in=1e308, msg_throughput_out=1e308
+    )
+    endless = msgspec.structs.replace(
+        report(1000, 100), cpu=ResourceUsage(usage=math.inf, limit=400.0)
+    )
+    assert fit_costs([*sane, huge, endless]) == fit_costs(sane)
 
 
 def test_load_is_the_weighted_max_over_the_predicted_resources() -> None:

@@ -38,6 +38,7 @@ from ballast.balance.snapshot import LoadSnapshot
 from ballast.model.loaddata import (
     LocalBrokerData,
     NamespaceBundleStats,
+    ResourceUsage,
     ResourceWeights,
     TimeAverageMessageData,
 )
@@ -261,6 +262,11 @@ def _fit_cpu(points: list[tuple[float, float, float]]) -> tuple[float, float]:
     return (k_m, 0.0) if residual_m <= residual_b else (0.0, k_b)
 
 
+def _measured(resource: ResourceUsage) -> bool:
+    """Whether a report's figure for a resource can be fitted: a limit, and a usage in range."""
+    return resource.limit > 0 and 0 <= resource.usage < math.inf
+
+
 def fit_costs(reports: Iterable[LocalBrokerData]) -> Costs:
     """The costs that best explain the reports' usage by their traffic."""
     cpu: list[tuple[float, float, float]] = []
@@ -268,11 +274,16 @@ def fit_costs(reports: Iterable[LocalBrokerData]) -> Costs:
     nic_out: list[tuple[float, float]] = []
     for report in reports:
         traffic = Traffic.of_report(report)
-        if report.cpu.limit > 0 and report.cpu.usage >= 0 and (traffic.messages or traffic.bytes):
+        if not all(
+            math.isfinite(figure)
+            for figure in (traffic.messages, traffic.bytes, traffic.tput_in, traffic.tput_out)
+        ):
+            continue  # figures past a double's range (or sums of them) explain nothing
+        if _measured(report.cpu) and (traffic.messages or traffic.bytes):
             cpu.append((traffic.messages, traffic.bytes, report.cpu.usage))
-        if report.bandwidth_in.limit > 0 and report.bandwidth_in.usage >= 0 and traffic.tput_in:
+        if _measured(report.bandwidth_in) and traffic.tput_in:
             nic_in.append((traffic.tput_in, report.bandwidth_in.usage))
-        if report.bandwidth_out.limit > 0 and report.bandwidth_out.usage >= 0 and traffic.tput_out:
+        if _measured(report.bandwidth_out) and traffic.tput_out:
             nic_out.append((traffic.tput_out, report.bandwidth_out.usage))
     cpu_per_msg, cpu_per_byte = _fit_cpu(cpu)
     return Costs(
