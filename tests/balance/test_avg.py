@@ -57,6 +57,10 @@ def test_pairs_count_their_runs_and_act_past_the_high_threshold_on_the_second() 
     # left: 4000 and 3000 are more, 1500 fits (500 left), 1000 does not, 500 does.
     assert names(moves) == [B[2], B[4]]
     assert {(m.source, m.destination) for m in moves} == {("a", "d")}
+    # The placement picks the destination (only avg's sends it to the pair): say "pair".
+    assert moves[0].reason.text == (
+        "a scores 90.0 against d's 10.0, its pair; shedding 2000 msg/s; bundle 1500 msg/s"
+    )
     # The pair that acted starts again; (c, b) keeps counting towards the low hit count (8).
     assert state.hit_high == {} and state.hit_low == {"c": 2, "b": 2}
 

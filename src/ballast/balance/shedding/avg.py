@@ -134,8 +134,8 @@ def find_bundles_to_unload(
             skipped.append({"pair": [idlest, busiest], "why": "traffic gap below the minimum"})
             continue
         why = (
-            f"{busiest} scores {scores[busiest]:.1f} against {idlest}'s {scores[idlest]:.1f}; "
-            f"moving {left:g} {unit} to it"
+            f"{busiest} scores {scores[busiest]:.1f} against {idlest}'s {scores[idlest]:.1f}, "
+            f"its pair; shedding {left:g} {unit}"
         )
         for bundle, traffic in sheddable_bundles_by(snapshot, busiest, metric):
             if 0 < traffic <= left:
