@@ -124,6 +124,15 @@ def test_a_dump_without_reports_needs_a_time(tmp_path: Path) -> None:
         importer("nope")
 
 
+def test_a_history_given_as_a_dump_is_named_as_such(tmp_path: Path) -> None:
+    """Its Parquet files were read as broker reports: "not valid JSON"."""
+    partition = tmp_path / "brokers" / "date=2026-11-24" / "hour=17"
+    partition.mkdir(parents=True)
+    (partition / "snapshot-c-1.parquet").write_bytes(b"PAR1")
+    with pytest.raises(HistoryError, match=r"is a history \(Parquet tables\), not a dump"):
+        import_pulsar_dump(tmp_path, ImportOptions("c"))
+
+
 def test_a_dump_with_no_load_data_is_refused_even_with_a_time(tmp_path: Path) -> None:
     # Most likely the wrong directory: importing it would add a snapshot of nothing.
     (tmp_path / "bundle-data").mkdir()

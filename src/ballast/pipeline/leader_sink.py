@@ -26,6 +26,8 @@ def leader_history_sink(
     if not text:
         return None
     root = Path(text).expanduser() / (subdir or "")
+    if root.exists() and not root.is_dir():
+        raise HistoryPathError(f"loadBalancerHistoryPath {text}: {root} is a file, not a directory")
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
