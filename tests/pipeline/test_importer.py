@@ -219,3 +219,12 @@ def test_a_metadata_dump_imports_as_its_snapshot(ballast: Run, tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert (summary["format"], summary["brokers"], summary["bundles"]) == ("metadata-dump", 3, 7)
+    # A format given that is not the source's is refused (the summary named the one given).
+    wrong = ballast("pipeline", "import", str(dump), "--history", str(tmp_path / "w"),
+                    "--format", "decide-snapshot")  # fmt: skip
+    assert wrong.returncode == 2
+    assert f"error: {dump} is a metadata-dump, not a decide-snapshot (--format)" in wrong.stderr
+    assert not (tmp_path / "w").exists()
+    named = ballast("pipeline", "import", str(dump), "--history", str(tmp_path / "w"),
+                    "--format", "metadata-dump")  # fmt: skip
+    assert named.returncode == 0 and json.loads(named.stdout)["format"] == "metadata-dump"

@@ -190,7 +190,11 @@ def import_command(
         snapshot_ms=parse_time_ms(at) if at is not None else None,
     )
     try:
-        chosen = detect_format(source) if source_format == "auto" else source_format
+        if source_format != "auto":
+            importer(source_format)  # an unknown name lists the known ones
+        chosen = detect_format(source)
+        if source_format not in ("auto", chosen):
+            fail(f"{source} is a {chosen}, not a {source_format} (--format)")
         if chosen in ("decide-snapshot", "metadata-dump"):
             snapshot, warnings = read_decide_snapshot(source, options)
             for message in warnings:
