@@ -291,6 +291,7 @@ def test_a_setting_spark_cannot_start_with_exits_2(ballast: Ballast, tmp_path: P
         in sql.stderr
     )
     assert "internal error" not in sql.stderr
+    assert not (tmp_path / "o").exists()  # the failed runs left no empty --out behind
 
 
 def test_a_job_on_a_missing_history_exits_2(ballast: Ballast, tmp_path: Path) -> None:

@@ -74,7 +74,8 @@ def test_an_output_that_cannot_take_the_results_is_named_before_spark_starts(
     assert problem(str(a_file)) == f"{a_file} is a file, not a directory"
     assert problem(str(a_file / "sub")) is not None  # cannot be created under a file
     fresh = tmp_path / "results" / "day"
-    assert problem(str(fresh)) is None and fresh.is_dir()  # made, and written in
+    assert problem(str(fresh)) is None  # made, and written in
+    assert not (tmp_path / "results").exists()  # and removed: the job makes it
     assert problem(str(tmp_path / "h-out")) is None  # a sibling sharing the prefix
     assert problem(str(history), master="yarn") is None  # only Spark can tell there
     other = tmp_path / "other-history"

@@ -6,6 +6,7 @@ a JVM's start-up and log lines first. Every other path is checked once Spark run
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -120,8 +121,9 @@ def local_writable_problem(
     out: str, *, master: str | None, conf: Mapping[str, str], environ: Mapping[str, str]
 ) -> str | None:
     """Why ``out`` surely cannot take a job's results (empty, a file, or a directory that
-    cannot be created or written in), or None when it can or only Spark can tell. A
-    directory made to try it is left in place: the job writes there next."""
+    cannot be created or written in), or None when it can or only Spark can tell. The
+    directories made to try it are removed again: a job that fails later (a bad setting, a
+    Spark that will not start) leaves no empty ``--out`` behind, and the job makes them."""
     if not out.strip():
         return "--out is empty: give the directory to write the results to"
     target = surely_local(out, master=master, conf=conf, environ=environ)
@@ -129,10 +131,15 @@ def local_writable_problem(
         return None
     if target.exists() and not target.is_dir():
         return f"{out} is a file, not a directory"
+    made = [path for path in (target, *target.parents) if not path.exists()]  # deepest first
     try:
         target.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=target):
             pass
     except OSError as exc:
         return f"cannot write to --out {out}: {exc.strerror or exc}"
+    finally:
+        for path in made:
+            with contextlib.suppress(OSError):  # one made by someone else meanwhile stays
+                path.rmdir()
     return None
