@@ -12,7 +12,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ballast.model.loaddata import ResourceWeights
-from ballast.pipeline.report_render import ClusterReport, render_report
+from ballast.pipeline.report_render import (
+    ClusterReport,
+    imbalance_figure,
+    namespace_figure,
+    render_report,
+    usage_figure,
+)
 from ballast.pipeline.schema import BROKERS, BUNDLES
 from ballast.pipeline.transforms.report import (
     broker_load_over_time,
@@ -243,3 +249,29 @@ def test_a_report_of_one_snapshot_names_it_in_the_singular() -> None:
     page, images = render_report([report], "one")
     assert "1970-01-01 00:01 UTC, 1 snapshot;" in page
     assert len(images) == 3
+
+
+def test_a_lone_snapshot_gets_an_axis_of_two_hours_and_plain_numbers() -> None:
+    """One snapshot got an axis of years, and a flat series of 0.1717 an offset label
+    ("1e-5+1.717e-1")."""
+    over_time = pd.DataFrame(
+        {
+            "snapshot_ms": [1_795_541_599_091],
+            "brokers": [2],
+            **{c: [0.17171] for c in ("usage_p50", "usage_p90", "usage_p99", "usage_max")},
+            **{c: [0.1] for c in ("usage_spread", "rate_peak_to_mean", "rate_cv")},
+        }
+    )
+    series = pd.DataFrame(
+        {"snapshot_ms": [1_795_541_599_091], "namespace": ["t/a"], "msg_rate": [5.0]}
+    )
+    for figure in (
+        usage_figure(over_time, "c"),
+        imbalance_figure(over_time, "c"),
+        namespace_figure(series, "c"),
+    ):
+        low, high = figure.axes[0].get_xlim()  # matplotlib dates: days
+        assert high - low == pytest.approx(2 / 24)
+        for axes in figure.axes:
+            formatter = axes.yaxis.get_major_formatter()
+            assert formatter.get_useOffset() is False  # type: ignore[attr-defined]

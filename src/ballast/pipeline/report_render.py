@@ -54,7 +54,21 @@ def _png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def usage_chart(over_time: pd.DataFrame, cluster: str) -> bytes:
+def _finish(figure: Figure, times: pd.Series) -> Figure:
+    """Lay out a chart over time: plain numbers on the value axes (no offset such as
+    ``1e-5+1.717e-1`` for a flat series), and an hour either side of a lone snapshot, which
+    would otherwise get an axis of years."""
+    for axes in figure.axes:
+        axes.ticklabel_format(axis="y", useOffset=False)
+    if times.nunique() == 1:
+        moment = times.iloc[0]
+        figure.axes[0].set_xlim(moment - pd.Timedelta(hours=1), moment + pd.Timedelta(hours=1))
+    figure.autofmt_xdate()
+    figure.tight_layout()
+    return figure
+
+
+def usage_figure(over_time: pd.DataFrame, cluster: str) -> Figure:
     """Broker usage percentiles across brokers, over time, in percent; brokers reporting on
     a second axis."""
     figure = Figure(figsize=(10, 4.5))
@@ -87,12 +101,10 @@ def usage_chart(over_time: pd.DataFrame, cluster: str) -> bytes:
     handles, labels = axes.get_legend_handles_labels()
     more_handles, more_labels = counts.get_legend_handles_labels()
     axes.legend(handles + more_handles, labels + more_labels, loc="upper left", fontsize=8)
-    figure.autofmt_xdate()
-    figure.tight_layout()
-    return _png(figure)
+    return _finish(figure, times)
 
 
-def imbalance_chart(over_time: pd.DataFrame, cluster: str) -> bytes:
+def imbalance_figure(over_time: pd.DataFrame, cluster: str) -> Figure:
     """Message-rate peak-to-mean and coefficient of variation, and usage spread."""
     figure = Figure(figsize=(10, 4.5))
     axes = figure.add_subplot()
@@ -120,12 +132,10 @@ def imbalance_chart(over_time: pd.DataFrame, cluster: str) -> bytes:
     handles, labels = axes.get_legend_handles_labels()
     more_handles, more_labels = spread.get_legend_handles_labels()
     axes.legend(handles + more_handles, labels + more_labels, loc="upper left", fontsize=8)
-    figure.autofmt_xdate()
-    figure.tight_layout()
-    return _png(figure)
+    return _finish(figure, times)
 
 
-def namespace_chart(top_series: pd.DataFrame, cluster: str) -> bytes:
+def namespace_figure(top_series: pd.DataFrame, cluster: str) -> Figure:
     """The busiest namespaces' message rates over time."""
     figure = Figure(figsize=(10, 4.5))
     axes = figure.add_subplot()
@@ -143,9 +153,7 @@ def namespace_chart(top_series: pd.DataFrame, cluster: str) -> bytes:
     axes.grid(True, alpha=0.3)
     if not top_series.empty:
         axes.legend(loc="upper left", fontsize=8, ncol=2)
-    figure.autofmt_xdate()
-    figure.tight_layout()
-    return _png(figure)
+    return _finish(figure, _times(top_series))
 
 
 def _slug(text: str) -> str:
@@ -213,10 +221,14 @@ def render_report(reports: Sequence[ClusterReport], title: str) -> tuple[str, di
         # A chart only where there are rows to draw: a history may hold bundle rows alone.
         charts: dict[str, bytes] = {}
         if not report.over_time.empty:
-            charts[f"{slug}-usage.png"] = usage_chart(report.over_time, report.cluster)
-            charts[f"{slug}-imbalance.png"] = imbalance_chart(report.over_time, report.cluster)
+            charts[f"{slug}-usage.png"] = _png(usage_figure(report.over_time, report.cluster))
+            charts[f"{slug}-imbalance.png"] = _png(
+                imbalance_figure(report.over_time, report.cluster)
+            )
         if not report.top_series.empty:
-            charts[f"{slug}-namespaces.png"] = namespace_chart(report.top_series, report.cluster)
+            charts[f"{slug}-namespaces.png"] = _png(
+                namespace_figure(report.top_series, report.cluster)
+            )
         images.update(charts)
         hottest = report.brokers.sort_values(["usage_p95", "broker"], ascending=[False, True]).head(
             TOP_ROWS
