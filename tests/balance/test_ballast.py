@@ -372,16 +372,12 @@ def test_recently_unloaded_and_pending_bundles_stay_put() -> None:
     assert not {str(m.bundle) for m in moves} & (set(recent) | set(pending))
 
 
-def test_isolated_namespaces_move_only_to_brokers_their_policy_allows() -> None:
-    brokers = {
-        "a:8080": broker(*(0.1,) * 8, name="a:8080", namespace="t/iso"),
-        "b:8080": broker(name="b:8080"),
-        "c:8080": broker(name="c:8080"),
-    }
+def isolated(namespace: str, *primary: str) -> Policies:
+    """An isolation policy keeping ``namespace`` on the ``primary`` brokers (host names)."""
     policy = {
         "iso": {
-            "namespaces": ["t/iso"],
-            "primary": ["a", "c"],
+            "namespaces": [namespace],
+            "primary": list(primary),
             "secondary": [],
             "auto_failover_policy": {
                 "policy_type": "min_available",
@@ -389,8 +385,16 @@ def test_isolated_namespaces_move_only_to_brokers_their_policy_allows() -> None:
             },
         }
     }
-    isolation = IsolationPolicies.from_mapping(policy)
-    snap = snapshot(brokers, policies=Policies(isolation=isolation))
+    return Policies(isolation=IsolationPolicies.from_mapping(policy))
+
+
+def test_isolated_namespaces_move_only_to_brokers_their_policy_allows() -> None:
+    brokers = {
+        "a:8080": broker(*(0.1,) * 8, name="a:8080", namespace="t/iso"),
+        "b:8080": broker(name="b:8080"),
+        "c:8080": broker(name="c:8080"),
+    }
+    snap = snapshot(brokers, policies=isolated("t/iso", "a", "c"))
     moves, _, _ = run(snap)
     assert moves and {m.destination for m in moves} == {"c:8080"}
 
@@ -550,19 +554,7 @@ def test_an_idle_broker_no_movable_bundle_may_reach_does_not_make_a_run_urgent()
         "b:8080": broker(*(0.1,) * 4, name="b:8080"),
         "c:8080": broker(name="c:8080"),
     }
-    policy = {
-        "iso": {
-            "namespaces": ["t/iso"],
-            "primary": ["c"],
-            "secondary": [],
-            "auto_failover_policy": {
-                "policy_type": "min_available",
-                "parameters": {"min_limit": "1", "usage_threshold": "80"},
-            },
-        }
-    }
-    isolation = IsolationPolicies.from_mapping(policy)
-    snap = snapshot(brokers, policies=Policies(isolation=isolation))
+    snap = snapshot(brokers, policies=isolated("t/iso", "c"))
     moves, state, stats = run(snap)
     assert moves == [] and stats["reason"] == "HitCount" and state.hit_count == 1
     # Once the spread has lasted, a and b are balanced between themselves; nothing goes to c.
