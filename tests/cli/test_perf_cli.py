@@ -1,13 +1,18 @@
 """``ballast perf produce|consume`` as a user runs them, against a three-broker cluster: the
-consumer gets every message the producer published, both summaries say so; bad options exit 2;
-a topic the cluster refuses exits 1 with the broker's reason."""
+consumer gets every message the producer published, both summaries say so; counts are exact
+(``--messages``, rate x ``--duration``); bad options exit 2; a topic the cluster refuses, a
+failed send or a URL where no broker answers exits 1 with the reason — at once on Ctrl-C or
+at the end of ``--duration`` while still connecting."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from subprocess import CompletedProcess
 from typing import Any
 
@@ -23,8 +28,8 @@ pytestmark = [pytest.mark.real_time, pytest.mark.integration]
 TOPIC = "non-persistent://t/perf/load"
 
 
-async def ballast(*args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
+async def start(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "ballast",
@@ -33,9 +38,22 @@ async def ballast(*args: str) -> tuple[int, str, str]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
+
+
+async def ballast(*args: str) -> tuple[int, str, str]:
+    process = await start(*args)
     out, err = await asyncio.wait_for(process.communicate(), timeout=120)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
+
+
+@contextmanager
+def closed_port() -> Iterator[int]:
+    """A loopback port that refuses connections (bound, not listening: held meanwhile, so
+    nothing else takes it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
 
 
 async def test_perf_consume_gets_what_perf_produce_sends(clock: Clock) -> None:
@@ -105,6 +123,13 @@ async def test_perf_consume_gets_what_perf_produce_sends(clock: Clock) -> None:
         (("consume", "x", "--type", "sometimes"), "--type"),
         (("produce", "bad:///x"), "topic 'bad:///x' is not a topic name"),
         (("consume", "persistent://t/x"), "is not a topic name"),
+        (("consume", "x", "-S", ""), "--subscription must name a subscription, not ''"),
+        (("consume", "x", "--subscription", " "), "--subscription must name a subscription"),
+        (("produce", "x", "--size", "5241857"), "--size must be at most 5,241,856 bytes"),
+        (("produce", "x", "--size", "6000000"), "--size must be at most 5,241,856 bytes"),
+        (("produce", "x", "-s", "4611686018427387904"), "--size must be at most 5,241,856"),
+        (("produce", "x", "-s", "99999999999999999999"), "--size must be at most 5,241,856"),
+        (("produce", "x", "-s", "1" + "0" * 400), "--size must be at most 5,241,856"),
     ],
 )
 def test_bad_options_exit_2_naming_the_option(
@@ -120,16 +145,155 @@ async def test_refused_topics_exit_1_with_the_reason(clock: Clock) -> None:
     cluster = await start_cluster(clock, "t/perf", 1, brokers=1)
     try:
         node: Any = next(iter(cluster.nodes.values()))
+        for verb, what in (
+            ("produce", "a producer for persistent://t/perf/stored"),
+            ("consume", "a consumer on persistent://t/perf/stored (subscription 'sub')"),
+        ):
+            code, out, err = await ballast(
+                "perf", verb, "persistent://t/perf/stored", "--url", pulsar_url(node)
+            )
+            assert code == 1, err
+            # The reason, from the broker's answer, in the error line (the C++ consumer's
+            # exception does not carry it) and in the client's own log on stderr.
+            assert (
+                f"error: the cluster refused {what}: NotAllowedError: "
+                "persistent://t/perf/stored: persistent topics need a storage layer"
+            ) in err
+            assert "WARN" in err and "Received error response from server" in err
+            assert out == ""
+    finally:
+        await cluster.close()
+
+
+async def test_failed_sends_are_counted_by_the_clients_reason(clock: Clock) -> None:
+    cluster = await start_cluster(clock, "t/perf", 1, brokers=1, overrides=("maxMessageSize=1024",))
+    try:
+        node: Any = next(iter(cluster.nodes.values()))
+        base = ("perf", "produce", TOPIC, "--url", pulsar_url(node), "--size", "2000")
+        code, out, err = await ballast(*base, "--messages", "3")
+        assert code == 1, err
+        assert "Produced 0 messages in" in out and "(3 failed: MessageTooBig 3)" in out
+        assert "cannot exceed 1024 bytes" in err  # the client's warning, on stderr
+        code, out, err = await ballast(*base, "--messages", "2", "--json")
+        assert code == 1, err
+        produced = json.loads(out)
+        assert (produced["errors"], produced["failures"]) == (2, {"MessageTooBig": 2})
+    finally:
+        await cluster.close()
+
+
+async def test_consume_counts_exactly_the_messages_asked_for(clock: Clock) -> None:
+    cluster = await start_cluster(clock, "t/perf", 1, brokers=1)
+    try:
+        node: Any = next(iter(cluster.nodes.values()))
+        url = pulsar_url(node)
+        consuming = asyncio.ensure_future(
+            ballast("perf", "consume", TOPIC, "--url", url, "--messages", "100", "--json")
+        )
+        await eventually(
+            lambda: any(
+                topic.subscriptions
+                for server in cluster.binary.values()
+                for topic in server.topics.topics.values()
+            ),
+            clock,
+            timeout_s=30,
+            what="the consumer subscribed",
+        )
+        # Far more, as fast as the client goes: many arrive before the consumer closes.
+        produced = await ballast(
+            "perf",
+            "produce",
+            TOPIC,
+            "--url",
+            url,
+            "--rate",
+            "0",
+            "--messages",
+            "3000",
+            "--size",
+            "64",
+        )
+        assert produced[0] == 0, produced[2]
+        code, out, err = await consuming
+        assert code == 0, err
+        consumed = json.loads(out)
+        assert (consumed["messages"], consumed["bytes"]) == (100, 100 * 64)
+    finally:
+        await cluster.close()
+
+
+async def test_a_run_of_a_duration_sends_rate_times_duration(clock: Clock) -> None:
+    cluster = await start_cluster(clock, "t/perf", 1, brokers=1)
+    try:
+        node: Any = next(iter(cluster.nodes.values()))
         code, out, err = await ballast(
             "perf",
             "produce",
-            "persistent://t/perf/stored",
+            TOPIC,
             "--url",
             pulsar_url(node),
-            "--messages",
+            "--rate",
+            "200",
+            "--duration",
             "1",
+            "--json",
         )
-        assert code == 1 and "NotAllowed" in err, err
-        assert "persistent topics need a storage layer" in out  # the client logs the reason
+        assert code == 0, err
+        assert json.loads(out)["messages"] == 200
+    finally:
+        await cluster.close()
+
+
+@pytest.mark.parametrize("verb", ["produce", "consume"])
+async def test_a_url_where_nothing_listens_ends_with_the_duration(clock: Clock, verb: str) -> None:
+    with closed_port() as port:
+        url = f"pulsar://127.0.0.1:{port}"
+        began = clock.monotonic()
+        code, out, err = await ballast("perf", verb, "x", "--url", url, "--duration", "1")
+        took_s = clock.monotonic() - began
+    # The client alone would try for 30 s; the run ends with its duration (the command's
+    # start-up and close take the rest).
+    assert took_s < 10, err
+    assert code == 1 and out == ""
+    assert f"error: --duration 1 s passed before a {verb}" in err
+    assert f"no connection to a broker via {url} yet (the client's last error: " in err
+    assert "Connection refused" in err
+
+
+async def test_ctrl_c_while_connecting_ends_the_run_at_once(clock: Clock) -> None:
+    with closed_port() as port:
+        url = f"pulsar://127.0.0.1:{port}"
+        process = await start("perf", "produce", "x", "--url", url)
+        assert process.stderr is not None
+        seen: list[str] = []
+        while not any("Connection refused" in line for line in seen):  # it is connecting
+            line = await asyncio.wait_for(process.stderr.readline(), timeout=30)
+            assert line, "".join(seen)
+            seen.append(line.decode())
+        began = clock.monotonic()
+        process.send_signal(signal.SIGINT)
+        out, err = await asyncio.wait_for(process.communicate(), timeout=30)
+        took_s = clock.monotonic() - began
+    assert took_s < 3, err
+    assert process.returncode == 1 and out == b""
+    assert "error: interrupted after" in err.decode()
+    assert f"no connection to a broker via {url} yet" in err.decode()
+
+
+async def test_a_brokers_http_port_as_its_pulsar_url_ends_with_the_duration(
+    clock: Clock,
+) -> None:
+    cluster = await start_cluster(clock, "t/perf", 1, brokers=1)
+    try:
+        node: Any = next(iter(cluster.nodes.values()))
+        url = f"pulsar://127.0.0.1:{node.identity.web_port}"
+        began = clock.monotonic()
+        code, _, err = await ballast("perf", "consume", "x", "--url", url, "--duration", "2")
+        took_s = clock.monotonic() - began
+        assert took_s < 10, err
+        assert code == 1
+        assert "--duration 2 s passed before a consumer on " in err
+        assert f"the client connected via {url}" in err
     finally:
         await cluster.close()

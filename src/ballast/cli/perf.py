@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import signal
+import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.live import Live
@@ -15,12 +17,17 @@ from rich.live import Live
 from ballast.cli.common import fail, output_console, print_json, url_problem
 from ballast.clock import Clock, SystemClock
 from ballast.model.naming import InvalidNameError, TopicName
-from ballast.perf.display import LiveView, interval_line, summary_text
+from ballast.perf.display import LiveView, interval_logger, summary_text
 from ballast.perf.run import (
+    CLOSE_WAIT_S,
+    MAX_SIZE,
     ConsumeOptions,
     IntervalListener,
+    LineListener,
+    PerfError,
     ProduceOptions,
     SubscriptionKind,
+    client_threads_ended,
     consume,
     produce,
     topic_names,
@@ -44,7 +51,12 @@ TopicCount = Annotated[
     int, typer.Option("--topics", "-t", help="Use NAME-0 .. NAME-(N-1) for each topic.")
 ]
 Duration = Annotated[
-    float | None, typer.Option("--duration", "-d", help="Stop after this many seconds.")
+    float | None,
+    typer.Option(
+        "--duration",
+        "-d",
+        help="Send (receive) for this many seconds; also the longest wait to connect.",
+    ),
 ]
 Messages = Annotated[
     int | None, typer.Option("--messages", "-m", help="Stop after this many messages in all.")
@@ -52,21 +64,28 @@ Messages = Annotated[
 Json = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
 
 
-Runner = Callable[[Clock, asyncio.Event, IntervalListener], Awaitable[Summary]]
+Runner = Callable[[Clock, asyncio.Event, IntervalListener, LineListener], Awaitable[Summary]]
 
 SCHEMES = ("pulsar", "pulsar+ssl", "http", "https")
 
 
 def _check(
-    url: str, duration: float | None, messages: int | None, **least: tuple[float, float]
+    url: str,
+    duration: float | None,
+    messages: int | None,
+    *,
+    more: Sequence[str] = (),
+    **least: tuple[float, float],
 ) -> None:
     """Exit 2 naming every bad option: ``least`` maps each option (``max_pending`` for
-    ``--max-pending``) to its value and the least value it takes, as ``(value, least)``."""
+    ``--max-pending``) to its value and the least value it takes, as ``(value, least)``;
+    ``more`` are problems the command found itself."""
     problems = [
-        f"--{name.replace('_', '-')} must be a number >= {minimum:g}, not {value:g}"
+        f"--{name.replace('_', '-')} must be a number >= {minimum:g}, not {_number(value)}"
         for name, (value, minimum) in least.items()
-        if not (math.isfinite(value) and value >= minimum)
+        if not ((isinstance(value, int) or math.isfinite(value)) and value >= minimum)
     ]
+    problems.extend(more)
     if duration is not None and not (math.isfinite(duration) and duration > 0):
         problems.append(f"--duration must be a number of seconds > 0, not {duration:g}")
     if messages is not None and messages < 1:
@@ -76,6 +95,27 @@ def _check(
         problems.append(f"--url {url!r} is not a service URL: {problem}")
     if problems:
         fail("; ".join(problems))
+
+
+def _number(value: float) -> str:
+    # An int option may hold any integer: one past a float's range cannot take :g.
+    return str(value) if isinstance(value, int) else f"{value:g}"
+
+
+def _size_problems(size: int) -> list[str]:
+    if size <= MAX_SIZE:
+        return []
+    return [
+        f"--size must be at most {MAX_SIZE:,} bytes, not {size}: perf sends each message "
+        f"whole (no chunking), and one message carries at most 5 MiB (Pulsar's default "
+        f"maxMessageSize), 1 KiB of it set aside for the message's metadata"
+    ]
+
+
+def _subscription_problems(subscription: str) -> list[str]:
+    if subscription.strip():
+        return []
+    return [f"--subscription must name a subscription, not {subscription!r}"]
 
 
 def _topics(names: Sequence[str], count: int) -> tuple[str, ...]:
@@ -90,9 +130,24 @@ def _topics(names: Sequence[str], count: int) -> tuple[str, ...]:
     return chosen
 
 
+def _leave(code: int, reason: str | None = None) -> NoReturn:
+    """Exit with ``code``, after ``error: reason``. With a client call still blocked in its
+    thread the interpreter's own exit could hang or abort on it: leave at once instead."""
+    if reason is not None:
+        typer.echo(f"error: {reason}", err=True)
+    if not client_threads_ended(CLOSE_WAIT_S):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise typer.Exit(code)
+
+
 def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
     console = output_console(stderr=as_json)
     view = LiveView(f"ballast perf {verb}", latency_name)
+
+    def client_said(line: str) -> None:
+        typer.echo(line, err=True)
 
     async def main() -> Summary:
         stop = asyncio.Event()
@@ -107,24 +162,20 @@ def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
                     view.add(interval, outstanding)
                     live.update(view.render())
 
-                return await start(clock, stop, show)
-
-        def log(interval: Interval, outstanding: int) -> None:
-            if interval.seconds > 0:
-                console.print(interval_line(verb.capitalize(), interval, outstanding))
-
-        return await start(clock, stop, log)
+                return await start(clock, stop, show, client_said)
+        return await start(clock, stop, interval_logger(console, verb.capitalize()), client_said)
 
     try:
         summary = asyncio.run(main())
-    except Exception as exc:  # the client's errors (ConnectError, Timeout, NotAllowed ...)
-        fail(f"{type(exc).__name__}: {exc}", code=1)
+    except PerfError as exc:  # could not connect, refused, stopped while connecting
+        _leave(1, str(exc))
+    except Exception as exc:  # the client's other errors
+        _leave(1, f"{type(exc).__name__}: {exc}")
     if as_json:
         print_json(summary.to_json())
     else:
-        console.print(summary_text(verb.capitalize() + "d", summary, latency_name))
-    if summary.errors:
-        raise typer.Exit(1)
+        console.print(summary_text(verb.capitalize() + "d", summary, latency_name), soft_wrap=True)
+    _leave(1 if summary.errors else 0)
 
 
 @perf_app.command("produce")
@@ -134,7 +185,9 @@ def produce_command(
     rate: Annotated[
         float, typer.Option("--rate", "-r", help="Messages/s in all; 0: as fast as possible.")
     ] = 100.0,
-    size: Annotated[int, typer.Option("--size", "-s", help="Message size in bytes.")] = 1024,
+    size: Annotated[
+        int, typer.Option("--size", "-s", help=f"Message size in bytes (at most {MAX_SIZE:,}).")
+    ] = 1024,
     topic_count: TopicCount = 1,
     producers: Annotated[int, typer.Option("--producers", "-n", help="Producers per topic.")] = 1,
     duration: Duration = None,
@@ -158,6 +211,7 @@ def produce_command(
         url,
         duration,
         messages,
+        more=_size_problems(size),
         rate=(rate, 0),
         size=(size, 0),
         topics=(topic_count, 1),
@@ -182,7 +236,7 @@ def produce_command(
     _run(
         "produce",
         "publish",
-        lambda clock, stop, show: produce(options, clock, stop, show),
+        lambda clock, stop, show, said: produce(options, clock, stop, show, said),
         as_json,
     )
 
@@ -211,6 +265,7 @@ def consume_command(
         url,
         duration,
         messages,
+        more=_subscription_problems(subscription),
         topics=(topic_count, 1),
         consumers=(consumers, 1),
         receiver_queue=(receiver_queue, 1),
@@ -228,6 +283,6 @@ def consume_command(
     _run(
         "consume",
         "end-to-end",
-        lambda clock, stop, show: consume(options, clock, stop, show),
+        lambda clock, stop, show, said: consume(options, clock, stop, show, said),
         as_json,
     )

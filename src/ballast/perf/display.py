@@ -5,8 +5,9 @@ as ``pulsar-perf`` logs; and a summary at the end."""
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 
@@ -69,12 +70,25 @@ def interval_line(verb: str, interval: Interval, outstanding: int) -> str:
     )
 
 
+def interval_logger(console: Console, verb: str) -> Callable[[Interval, int], None]:
+    """Print each interval (but the empty last one) as one :func:`interval_line`, never
+    wrapped: a line split mid-number at the console's width would garble the log."""
+
+    def log(interval: Interval, outstanding: int) -> None:
+        if interval.seconds > 0:
+            console.print(interval_line(verb, interval, outstanding), soft_wrap=True)
+
+    return log
+
+
 def summary_text(verb: str, summary: Summary, latency_name: str) -> str:
     latency = summary.latency
+    kinds = ", ".join(f"{kind} {count:,}" for kind, count in summary.failures)
     return "\n".join(
         [
             f"{verb} {summary.messages:,} messages in {summary.seconds:.1f} s "
-            f"({summary.errors:,} failed): {summary.rate:,.1f} msg/s, "
+            f"({summary.errors:,} failed{f': {kinds}' if kinds else ''}): "
+            f"{summary.rate:,.1f} msg/s, "
             f"{summary.throughput_mib:.3f} MiB/s",
             f"{latency_name} latency ms: mean {latency.mean_ms:.3f}  p50 {latency.p50_ms:.3f}  "
             f"p95 {latency.p95_ms:.3f}  p99 {latency.p99_ms:.3f}  p99.9 {latency.p999_ms:.3f}  "

@@ -8,9 +8,17 @@ allows) and consumers receiving, each reporting every second and summarising at 
 - Topics: ``--topics N`` turns each name into ``NAME-0`` .. ``NAME-(N-1)``, as pulsar-perf does;
   a name without a scheme is ``non-persistent://public/default/NAME`` (Ballast serves
   non-persistent topics).
+- Connecting: the client's calls that block (creating producers and consumers, flushing,
+  closing) run on daemon threads of their own, not asyncio's executor, whose threads the
+  interpreter joins at exit. A stop (Ctrl-C) or the end of the duration ends a run that is
+  still connecting at once (:class:`PerfError`); closing the client then makes the blocked call
+  return, and :func:`client_threads_ended` tells the command whether any is left.
+- Duration: it counts from the moment every producer or consumer exists, and bounds the
+  connecting before as well.
 
 Concurrency contract: the runners are coroutines on one event loop; the client's callbacks run
-on its own threads and only touch the thread-safe :class:`Recorder`.
+on its own threads and only touch the thread-safe :class:`Recorder`; the client's log is read
+on the loop (:class:`ClientLog`).
 """
 
 from __future__ import annotations
@@ -18,21 +26,44 @@ from __future__ import annotations
 import asyncio
 import enum
 import functools
+import math
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pulsar
 
 from ballast.clock import Clock
 from ballast.clock.base import wall_clock_ms
+from ballast.perf.client_log import ClientLog, creation_failure, stopped_connecting
 from ballast.perf.stats import Interval, Recorder, Summary
+from ballast.protocol.versions import DEFAULT_MAX_MESSAGE_SIZE
 
 REPORT_EVERY_S = 1.0
 DEFAULT_DOMAIN = "non-persistent://public/default/"
+OPERATION_TIMEOUT_S = 30  # the client's, for each lookup, producer or subscription
+DRAIN_S = 30.0  # longest a producer waits for the receipts of what it sent
+CLOSE_WAIT_S = 5.0  # longest a run waits for the client to close
+LOG_POLL_S = 0.1
+CLIENT_THREAD = "ballast-perf-client"
+# The largest --size: one message without chunking carries at most maxMessageSize (Pulsar's
+# default, 5 MiB) of payload and metadata. The metadata of perf's messages (producer name,
+# sequence id, publish time, key) took 34 to 43 bytes against `ballast standalone` (largest
+# payload 5,242,846 bytes unbatched without a key); it grows with the sequence id and the
+# names, so 1 KiB is set aside for it.
+MAX_SIZE = DEFAULT_MAX_MESSAGE_SIZE - 1024
+_EPSILON = 1e-9  # float slack in rate x time (0.1 s x 30 msg/s is 3.0000000000000004)
 
 IntervalListener = Callable[[Interval, int], None]  # the interval, messages outstanding
+LineListener = Callable[[str], None]  # a warning or error line of the client's log
+
+T = TypeVar("T")
+
+
+class PerfError(Exception):
+    """A run that could not start, or was stopped before it could: the reason, in words."""
 
 
 class SubscriptionKind(enum.Enum):
@@ -87,10 +118,154 @@ class ConsumeOptions:
     receiver_queue: int = 1000
 
 
-def _client(url: str) -> Any:
-    return pulsar.Client(
-        url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
-    )
+def _finished(
+    options: ProduceOptions | ConsumeOptions, started: float, now: float, done: int
+) -> bool:
+    if options.duration_s is not None and now - started >= options.duration_s:
+        return True
+    return options.messages is not None and done >= options.messages
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+def _in_thread(call: Callable[[], T]) -> asyncio.Future[T]:
+    """``call()`` on a daemon thread of its own, its outcome as a future of the running loop.
+    Nobody need wait for it: a call abandoned on a stop ends when the client closes."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    future.add_done_callback(_retrieve)  # an abandoned call's error is no one's to report
+
+    def succeed(value: T) -> None:
+        if not future.done():
+            future.set_result(value)
+
+    def failed(error: Exception) -> None:
+        if not future.done():
+            future.set_exception(error)
+
+    def run() -> None:
+        try:
+            value = call()
+        except Exception as exc:
+            outcome: Callable[[], None] = functools.partial(failed, exc)
+        else:
+            outcome = functools.partial(succeed, value)
+        try:
+            loop.call_soon_threadsafe(outcome)
+        except RuntimeError:  # the loop has closed: nobody waits for this call any more
+            pass
+
+    threading.Thread(target=run, name=CLIENT_THREAD, daemon=True).start()
+    return future
+
+
+def client_threads_ended(wait_s: float) -> bool:
+    """Whether every client call of this process has returned, after waiting up to
+    ``wait_s`` for the last ones. One still blocked when the interpreter exits can abort the
+    exit ("terminate called without an active exception"): the caller then leaves at once."""
+    deadline = time.perf_counter() + wait_s
+    for thread in threading.enumerate():
+        if thread.name == CLIENT_THREAD:
+            thread.join(max(0.0, deadline - time.perf_counter()))
+            if thread.is_alive():
+                return False
+    return True
+
+
+def messages_due(elapsed_s: float, rate: float, duration_s: float | None) -> int:
+    """How many messages a run at ``rate`` msg/s has sent ``elapsed_s`` seconds in: one at
+    each ``k / rate`` from 0 and, with a duration, before it ends — ``rate x duration`` in all.
+    """
+    due = math.floor(elapsed_s * rate + _EPSILON) + 1
+    if duration_s is not None:
+        due = min(due, math.ceil(duration_s * rate - _EPSILON))
+    return max(due, 0)
+
+
+@dataclass
+class _Session:
+    """One run's client, its log, and how it creates its producers or consumers: each
+    creation waits for the client, a stop or the end of the duration, whichever comes first."""
+
+    url: str
+    clock: Clock
+    stop: asyncio.Event
+    duration_s: float | None
+    log: ClientLog
+    client: Any
+    started: float
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        clock: Clock,
+        stop: asyncio.Event,
+        duration_s: float | None,
+        on_log_line: LineListener,
+    ) -> _Session:
+        log = ClientLog(on_log_line)
+        try:
+            client = pulsar.Client(
+                url, operation_timeout_seconds=OPERATION_TIMEOUT_S, logger=log.logger()
+            )
+        except Exception:
+            log.close()
+            raise
+        return cls(url, clock, stop, duration_s, log, client, clock.monotonic())
+
+    async def follow_log(self) -> None:
+        while True:
+            self.log.poll()
+            await self.clock.sleep(LOG_POLL_S)
+
+    async def create(self, what: str, call: Callable[[], T]) -> T:
+        """``call()`` (a blocking creation of ``what``, "a producer for TOPIC"); PerfError in
+        words when it fails or the run stops first."""
+        began = self.clock.monotonic()
+        creating = _in_thread(call)
+        stopping: asyncio.Future[Any] = asyncio.ensure_future(self.stop.wait())
+        timeout = None
+        if self.duration_s is not None:
+            timeout = max(0.0, self.started + self.duration_s - self.clock.monotonic())
+        try:
+            await asyncio.wait(
+                [creating, stopping], timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            stopping.cancel()
+        self.log.poll()
+        if creating.done():
+            error = creating.exception()
+            if error is None:
+                return creating.result()
+            if isinstance(error, pulsar.PulsarException):
+                waited_s = self.clock.monotonic() - began
+                reason = creation_failure(
+                    self.url, what, type(error).__name__, self.log.facts, waited_s
+                )
+                raise PerfError(reason) from error
+            raise error
+        creating.cancel()
+        if self.stop.is_set():
+            why = f"interrupted after {self.clock.monotonic() - self.started:.1f} s"
+        else:
+            why = f"--duration {self.duration_s:g} s passed"
+        raise PerfError(stopped_connecting(self.url, what, why, self.log.facts))
+
+    async def close(self) -> None:
+        """Close the client (and with it every producer and consumer), waiting
+        :data:`CLOSE_WAIT_S` at most; then read the rest of its log."""
+        self.log.poll()
+        closing = _in_thread(self.client.close)
+        try:
+            await asyncio.wait_for(asyncio.shield(closing), CLOSE_WAIT_S)
+        except (TimeoutError, pulsar.PulsarException):
+            pass  # left to client_threads_ended; a close error is no news after the run
+        self.log.close()
 
 
 async def _report(
@@ -111,32 +286,33 @@ async def _report(
         last = now
 
 
-def _finished(
-    options: ProduceOptions | ConsumeOptions, started: float, now: float, done: int
-) -> bool:
-    if options.duration_s is not None and now - started >= options.duration_s:
-        return True
-    return options.messages is not None and done >= options.messages
-
-
 async def produce(
-    options: ProduceOptions, clock: Clock, stop: asyncio.Event, listener: IntervalListener
+    options: ProduceOptions,
+    clock: Clock,
+    stop: asyncio.Event,
+    listener: IntervalListener,
+    on_log_line: LineListener,
 ) -> Summary:
-    """Publish until ``stop``, the duration or the message count; the summary."""
-    client = await asyncio.to_thread(_client, options.url)
+    """Publish until ``stop``, the duration or the message count; the summary. PerfError
+    when a producer cannot be created, or the run stops before they all are."""
+    session = _Session.open(options.url, clock, stop, options.duration_s, on_log_line)
+    following = asyncio.ensure_future(session.follow_log())
     recorder = Recorder()
-    producers: list[Any] = []
     try:
+        producers: list[Any] = []
         for topic in options.topics:
             for _ in range(options.producers):
                 producers.append(
-                    await asyncio.to_thread(
-                        client.create_producer,
-                        topic,
-                        batching_enabled=options.batching,
-                        batching_max_publish_delay_ms=options.batch_delay_ms,
-                        max_pending_messages=options.max_pending,
-                        block_if_queue_full=False,
+                    await session.create(
+                        f"a producer for {topic}",
+                        functools.partial(
+                            session.client.create_producer,
+                            topic,
+                            batching_enabled=options.batching,
+                            batching_max_publish_delay_ms=options.batch_delay_ms,
+                            max_pending_messages=options.max_pending,
+                            block_if_queue_full=False,
+                        ),
                     )
                 )
         payload = b"x" * options.size
@@ -147,7 +323,7 @@ async def produce(
             if result == pulsar.Result.Ok:
                 recorder.record(size, (time.perf_counter() - started) * 1000)
             else:
-                recorder.record_error()
+                recorder.record_error(getattr(result, "name", str(result)))
 
         count = 0
         limit = options.max_pending * len(producers)
@@ -158,21 +334,15 @@ async def produce(
         reporting = asyncio.ensure_future(_report(clock, recorder, stop, listener, outstanding))
         started = clock.monotonic()
         while not stop.is_set():
-            now = clock.monotonic()
-            if _finished(options, started, now, count):
-                break
+            elapsed = clock.monotonic() - started
+            ending = options.duration_s is not None and elapsed >= options.duration_s
             if options.rate > 0:
-                due = int((now - started) * options.rate) - count
-                if due <= 0:
-                    await clock.sleep(min(0.005, 1 / options.rate))
-                    continue
+                target = messages_due(elapsed, options.rate, options.duration_s)
             else:
-                due = 500
+                target = count if ending else count + 500
             if options.messages is not None:
-                due = min(due, options.messages - count)
-            for _ in range(due):
-                if outstanding() >= limit:
-                    break
+                target = min(target, options.messages)
+            while count < target and outstanding() < limit:
                 producer = producers[count % len(producers)]
                 callback = functools.partial(sent, time.perf_counter())
                 if keys:
@@ -180,10 +350,17 @@ async def produce(
                 else:
                     producer.send_async(payload, callback)
                 count += 1
-            await clock.sleep(0 if outstanding() < limit else 0.001)
+            if ending or (options.messages is not None and count >= options.messages):
+                break
+            if count < target:  # held back by --max-pending
+                await clock.sleep(0.001)
+            elif options.rate > 0:
+                await clock.sleep(min(0.005, 1 / options.rate))
+            else:
+                await clock.sleep(0)
         for producer in producers:
-            await asyncio.to_thread(producer.flush)
-        deadline = clock.monotonic() + 30
+            _in_thread(producer.flush)  # one still blocked after the drain ends on close
+        deadline = clock.monotonic() + DRAIN_S
         while outstanding() > 0 and clock.monotonic() < deadline:
             await clock.sleep(0.01)
         elapsed = clock.monotonic() - started
@@ -191,18 +368,23 @@ async def produce(
         await reporting
         return recorder.summary(elapsed)
     finally:
-        for producer in producers:
-            await asyncio.to_thread(producer.close)
-        await asyncio.to_thread(client.close)
+        following.cancel()
+        await session.close()
 
 
 async def consume(
-    options: ConsumeOptions, clock: Clock, stop: asyncio.Event, listener: IntervalListener
+    options: ConsumeOptions,
+    clock: Clock,
+    stop: asyncio.Event,
+    listener: IntervalListener,
+    on_log_line: LineListener,
 ) -> Summary:
-    """Receive until ``stop``, the duration or the message count; the summary."""
-    client = await asyncio.to_thread(_client, options.url)
-    recorder = Recorder()
-    consumers: list[Any] = []
+    """Receive until ``stop``, the duration or the message count — counting exactly that
+    many, not the ones that arrive before the consumers close; the summary. PerfError when a
+    consumer cannot subscribe, or the run stops before they all have."""
+    session = _Session.open(options.url, clock, stop, options.duration_s, on_log_line)
+    following = asyncio.ensure_future(session.follow_log())
+    recorder = Recorder(limit=options.messages)
 
     def received(_consumer: Any, message: Any) -> None:
         recorder.record(len(message.data()), float(wall_clock_ms() - message.publish_timestamp()))
@@ -210,16 +392,17 @@ async def consume(
     try:
         for topic in options.topics:
             for i in range(options.consumers):
-                consumers.append(
-                    await asyncio.to_thread(
-                        client.subscribe,
+                await session.create(
+                    f"a consumer on {topic} (subscription {options.subscription!r})",
+                    functools.partial(
+                        session.client.subscribe,
                         topic,
                         options.subscription,
                         consumer_type=options.kind.consumer_type,
                         consumer_name=f"perf-{i}",
                         message_listener=received,
                         receiver_queue_size=options.receiver_queue,
-                    )
+                    ),
                 )
         reporting = asyncio.ensure_future(_report(clock, recorder, stop, listener, lambda: 0))
         started = clock.monotonic()
@@ -232,6 +415,5 @@ async def consume(
         await reporting
         return recorder.summary(elapsed)
     finally:
-        for consumer in consumers:
-            await asyncio.to_thread(consumer.close)
-        await asyncio.to_thread(client.close)
+        following.cancel()
+        await session.close()

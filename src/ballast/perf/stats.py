@@ -8,6 +8,7 @@ from one reader thread. A lock guards the swap of the current interval's samples
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,13 +66,15 @@ class Interval:
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    """A whole run."""
+    """A whole run. ``failures``: the errors by kind (the client's result, "MessageTooBig"),
+    the most frequent first."""
 
     seconds: float
     messages: int
     bytes: int
     errors: int
     latency: Latencies
+    failures: tuple[tuple[str, int], ...] = ()
 
     @property
     def rate(self) -> float:
@@ -87,6 +90,7 @@ class Summary:
             "messages": self.messages,
             "bytes": self.bytes,
             "errors": self.errors,
+            "failures": dict(self.failures),
             "rate": round(self.rate, 1),
             "throughputMiB": round(self.throughput_mib, 3),
             "latencyMs": {
@@ -102,27 +106,36 @@ class Summary:
 
 @dataclass
 class Recorder:
-    """Counts and latency samples, fed by callbacks on the client's threads."""
+    """Counts and latency samples, fed by callbacks on the client's threads. With a
+    ``limit``, messages past the first ``limit`` are not recorded."""
 
+    limit: int | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _messages: int = 0
     _bytes: int = 0
     _errors: int = 0
+    _failures: Counter[str] = field(default_factory=Counter)
     _samples: list[float] = field(default_factory=list)
     _all_samples: list[np.ndarray] = field(default_factory=list)
     _interval_messages: int = 0
     _interval_bytes: int = 0
     _interval_errors: int = 0
 
-    def record(self, size: int, latency_ms: float) -> None:
+    def record(self, size: int, latency_ms: float) -> bool:
+        """Count one message; False (and nothing counted) once ``limit`` were."""
         with self._lock:
+            if self.limit is not None and self._messages + self._interval_messages >= self.limit:
+                return False
             self._interval_messages += 1
             self._interval_bytes += size
             self._samples.append(latency_ms)
+            return True
 
-    def record_error(self) -> None:
+    def record_error(self, kind: str) -> None:
+        """Count one failure of ``kind`` (the client's result: "MessageTooBig", "Timeout")."""
         with self._lock:
             self._interval_errors += 1
+            self._failures[kind] += 1
 
     @property
     def messages(self) -> int:
@@ -154,4 +167,13 @@ class Recorder:
         everything = (
             np.concatenate(self._all_samples) if self._all_samples else np.zeros(0, np.float64)
         )
-        return Summary(seconds, self._messages, self._bytes, self._errors, Latencies.of(everything))
+        with self._lock:
+            failures = tuple(self._failures.most_common())
+        return Summary(
+            seconds,
+            self._messages,
+            self._bytes,
+            self._errors,
+            Latencies.of(everything),
+            failures,
+        )

@@ -1,0 +1,33 @@
+"""What ``ballast perf`` prints: interval lines whole however long, and the failures of a run
+by kind in its summary."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from ballast.cli.common import PIPED_WIDTH
+from ballast.perf.display import interval_line, interval_logger, summary_text
+from ballast.perf.stats import Interval, Latencies, Summary
+
+
+def test_an_interval_line_longer_than_the_console_is_not_wrapped() -> None:
+    latency = Latencies(
+        1_000, 12_345.678, 12_345.678, 23_456.789, 34_567.891, 45_678.912, 56_789.123
+    )
+    interval = Interval(1.0, 123_456_789, 10**12, 12_345, latency)
+    line = interval_line("Produce", interval, 1_234_567)
+    assert len(line) > PIPED_WIDTH
+    out = io.StringIO()
+    log = interval_logger(Console(file=out, width=PIPED_WIDTH), "Produce")  # as when piped
+    log(interval, 1_234_567)
+    log(Interval(0.0, 0, 0, 0, Latencies()), 0)  # the empty last interval is not printed
+    assert out.getvalue() == line + "\n"
+
+
+def test_the_summary_names_the_failures_by_kind() -> None:
+    summary = Summary(1.0, 5, 50, 3, Latencies(), (("MessageTooBig", 2), ("Timeout", 1)))
+    first = summary_text("Produced", summary, "publish").splitlines()[0]
+    assert first.startswith("Produced 5 messages in 1.0 s (3 failed: MessageTooBig 2, Timeout 1):")
+    assert "(0 failed):" in summary_text("Produced", Summary(1.0, 5, 50, 0, Latencies()), "publish")
