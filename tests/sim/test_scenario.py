@@ -334,6 +334,17 @@ def test_errors_name_the_key(extra: str, message: str) -> None:
             "[[events]]\nat = 4\nstop_brokers = 2",
             r"events\[3\].stop_brokers: 2 brokers, but at most 1 are running at 4 s",
         ),
+        # stopped by "all", or by index, the brokers are counted off like a count's
+        (
+            "at = 1\nadd_brokers = 2\n[[events]]\nat = 2\nstop_brokers = 'all'\n"
+            "[[events]]\nat = 3\ncrash_brokers = 1",
+            r"events\[2\].crash_brokers: 1 brokers, but at most 0 are running at 3 s",
+        ),
+        (
+            "at = 1\nadd_brokers = 2\n[[events]]\nat = 2\nstop_brokers = [0, 1]\n"
+            "[[events]]\nat = 3\nstop_brokers = [1]\n[[events]]\nat = 4\nstop_brokers = 2",
+            r"events\[3\].stop_brokers: 2 brokers, but at most 1 are running at 4 s",
+        ),
     ],
 )
 def test_events_a_run_could_not_carry_out_are_refused(events: str, message: str) -> None:
@@ -419,3 +430,13 @@ def test_a_yaml_file_is_told_scenarios_are_toml(tmp_path: Path) -> None:
     path.write_text("duration: 10m\ncluster:\n  brokers: 3\n", encoding="utf-8")
     with pytest.raises(ScenarioError, match=r"\(scenarios are TOML files\)$"):
         load_scenario(path)
+
+
+def test_brokers_stopped_by_count_and_by_index_may_be_the_same_ones() -> None:
+    """The count's pick is the run's: a stop of [0] after a stop of 1 may have named the same
+    broker, so one broker may still run and a last stop of 1 is not refused."""
+    events = (
+        "[[events]]\nat = 1\nadd_brokers = 1\n[[events]]\nat = 2\nstop_brokers = 1\n"
+        "[[events]]\nat = 3\nstop_brokers = [0]\n[[events]]\nat = 4\nstop_brokers = 1"
+    )
+    assert len(parse_scenario(tomllib.loads(MINIMAL + events)).events) == 4

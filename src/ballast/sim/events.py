@@ -129,10 +129,18 @@ def check_events(
     one on a namespace that does not exist by then, and a selection of more brokers than can be
     running then or of an index no broker has yet (the run picks among the running brokers
     only). The counts are upper bounds: a broker restarting, or crashed to come back, counts
-    as running, and brokers stopped by index are not counted off, so only a selection that
-    cannot be met is refused. ``brokers`` None: the brokers are not known from the events
-    alone (a replayed history's churn adds and stops more), so selections are not checked."""
-    running = started = brokers if brokers is not None else 0
+    as running, and the brokers a count picked are unknown until the run, so brokers stopped
+    by count and by index (or ``all``) may be the same ones — only a selection that cannot be
+    met is refused.
+    ``brokers`` None: the brokers are not known from the events alone (a replayed history's
+    churn adds and stops more), so selections are not checked."""
+    started = brokers if brokers is not None else 0
+    gone_by_count = 0  # brokers stopped for good by a count: which ones, only the run knows
+    gone_by_index: set[int] = set()  # stopped for good by index, or by "all"
+
+    def running() -> int:
+        return started - max(gone_by_count, len(gone_by_index))
+
     known = set(namespaces)
     order = sorted(range(len(events)), key=lambda i: events[i].at_s)  # stable: file order
     for i in order:
@@ -151,7 +159,6 @@ def check_events(
                 f"(namespaces: {', '.join(sorted(known)) or 'none'})"
             )
         if isinstance(action, AddBrokers):
-            running += action.count
             started += action.count
             continue
         if isinstance(action, StopBrokers | CrashBrokers | RestartBrokers):
@@ -161,7 +168,14 @@ def check_events(
             selection, where = action.brokers, f"events[{i}].scale_rates.brokers"
         else:
             continue
-        if selection is None or selection.everyone or brokers is None:
+        if selection is None or brokers is None:
+            continue
+        gone = isinstance(action, StopBrokers) or (
+            isinstance(action, CrashBrokers) and action.restart_after_s is None
+        )
+        if selection.everyone:
+            if gone:
+                gone_by_index.update(range(started))
             continue
         if selection.indexes:
             late = [index for index in selection.indexes if index >= started]
@@ -170,13 +184,12 @@ def check_events(
                     f"{where}: no broker has index {late[0]} at {when} ({started} started by "
                     f"then, indexes 0 to {started - 1})"
                 )
+            if gone:  # one already down is passed over by the run, and counted once here
+                gone_by_index.update(selection.indexes)
             continue
-        if selection.count > running:
+        if selection.count > running():
             raise ScenarioError(
-                f"{where}: {selection.count} brokers, but at most {running} are running at {when}"
+                f"{where}: {selection.count} brokers, but at most {running()} are running at {when}"
             )
-        gone = isinstance(action, StopBrokers) or (
-            isinstance(action, CrashBrokers) and action.restart_after_s is None
-        )
         if gone:
-            running -= selection.count
+            gone_by_count += selection.count
