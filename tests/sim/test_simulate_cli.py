@@ -194,8 +194,9 @@ def test_compare_of_one_strategy_still_writes_the_comparison(ballast: Run, tmp_p
 
 def test_a_failed_write_keeps_the_summaries(ballast: Run, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "threshold").write_text("", encoding="utf-8")  # where the run's directory goes
+    (out / "threshold").mkdir(parents=True)
+    # a link to nowhere passes the checks made before the run and fails the writing after
+    (out / "threshold" / "timeline.parquet").symlink_to(tmp_path / "gone" / "timeline.parquet")
     done = ballast(
         "simulate", str(write(tmp_path)), "--strategy", "threshold", "--no-plots", "--out", str(out)
     )
@@ -203,6 +204,55 @@ def test_a_failed_write_keeps_the_summaries(ballast: Run, tmp_path: Path) -> Non
     assert "cannot write to --out" in done.stderr and "internal error" not in done.stderr
     (summary,) = json.loads(done.stdout)
     assert summary["strategy"] == "threshold" and summary["final"]["std"] >= 0
+
+
+def test_outputs_that_cannot_be_written_are_refused_before_any_run(
+    ballast: Run, tmp_path: Path
+) -> None:
+    """A file where a run's directory goes, or a directory where a file goes, failed the
+    writing after the whole simulation (exit 1, part of the outputs written); an empty --out
+    wrote into the current directory."""
+    scenario = str(write(tmp_path))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "threshold").write_text("", encoding="utf-8")
+    filed = ballast("simulate", scenario, "--strategy", "threshold", "--out", str(out))
+    assert filed.returncode == 2 and filed.stdout == ""  # no run
+    assert f"{out / 'threshold'} is a file, not a directory" in filed.stderr
+    (out / "threshold").unlink()
+    (out / "comparison.json").mkdir()
+    comparing = ballast("simulate", scenario, "--compare", "threshold,ballast", "--out", str(out))
+    assert comparing.returncode == 2 and comparing.stdout == ""
+    assert f"{out / 'comparison.json'} is a directory, not a file" in comparing.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["comparison.json"]  # nothing written
+    empty = ballast("simulate", scenario, "--out", " ")  # refused before anything is written
+    assert empty.returncode == 2 and "--out is empty" in empty.stderr
+    for compare, said in (
+        ("threshold,,ballast", "has an empty name between its commas"),
+        ("all,ballast", "--compare all runs every profile: give it alone"),
+    ):
+        refused = ballast("simulate", scenario, "--compare", compare)
+        assert refused.returncode == 2 and said in refused.stderr, compare
+
+
+def test_a_run_written_over_an_earlier_one_leaves_none_of_its_files(
+    ballast: Run, tmp_path: Path
+) -> None:
+    """The CSV tables and chart of a first run stayed beside the second run's Parquet."""
+    scenario, out = str(write(tmp_path)), tmp_path / "out"
+    first = ballast("simulate", scenario, "--strategy", "threshold", "--format", "csv",
+                    "--out", str(out))  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    assert (out / "threshold" / "loads.png").exists()
+    second = ballast("simulate", scenario, "--strategy", "threshold", "--no-plots",
+                     "--out", str(out))  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    assert sorted(p.name for p in (out / "threshold").iterdir()) == [
+        "brokers.parquet",
+        "decisions.parquet",
+        "summary.json",
+        "timeline.parquet",
+    ]
 
 
 def test_library_names_resolve_from_any_directory(

@@ -18,7 +18,7 @@ from rich.table import Table
 from ballast.cli.common import fail, output_console
 from ballast.model.config import ConfigError
 from ballast.sim.invariants import InvariantViolation
-from ballast.sim.output import FORMATS, write_json, write_run
+from ballast.sim.output import FORMATS, run_paths, write_json, write_run
 from ballast.sim.runner import (
     RunOptions,
     RunResult,
@@ -69,6 +69,10 @@ def _strategies(strategy: str | None, compare: str | None) -> list[str | None]:
         chosen = [n for n in given if n]
         if not chosen:
             fail("--compare needs strategy names (or all)")
+        if len(chosen) < len(given):
+            fail(f'--compare "{compare}" has an empty name between its commas')
+        if len(chosen) > 1 and "all" in chosen:
+            fail("--compare all runs every profile: give it alone, or name the strategies")
         repeated = sorted({n for n in chosen if chosen.count(n) > 1})
         if repeated:
             # each run writes to --out/<strategy>: a second run of one would overwrite the first
@@ -81,6 +85,13 @@ def _strategies(strategy: str | None, compare: str | None) -> list[str | None]:
             except UnknownProfile as exc:
                 fail(str(exc))
     return names
+
+
+def _out_path(text: str) -> Path:
+    """``--out`` as a path; an empty one is refused (it would be the current directory)."""
+    if not text.strip():
+        fail("--out is empty: give the directory to write the results to")
+    return Path(text)
 
 
 def _prepare_out(out: Path) -> None:
@@ -99,14 +110,35 @@ def _prepare_out(out: Path) -> None:
         fail(f"cannot write to --out {out}: {exc.strerror or exc}")
 
 
-def _check_settings(loaded: Scenario, names: list[str | None], overrides: tuple[str, ...]) -> None:
+def _check_settings(
+    loaded: Scenario, names: list[str | None], overrides: tuple[str, ...]
+) -> list[str]:
     """Each run's settings, before any run: a ``--set`` that a later strategy's profile
-    contradicts fails now, not after the runs before it."""
+    contradicts fails now, not after the runs before it. The runs' strategy names."""
+    labels: list[str] = []
     for name in names:
         try:
-            effective_settings(loaded, RunOptions(strategy=name, overrides=overrides))
+            labels.append(
+                effective_settings(loaded, RunOptions(strategy=name, overrides=overrides))[1]
+            )
         except ConfigError as exc:
             fail(str(exc))
+    return labels
+
+
+def _check_targets(out: Path, labels: list[str], fmt: str, *, plots: bool, compared: bool) -> None:
+    """Every path the outputs go to, before any run: a file where a run's directory goes, or
+    a directory where a file goes, would otherwise fail the writing after the runs."""
+    for label in labels:
+        directory = out / label
+        if directory.exists() and not directory.is_dir():
+            fail(f"cannot write to --out {out}: {directory} is a file, not a directory")
+    files = [path for label in labels for path in run_paths(out / label, fmt, plots=plots)]
+    if compared:
+        files += [out / "comparison.json", *([out / "comparison.png"] if plots else [])]
+    for path in files:
+        if path.is_dir():
+            fail(f"cannot write to --out {out}: {path} is a directory, not a file")
 
 
 def _write_outputs(
@@ -204,8 +236,8 @@ def simulate_command(
             "--set", help="Override a setting: key=value (repeatable).", metavar="KEY=VALUE"
         ),
     ] = None,
-    out: Annotated[
-        Path | None,
+    out_text: Annotated[
+        str | None,
         typer.Option("--out", help="Directory for the summaries, timelines and charts."),
     ] = None,
     timeline_format: Annotated[
@@ -232,9 +264,11 @@ def simulate_command(
     for note in loaded.notes:
         print(f"note: {note}", file=sys.stderr)
     names = _strategies(strategy, compare)
-    _check_settings(loaded, names, tuple(overrides or ()))
+    labels = _check_settings(loaded, names, tuple(overrides or ()))
+    out = None if out_text is None else _out_path(out_text)
     if out is not None:
         _prepare_out(out)
+        _check_targets(out, labels, timeline_format, plots=plots, compared=compare is not None)
     logging.getLogger("ballast").setLevel(logging.ERROR)
     results: list[RunResult] = []
     summaries: list[dict[str, Any]] = []

@@ -74,6 +74,13 @@ def write_json(value: Any, path: Path) -> Path:
     return path
 
 
+def run_paths(directory: Path, fmt: str, *, plots: bool) -> list[Path]:
+    """The files :func:`write_run` writes into ``directory``: the summary, the timeline, broker
+    and decision tables, and the chart when ``plots``."""
+    tables = [directory / f"{name}.{fmt}" for name in ("timeline", "brokers", "decisions")]
+    return [directory / "summary.json", *tables, *([directory / "loads.png"] if plots else [])]
+
+
 def write_run(
     result: RunResult,
     summary: Mapping[str, Any],
@@ -82,16 +89,22 @@ def write_run(
     fmt: str = "parquet",
     plots: bool = True,
 ) -> list[Path]:
-    """Write every output of one run into ``directory`` (created); returns the files."""
+    """Write every output of one run into ``directory`` (created); returns the files. The
+    outputs an earlier run left there that this one does not write (the other format's tables,
+    a chart) are removed, so that the directory holds one run's results, not a mix."""
     directory.mkdir(parents=True, exist_ok=True)
+    paths = run_paths(directory, fmt, plots=plots)
     written = [
-        write_json(summary, directory / "summary.json"),
-        write_table(timeline_columns(result), directory / "timeline", fmt),
-        write_table(broker_columns(result), directory / "brokers", fmt),
-        write_table(decision_columns(result), directory / "decisions", fmt),
+        write_json(summary, paths[0]),
+        write_table(timeline_columns(result), paths[1], fmt),
+        write_table(broker_columns(result), paths[2], fmt),
+        write_table(decision_columns(result), paths[3], fmt),
     ]
     if plots:
         from ballast.sim.plots import plot_run  # matplotlib loads only when charts are drawn
 
-        written.append(plot_run(result, directory / "loads.png"))
+        written.append(plot_run(result, paths[4]))
+    every = {p for f in FORMATS for p in run_paths(directory, f, plots=True)}
+    for stale in sorted(every - set(written)):
+        stale.unlink(missing_ok=True)
     return written
