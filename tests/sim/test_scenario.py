@@ -268,6 +268,22 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
             "processes = [{ kind = 'diurnal', period = 0 }]",
             r"processes\[0\].period: must be above 0",
         ),
+        # each bound names its own key (they named only the process)
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\n"
+            "processes = [{ kind = 'hot_spot', move_every = 0 }]",
+            r"processes\[0\].move_every: must be above 0",
+        ),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\n"
+            "processes = [{ kind = 'bursts', every = '5m', duration = '1m', share = 2 }]",
+            r"processes\[0\].share: must be in \(0, 1\], not 2",
+        ),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\n"
+            "processes = [{ kind = 'random_walk', min = 2 }]",
+            r"processes\[0\].min: must be at most 1, not 2",
+        ),
         (
             "[[namespaces]]\nname = 'x/y/z'\ntopics = 1",
             r"namespaces\[0\].name: give a namespace as name or tenant/name",

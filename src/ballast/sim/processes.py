@@ -80,6 +80,11 @@ class Recorded:
 ProcessSpec = Constant | Diurnal | Bursts | RandomWalk | HotSpot | Recorded
 
 
+def _share(table: Table, share: float) -> None:
+    if not 0 < share <= 1:
+        raise ScenarioError(f"{table.path('share')}: must be in (0, 1], not {share:g}")
+
+
 def parse_process(table: Table) -> ProcessSpec:
     """One ``processes`` entry (``{ kind = "diurnal", amplitude = 0.5, period = "24h" }``)."""
     kind = table.text("kind")
@@ -104,8 +109,9 @@ def parse_process(table: Table) -> ProcessSpec:
             share=table.number("share", 0.1),
             factor=table.number("factor", 5.0),
         )
-        if spec.every_s <= 0 or not 0 < spec.share <= 1:
-            raise ScenarioError(f"{table.where}: every > 0 and share in (0, 1] required")
+        if spec.every_s <= 0:
+            raise ScenarioError(f"{table.path('every')}: must be above 0")
+        _share(table, spec.share)
         if not 0 < spec.duration_s <= spec.every_s:  # a burst ends before the next begins
             raise ScenarioError(
                 f"{table.path('duration')}: must be more than 0 and at most every "
@@ -117,16 +123,19 @@ def parse_process(table: Table) -> ProcessSpec:
             min_factor=table.number("min", 0.2, minimum=1e-6),
             max_factor=table.number("max", 5.0, minimum=1e-6),
         )
-        if spec.min_factor > 1 or spec.max_factor < 1:
-            raise ScenarioError(f"{table.where}: min <= 1 <= max required")
+        if spec.min_factor > 1:
+            raise ScenarioError(f"{table.path('min')}: must be at most 1, not {spec.min_factor:g}")
+        if spec.max_factor < 1:
+            raise ScenarioError(f"{table.path('max')}: must be at least 1, not {spec.max_factor:g}")
     elif kind == "hot_spot":
         spec = HotSpot(
             share=table.number("share", 0.02),
             factor=table.number("factor", 10.0),
             move_every_s=table.duration("move_every", "1h"),
         )
-        if not 0 < spec.share <= 1 or spec.move_every_s <= 0:
-            raise ScenarioError(f"{table.where}: share in (0, 1] and move_every > 0 required")
+        _share(table, spec.share)
+        if spec.move_every_s <= 0:
+            raise ScenarioError(f"{table.path('move_every')}: must be above 0")
     else:
         kinds = "constant, diurnal, bursts, random_walk, hot_spot"
         raise ScenarioError(f'{table.path("kind")}: "{kind}" is not one of {kinds}')
