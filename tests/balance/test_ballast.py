@@ -560,3 +560,44 @@ def test_an_idle_broker_no_movable_bundle_may_reach_does_not_make_a_run_urgent()
     # Once the spread has lasted, a and b are balanced between themselves; nothing goes to c.
     moves, _, _ = run(snap, state)
     assert [(m.source, m.destination) for m in moves] == [("a:8080", "b:8080")]
+
+
+def test_an_idle_broker_only_bundles_of_light_brokers_may_reach_is_not_idle() -> None:
+    """c is kept by isolation for t/iso, whose one bundle sits on d, below the mean: the
+    balancing never takes from d, so c is not an idle broker to fill (it made the run urgent,
+    and a→b moved at once, before the hit count)."""
+    brokers = {
+        "a:8080": broker(*(0.1,) * 6, name="a:8080"),
+        "b:8080": broker(*(0.1,) * 4, name="b:8080"),
+        "c:8080": broker(name="c:8080"),
+        "d:8080": broker(0.1, name="d:8080", namespace="t/iso"),
+    }
+    moves, state, stats = run(snapshot(brokers, policies=isolated("t/iso", "c", "d")))
+    assert moves == [] and stats["reason"] == "HitCount" and state.hit_count == 1
+
+
+def test_a_full_broker_gets_no_bundle_back_in_a_swap() -> None:
+    """a's report is past the overload threshold (its NIC): a swap sent it b's light bundle."""
+    base = cluster(a=(0.3, 0.3), b=(0.25, 0.05))
+    nic = ResourceUsage(usage=90.0, limit=100.0)
+    full = msgspec.structs.replace(base.brokers["a"].local_data, bandwidth_in=nic)
+    snap = snapshot({"a": full, "b": base.brokers["b"].local_data})
+    _, state, _ = run(snap)
+    moves, _, stats = run(snap, state)
+    assert all(m.destination != "a" for m in moves)
+    assert stats["full"] == ["a"]
+
+
+def test_placement_keeps_off_a_full_broker_before_the_one_a_bundle_left() -> None:
+    """The bundle just left a (healthy); b is past the overload threshold: a, not b."""
+    base = cluster(a=(0.1,) * 3, b=(0.1,))
+    leaving = bundle("a", 0)
+    busy = msgspec.structs.replace(
+        base.brokers["b"].local_data, cpu=ResourceUsage(usage=95.0, limit=100.0)
+    )
+    snap = snapshot({"a": base.brokers["a"].local_data, "b": busy}, unloaded={leaving: NOW})
+    placement = PlacementConfig.from_settings(settings(loadBalancerLoadPlacementStrategy="ballast"))
+    choice, _ = least_predicted_load(
+        snap, ("a", "b"), placement, PlacementState(), random.Random(1), bundle=leaving
+    )
+    assert choice.broker == "a"

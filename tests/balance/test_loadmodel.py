@@ -70,7 +70,13 @@ def test_reports_past_a_doubles_range_are_left_out_of_the_fit() -> None:
     endless = msgspec.structs.replace(
         report(1000, 100), cpu=ResourceUsage(usage=math.inf, limit=400.0)
     )
-    assert fit_costs([*sane, huge, endless]) == fit_costs(sane)
+    # Finite but broken: a usage of 1e300 raised OverflowError in the fit, and 1e200 msg/s
+    # made every cost ~0 (so every predicted load ~0: nothing to balance).
+    overflowing = msgspec.structs.replace(
+        report(1000, 100), cpu=ResourceUsage(usage=1e300, limit=400.0)
+    )
+    flood = msgspec.structs.replace(report(1000, 100), msg_rate_in=1e200, msg_rate_out=1e200)
+    assert fit_costs([*sane, huge, endless, overflowing, flood]) == fit_costs(sane)
 
 
 def test_load_is_the_weighted_max_over_the_predicted_resources() -> None:

@@ -79,6 +79,14 @@ def test_only_its_own_bundles_with_data_not_recently_unloaded_and_not_system() -
         unloaded={B[0]: 1},
     )
     assert shed(snap) == [B[1]]
+    # With B[1] recently unloaded too, nothing may move: the outcome says so ("a: None").
+    both = snapshot(
+        {"a": report(cpu=99, tput=100 * MB, bundles=[B[0], B[1]]), "b": report()},
+        {B[0]: data(50 * MB), B[1]: data(1 * MB)},
+        unloaded={B[0]: 1, B[1]: 1},
+    )
+    stats = find_bundles_to_unload(both, NoState(), CONFIG, 0).stats
+    assert stats["detail"] == "every flagged broker was skipped (a: no bundle that may move)"
 
 
 def test_equal_throughputs_keep_bundle_data_order() -> None:

@@ -44,6 +44,10 @@ from ballast.model.loaddata import (
 )
 
 _KBIT_PER_BYTE = 8 / 1000
+# Past these a report is broken, not busy: left out of the cost fit. A usage ten times its
+# limit, or a trillion messages or bytes (a terabyte) a second, which no broker's NIC carries.
+MAX_USAGE_OVER_LIMIT = 10.0
+MAX_TRAFFIC = 1e12
 _RIDGE = 1e-6
 
 
@@ -216,6 +220,10 @@ def _load(
     return load
 
 
+def _square(value: float) -> float:
+    return value * value  # inf past a double's range, where ``** 2`` raises OverflowError
+
+
 def _through_origin(points: Iterable[tuple[float, float]], default: float) -> float:
     """``k`` minimising ``sum (y - k x)^2``."""
     numerator = 0.0
@@ -257,14 +265,22 @@ def _fit_cpu(points: list[tuple[float, float, float]]) -> tuple[float, float]:
     # One feature explains it better on its own: take the one with the smaller residual.
     k_m = _through_origin(((m, u) for m, _, u in points), 0.0)
     k_b = _through_origin(((b, u) for _, b, u in points), 0.0)
-    residual_m = sum((u - k_m * m) ** 2 for m, _, u in points)
-    residual_b = sum((u - k_b * b) ** 2 for _, b, u in points)
+    residual_m = sum(_square(u - k_m * m) for m, _, u in points)
+    residual_b = sum(_square(u - k_b * b) for _, b, u in points)
     return (k_m, 0.0) if residual_m <= residual_b else (0.0, k_b)
 
 
 def _measured(resource: ResourceUsage) -> bool:
-    """Whether a report's figure for a resource can be fitted: a limit, and a usage in range."""
-    return resource.limit > 0 and 0 <= resource.usage < math.inf
+    """Whether a report's figure for a resource can be fitted: a limit, and a usage a broker
+    can report (up to :data:`MAX_USAGE_OVER_LIMIT` times the limit)."""
+    return resource.limit > 0 and 0 <= resource.usage <= MAX_USAGE_OVER_LIMIT * resource.limit
+
+
+def _plausible(traffic: Traffic) -> bool:
+    """Whether a report's traffic can be fitted: every figure finite and at most
+    :data:`MAX_TRAFFIC` (sums of figures past a double's range are infinite)."""
+    figures = (traffic.messages, traffic.bytes, traffic.tput_in, traffic.tput_out)
+    return all(0 <= figure <= MAX_TRAFFIC for figure in figures)
 
 
 def fit_costs(reports: Iterable[LocalBrokerData]) -> Costs:
@@ -274,11 +290,8 @@ def fit_costs(reports: Iterable[LocalBrokerData]) -> Costs:
     nic_out: list[tuple[float, float]] = []
     for report in reports:
         traffic = Traffic.of_report(report)
-        if not all(
-            math.isfinite(figure)
-            for figure in (traffic.messages, traffic.bytes, traffic.tput_in, traffic.tput_out)
-        ):
-            continue  # figures past a double's range (or sums of them) explain nothing
+        if not _plausible(traffic):
+            continue  # a broken report explains nothing, and would skew every cost
         if _measured(report.cpu) and (traffic.messages or traffic.bytes):
             cpu.append((traffic.messages, traffic.bytes, report.cpu.usage))
         if _measured(report.bandwidth_in) and traffic.tput_in:

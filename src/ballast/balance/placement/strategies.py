@@ -16,9 +16,10 @@ choice and the new memory.
   model learnt from the reports (:mod:`ballast.balance.loadmodel`) and counting its
   preallocated bundles, is lowest once the bundle is added; equal loads go to the broker
   serving fewer bundles, then at random. A bundle unloaded within the grace period does not
-  go back to the broker whose report still lists it (the one it just left), nor does any
-  bundle go to a broker whose own report is above the overload threshold (weighted max
-  usage, as ``least_long_term_message_rate`` scores it), while another candidate remains.
+  go to a broker whose own report is above the overload threshold (weighted max usage, as
+  ``least_long_term_message_rate`` scores it) while another candidate is not, nor back to the
+  broker whose report still lists it (the one it just left) while another such candidate
+  remains.
 
 Every strategy is told the bundle being placed (``bundle``); Pulsar's ignore it.
 """
@@ -217,7 +218,8 @@ def least_predicted_load(
     added = None if bundle is None else usage_of(costs, bundle_traffic(snapshot, bundle, None))
     best: list[BrokerId] = []
     lowest = (math.inf, 0)
-    for broker in _not_overloaded(snapshot, _not_leaving(snapshot, candidates, bundle), config):
+    # An overloaded broker first: the one a bundle is leaving is fine when the rest are full.
+    for broker in _not_leaving(snapshot, _not_overloaded(snapshot, candidates, config), bundle):
         usage, capacity = broker_usage(snapshot, broker, costs, config.weights)
         load = (
             load_of(usage, capacity, config.weights)

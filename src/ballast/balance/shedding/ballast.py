@@ -225,13 +225,14 @@ def find_bundles_to_unload(
             > config.overloaded_threshold
         ),
     )
-    idle = sorted(
+    below = [
         b
         for b, value in load.items()
-        if mean > MIN_MEAN_LOAD
-        and value < config.idle_load_fraction * mean
-        and plan.can_receive_any(b)
-    )
+        if mean > MIN_MEAN_LOAD and value < config.idle_load_fraction * mean
+    ]
+    idle = sorted(set(below) & plan.reachable(mean)) if below else []
+    if plan.full:
+        figures["full"] = sorted(plan.full)
     overloaded = sorted(b for b, value in load.items() if is_overloaded(config, value, mean))
     heaviest = max(load.values())
     hit = state.hit_count + 1 if beyond(config, spread, heaviest, mean, trigger=True) else 0

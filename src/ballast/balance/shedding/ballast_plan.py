@@ -99,17 +99,21 @@ class Plan:
             allowed = self.allowed[namespace] = frozenset(brokers)
         return destination in allowed
 
-    def can_receive_any(self, destination: BrokerId) -> bool:
-        """Whether some bundle that may move from another broker may go to ``destination``:
-        a broker that none may reach (isolation, a full report) is no idle broker to fill."""
-        if destination in self.full:
-            return False
-        return any(
-            self.may_receive(candidate.bundle, destination)
-            for source in self.load
-            if source != destination
+    def reachable(self, mean: float) -> frozenset[BrokerId]:
+        """The brokers some bundle the balancing may move could go to: a movable bundle of a
+        broker above ``mean`` (the only ones that give) whose namespace's policies allow the
+        broker, which is not full. An idle broker outside it (kept by isolation for other
+        namespaces, or full) is no idle broker to fill. O(bundles of those brokers) once."""
+        namespaces = {
+            bundle_namespace(candidate.bundle): candidate.bundle
+            for source, value in self.load.items()
+            if value > mean
             for candidate in self.candidates(source)
-        )
+        }
+        allowed: set[BrokerId] = set()
+        for bundle in namespaces.values():
+            allowed.update(b for b in self.load if self.may_receive(bundle, b))
+        return frozenset(allowed - self.full)
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,8 +329,8 @@ def _score(
     """The move (or swap) as a step, if it is allowed and improves the pair enough."""
     usage = {source: plan.usage[source], destination: plan.usage[destination]}
     for candidate, from_broker, to_broker in moves:
-        if not plan.may_receive(candidate.bundle, to_broker):
-            return None
+        if to_broker in plan.full or not plan.may_receive(candidate.bundle, to_broker):
+            return None  # a full broker receives nothing, not even a swap's way back
         usage[from_broker] = usage[from_broker].minus(candidate.usage)
         usage[to_broker] = usage[to_broker].plus(candidate.usage)
     before_source, before_destination = plan.load[source], plan.load[destination]

@@ -49,8 +49,12 @@ def flagged_outcome(
     when none was flagged, ``NoBundles`` naming why when every flagged one was skipped."""
     if decided or not flagged:
         return outcome(decided, ReasonKind.BALANCED, none_text)
+    # One flagged and not skipped had no bundle the strategy may move (recently unloaded,
+    # of a system namespace...).
     reasons = "; ".join(
-        f"{broker}: {figures.get('skipped')}" if isinstance(figures, Mapping) else broker
+        f"{broker}: {figures.get('skipped', 'no bundle that may move')}"
+        if isinstance(figures, Mapping)
+        else broker
         for broker, figures in flagged.items()
     )
     return outcome(False, ReasonKind.NO_BUNDLES, f"every flagged broker was skipped ({reasons})")
