@@ -59,6 +59,12 @@ def test_a_line_is_parsed_into_level_source_and_message() -> None:
     assert parse_line("  at a continuation") is None
 
 
+def test_a_hexadecimal_thread_id_is_read_too() -> None:
+    """libc++ (macOS) writes the thread id in hexadecimal: no line was parsed there."""
+    line = parse_line(REFUSED.replace("[140669320427200]", "[0x70000e4f1000]"))
+    assert line is not None and line.source == "ClientConnection:485"
+
+
 def test_the_facts_a_log_gives() -> None:
     facts = facts_of(REFUSED, CONNECTED, CLOSED, CLOSED, NOT_ALLOWED, CONSUMER_FAILED)
     assert facts.reached_broker and facts.closed_connections == 2
@@ -121,6 +127,10 @@ def test_the_log_echoes_warnings_and_errors_as_they_come_and_is_removed() -> Non
     log = ClientLog(echoed.append)
     path = Path(log.path)
     with path.open("a", encoding="utf-8") as file:
+        # The client has the file open: its name goes at once, so that no way of ending the
+        # process leaves it behind (a SIGKILL left it in /tmp); writes still reach the log.
+        log.opened()
+        assert not path.exists()
         file.write(f"{CONNECTED}\n{NOT_ALLOWED}\n  its continuation\n{CLOSED}\n{REFUSED[:40]}")
         file.flush()
         log.poll()

@@ -24,7 +24,8 @@ from typing import Any
 import pulsar
 
 # "2026-11-24 17:56:56.291 WARN  [140289647638208] ClientConnection:1731 | message"
-_LINE = re.compile(r"^\S+ \S+ (?P<level>[A-Z]+)\s+\[\d+\] (?P<source>\S+) \| (?P<message>.*)$")
+# (the thread id is decimal with libstdc++, hexadecimal with libc++)
+_LINE = re.compile(r"^\S+ \S+ (?P<level>[A-Z]+)\s+\[[^\]]*\] (?P<source>\S+) \| (?P<message>.*)$")
 # "[127.0.0.1:56388 -> 127.0.0.1:19650] Received error response from server:
 #  ResultNotAllowedError (persistent://t/n/x: persistent topics need ...) -- req_id: 0"
 _REFUSAL = re.compile(
@@ -168,16 +169,25 @@ class ClientLog:
             if self._echoing and raw:
                 self._echo(raw)
 
+    def opened(self) -> None:
+        """The client has opened the file (it does when it is constructed): remove its name
+        now, so that no way of ending the process (SIGKILL, an abort) leaves it behind; the
+        client writes and this reads through the open file."""
+        self._remove()
+
     def close(self) -> None:
         """Read the rest without echoing it (what the client logs while it closes, pending
-        calls ending "Disconnected", is no news) and remove the file."""
+        calls ending "Disconnected", is no news) and close the file."""
         if self._file.closed:
             return
         self._echo = _ignore
         self._partial += "\n"
         self.poll()
         self._file.close()
+        self._remove()
+
+    def _remove(self) -> None:
         try:
             os.unlink(self.path)
-        except OSError:
+        except FileNotFoundError:
             pass

@@ -215,6 +215,7 @@ class _Session:
         except Exception:
             log.close()
             raise
+        log.opened()
         return cls(url, clock, stop, duration_s, log, client, clock.monotonic())
 
     async def follow_log(self) -> None:
