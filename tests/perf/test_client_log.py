@@ -68,8 +68,8 @@ def test_a_hexadecimal_thread_id_is_read_too() -> None:
 def test_the_facts_a_log_gives() -> None:
     facts = facts_of(REFUSED, CONNECTED, CLOSED, CLOSED, NOT_ALLOWED, CONSUMER_FAILED)
     assert facts.reached_broker and facts.closed_connections == 2
-    assert facts.last_connection_error == (
-        "Failed to establish connection to 0.0.0.0:0: Connection refused"
+    assert facts.last_connection_error == (  # the server it was for is named
+        "pulsar://127.0.0.1:19999: Failed to establish connection to 0.0.0.0:0: Connection refused"
     )
     assert facts.last_refusal == Refusal(
         "NotAllowedError", "persistent://t/n/x: persistent topics need a storage layer"
@@ -79,7 +79,7 @@ def test_the_facts_a_log_gives() -> None:
 def test_a_timeout_without_a_connection_says_it_could_not_connect() -> None:
     assert creation_failure(URL, WHAT, "Timeout", facts_of(REFUSED, REFUSED), 30.2) == (
         f"could not connect to a broker via {URL} within 30 s (the client's last error: "
-        "Failed to establish connection to 0.0.0.0:0: Connection refused)"
+        f"{URL}: Failed to establish connection to 0.0.0.0:0: Connection refused)"
     )
     assert creation_failure(URL, WHAT, "Timeout", ClientFacts(), 30) == (
         f"could not connect to a broker via {URL} within 30 s"
@@ -91,6 +91,20 @@ def test_a_timeout_after_connecting_does_not_claim_a_cause() -> None:
     assert creation_failure(url, WHAT, "Timeout", facts_of(CONNECTED, CLOSED, CLOSED), 39) == (
         f"could not create {WHAT} within 39 s: the client connected via {url}, but the "
         "connection was closed 2 times"
+    )
+
+
+def test_after_a_first_broker_the_unreachable_one_is_named() -> None:
+    """A lookup answered, then the owner's address refused: the message said only that the
+    connection was closed (and counted the refused attempt as a closed connection)."""
+    owner = "pulsar://10.0.0.9:6650"
+    refused = REFUSED.replace("pulsar://127.0.0.1:19999", owner)
+    attempt = CLOSED.replace("127.0.0.1:50932 -> 127.0.0.1:19080", f"<none> -> {owner}")
+    facts = facts_of(CONNECTED, refused, attempt)
+    assert facts.closed_connections == 0
+    assert creation_failure(URL, WHAT, "Timeout", facts, 30) == (
+        f"could not create {WHAT} within 30 s: the client connected via {URL} (the client's "
+        f"last error: {owner}: Failed to establish connection to 0.0.0.0:0: Connection refused)"
     )
 
 
@@ -106,7 +120,7 @@ def test_a_refusal_gives_the_brokers_reason() -> None:
 def test_another_error_names_the_error_and_what_the_log_showed() -> None:
     assert creation_failure(URL, WHAT, "LookupError", facts_of(REFUSED), 0.1) == (
         f"could not create {WHAT}: LookupError; no connection to a broker via {URL} "
-        "(the client's last error: Failed to establish connection to 0.0.0.0:0: "
+        f"(the client's last error: {URL}: Failed to establish connection to 0.0.0.0:0: "
         "Connection refused)"
     )
 
@@ -114,8 +128,8 @@ def test_another_error_names_the_error_and_what_the_log_showed() -> None:
 def test_a_stop_while_connecting_says_how_far_it_got() -> None:
     assert stopped_connecting(URL, WHAT, "interrupted after 1.2 s", facts_of(REFUSED)) == (
         f"interrupted after 1.2 s before {WHAT} was created: no connection to a broker via "
-        f"{URL} yet (the client's last error: Failed to establish connection to 0.0.0.0:0: "
-        "Connection refused)"
+        f"{URL} yet (the client's last error: {URL}: Failed to establish connection to "
+        "0.0.0.0:0: Connection refused)"
     )
     assert stopped_connecting(URL, WHAT, "--duration 2 s passed", facts_of(CONNECTED)) == (
         f"--duration 2 s passed before {WHAT} was created: the client connected via {URL}"

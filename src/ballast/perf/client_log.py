@@ -32,7 +32,8 @@ _REFUSAL = re.compile(
     r"Received error response from server: (?:Result)?(?P<result>\w+) \((?P<reason>.*)\)"
     r" -- req_id"
 )
-_PEER = re.compile(r"^\[[^\]]*\] ")  # "[local -> remote] " before a connection's messages
+# "[local -> remote] " before a connection's messages; local is "<none>" before it is open
+_PEER = re.compile(r"^\[(?P<local>[^\]]*?) -> (?P<remote>[^\]]*)\] ")
 _CONNECTION_SOURCES = ("ClientConnection", "HTTPLookupService")
 SHOWN_LEVELS = frozenset({"WARN", "ERROR"})
 
@@ -75,18 +76,21 @@ class ClientFacts:
     def update(self, line: LogLine) -> None:
         if not line.source.startswith(_CONNECTION_SOURCES):
             return
-        message = _PEER.sub("", line.message)
+        peer = _PEER.match(line.message)
+        message = line.message[peer.end() :] if peer else line.message
         if line.level == "INFO":
             if message == "Connected to broker":
                 self.reached_broker = True
-            elif message.startswith("Connection disconnected"):
+            elif message.startswith("Connection disconnected") and not (
+                peer and peer["local"] == "<none>"  # an attempt that never opened
+            ):
                 self.closed_connections += 1
         elif line.level in SHOWN_LEVELS:
             refusal = _REFUSAL.search(message)
             if refusal is not None:
                 self.last_refusal = Refusal(refusal["result"], refusal["reason"])
-            else:
-                self.last_connection_error = message
+            else:  # the server it was for, when the line names it
+                self.last_connection_error = f"{peer['remote']}: {message}" if peer else message
 
 
 def _last_error(facts: ClientFacts) -> str:
@@ -105,7 +109,8 @@ def _story(url: str, facts: ClientFacts, *, so_far: bool = False) -> str:
     refusal = facts.last_refusal
     if refusal is not None:
         story += f"; the broker's last error: {refusal.result}: {refusal.reason}"
-    return story
+    # after a first broker, the one a lookup sends it to may be out of reach
+    return story + _last_error(facts)
 
 
 def creation_failure(
