@@ -130,6 +130,11 @@ async def test_perf_consume_gets_what_perf_produce_sends(clock: Clock) -> None:
         (("produce", "x", "-s", "4611686018427387904"), "--size must be at most 5,241,856"),
         (("produce", "x", "-s", "99999999999999999999"), "--size must be at most 5,241,856"),
         (("produce", "x", "-s", "1" + "0" * 400), "--size must be at most 5,241,856"),
+        # the client's C int: an internal TypeError, or a loop of 10**400 names
+        (("produce", "x", "--max-pending", "1" + "0" * 400), "--max-pending must be at most"),
+        (("consume", "x", "--receiver-queue", "2147483648"), "--receiver-queue must be at most"),
+        (("produce", "x", "--topics", "1000", "-n", "101"), "--topics x --producers must be"),
+        (("consume", "x", "--topics", "100001"), "--topics x --consumers must be at most 100,000"),
     ],
 )
 def test_bad_options_exit_2_naming_the_option(

@@ -63,6 +63,9 @@ Messages = Annotated[
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
 
+INT_MAX = 2**31 - 1
+MAX_CLIENTS = 100_000  # producers or consumers one perf process opens
+
 
 Runner = Callable[[Clock, asyncio.Event, IntervalListener, LineListener], Awaitable[Summary]]
 
@@ -85,6 +88,11 @@ def _check(
         for name, (value, minimum) in least.items()
         if not ((isinstance(value, int) or math.isfinite(value)) and value >= minimum)
     ]
+    problems += [  # the client takes a C int: past it, an internal TypeError or a vast loop
+        f"--{name.replace('_', '-')} must be at most {INT_MAX:,}, not {value}"
+        for name, (value, _) in least.items()
+        if isinstance(value, int) and value > INT_MAX
+    ]
     problems.extend(more)
     if duration is not None and not (math.isfinite(duration) and duration > 0):
         problems.append(f"--duration must be a number of seconds > 0, not {duration:g}")
@@ -95,6 +103,17 @@ def _check(
         problems.append(f"--url {url!r} is not a service URL: {problem}")
     if problems:
         fail("; ".join(problems))
+
+
+def _clients_problems(option: str, topics: int, per_topic: int) -> list[str]:
+    """More producers or consumers than one process should open (a typo's 10**9 topics
+    would build that many names first)."""
+    if topics * per_topic <= MAX_CLIENTS:
+        return []
+    return [
+        f"--topics x {option} must be at most {MAX_CLIENTS:,}, not {topics * per_topic:,}: "
+        "run several perf processes for more"
+    ]
 
 
 def _number(value: float) -> str:
@@ -211,7 +230,7 @@ def produce_command(
         url,
         duration,
         messages,
-        more=_size_problems(size),
+        more=[*_size_problems(size), *_clients_problems("--producers", topic_count, producers)],
         rate=(rate, 0),
         size=(size, 0),
         topics=(topic_count, 1),
@@ -265,7 +284,10 @@ def consume_command(
         url,
         duration,
         messages,
-        more=_subscription_problems(subscription),
+        more=[
+            *_subscription_problems(subscription),
+            *_clients_problems("--consumers", topic_count, consumers),
+        ],
         topics=(topic_count, 1),
         consumers=(consumers, 1),
         receiver_queue=(receiver_queue, 1),
