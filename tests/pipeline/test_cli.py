@@ -287,9 +287,9 @@ def test_a_setting_spark_cannot_start_with_exits_2(ballast: Ballast, tmp_path: P
     )  # fmt: skip
     assert sql.returncode == 2, sql.stderr
     assert (
-        "error: Spark refused its SQL settings (--conf spark.sql.shuffle.partitions=abc)"
-        in sql.stderr
-    )
+        "error: Spark refused its SQL settings (--conf spark.sql.shuffle.partitions=abc): "
+        "[INVALID_CONF_VALUE.TYPE_MISMATCH] The value 'abc'" in sql.stderr
+    )  # the setting's own message, not "Error while instantiating ...:"
     assert "internal error" not in sql.stderr
     assert not (tmp_path / "o").exists()  # the failed runs left no empty --out behind
 

@@ -16,6 +16,7 @@ from ballast.pipeline.session import (
     java_major_version,
     local_conf,
     require_java,
+    root_cause,
     session_conf,
 )
 
@@ -117,3 +118,22 @@ def test_the_class_archive_is_used_only_when_there_and_not_overridden(
     assert session_conf(mine)[option] == "-Dmine=1"  # the caller's options replace it
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40000")  # spark-submit started the JVM
     assert option not in session_conf(SessionOptions(class_archive=archive))
+
+
+def test_the_root_cause_of_a_captured_java_exception_is_its_last_cause() -> None:
+    """A bad SQL setting read "Error while instantiating '...SessionStateBuilder':", and
+    nothing after the colon: the setting's own message is in the cause."""
+    text = (
+        "Error while instantiating 'org.apache.spark.sql.internal.SessionStateBuilder':\n\n"
+        "JVM stacktrace:\njava.lang.IllegalArgumentException: Error while instantiating\n"
+        "\tat org.apache.spark.sql.classic.SparkSession(SparkSession.scala:1211)\n"
+        "Caused by: org.apache.spark.SparkIllegalArgumentException: [INVALID_CONF_VALUE."
+        "TYPE_MISMATCH] The value 'abc' in the config \"spark.sql.shuffle.partitions\" is "
+        "invalid. It should be a/an 'int' value. SQLSTATE: 22022\n\t... 23 more\n"
+    )
+    assert root_cause(text) == (
+        "[INVALID_CONF_VALUE.TYPE_MISMATCH] The value 'abc' in the config "
+        "\"spark.sql.shuffle.partitions\" is invalid. It should be a/an 'int' value. "
+        "SQLSTATE: 22022"
+    )
+    assert root_cause("no cause here\nsecond line") == "no cause here"

@@ -24,7 +24,9 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from py4j.protocol import Py4JError
 from pyspark.errors import IllegalArgumentException, PySparkRuntimeError
 from pyspark.sql import SparkSession
 
@@ -230,6 +232,30 @@ def build_session(options: SessionOptions) -> SparkSession:
         given = ", ".join(f"{k}={v}" for k, v in options.conf.items() if k.startswith("spark.sql"))
         raise SparkUnavailable(
             f"Spark refused its SQL settings{f' (--conf {given})' if given else ''}: "
-            f"{str(exc).strip()}"
+            f"{_java_root_cause(exc) or root_cause(str(exc))}"
         ) from None
     return spark
+
+
+def _java_root_cause(exc: Exception) -> str | None:
+    """The message of the innermost cause of a captured Java exception (PySpark keeps the
+    Java object; its text may leave the JVM stack, and with it the causes, out)."""
+    origin: Any = getattr(exc, "_origin", None)
+    try:
+        while origin is not None and origin.getCause() is not None:
+            origin = origin.getCause()
+        return None if origin is None else str(origin.getMessage() or "").strip() or None
+    except Py4JError:
+        return None
+
+
+def root_cause(text: str) -> str:
+    """The reason a captured Java exception's text gives: its last ``Caused by:`` message
+    (Spark wraps a bad setting in "Error while instantiating ...:", which says nothing),
+    without the exception's class; else its first line."""
+    causes = [line for line in text.splitlines() if line.startswith("Caused by: ")]
+    if not causes:
+        return text.strip().splitlines()[0] if text.strip() else text
+    cause = causes[-1].removeprefix("Caused by: ")
+    name, sep, message = cause.partition(": ")
+    return message.strip() if sep and " " not in name else cause.strip()
