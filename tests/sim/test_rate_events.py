@@ -41,3 +41,12 @@ def test_bigger_messages_raise_the_bandwidth_bound_load() -> None:
     # 40 topics × 10 msg/s × 1000 B in and out of a 10 Mbit/s NIC: the NIC is the load.
     assert bigger / plain > 2.5
     assert abs(bigger - faster) / faster < 0.1  # three times the bytes either way
+
+
+def test_convergence_counts_from_topics_created_late() -> None:
+    """create_topics adds load like scale_rates does: convergence counted from before it."""
+    events = '[[events]]\nat = "1m"\nscale_rates = { factor = 2 }\n'
+    events += '[[events]]\nat = "3m"\ncreate_topics = { namespace = "ns", count = 10 }\n'
+    scenario = parse_scenario(tomllib.loads(SCENARIO + events))
+    summary = summarize(simulate(scenario, RunOptions()))
+    assert summary["afterLastEvent"]["fromS"] == 180

@@ -11,12 +11,12 @@ from typing import Any
 
 from ballast.model.config import defaults
 from ballast.sim import metrics
+from ballast.sim.events import EVENT_KINDS
 from ballast.sim.runner import RunResult, StepRecord
 from ballast.sim.scenario import Expectations
 
-CONVERGENCE_EVENTS = frozenset(
-    {"add_brokers", "stop_brokers", "crash_brokers", "restart_brokers", "scale_rates"}
-)
+# Every kind of event changes the brokers or the load: convergence counts from the last.
+CONVERGENCE_EVENTS = frozenset(EVENT_KINDS)
 
 
 def _round(value: float) -> float:
