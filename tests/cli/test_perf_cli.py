@@ -10,16 +10,20 @@ import asyncio
 import json
 import signal
 import socket
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from subprocess import CompletedProcess
 from typing import Any
 
 import pytest
 
 from ballast.clock import Clock
+from ballast.metadata.zkserver import free_port
 from tests.conftest import REPO
+from tests.support.live import free_ports, get_json
 from tests.support.official_client import pulsar_url, start_cluster
 from tests.support.waiting import eventually
 
@@ -302,3 +306,47 @@ async def test_a_brokers_http_port_as_its_pulsar_url_ends_with_the_duration(
         assert f"the client connected via {url}" in err
     finally:
         await cluster.close()
+
+
+async def test_a_second_ctrl_c_stops_waiting_for_receipts(clock: Clock, tmp_path: Path) -> None:
+    """With its broker frozen, a stopped run waited out the client's 30 s send timeout for
+    the receipts, deaf to a second Ctrl-C. (A standalone in its own process, so that it can
+    be frozen: a closed broker fails the sends at once.)"""
+    web, binary = free_ports(2), free_port()
+    log = tmp_path / "standalone.log"
+    with log.open("wb") as stderr:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "ballast", "standalone", "--no-load", "--brokers", "1",
+             "--port", str(web), "--broker-port", str(binary), "--duration", "300"],
+            stdout=subprocess.DEVNULL, stderr=stderr, cwd=REPO,
+        )  # fmt: skip
+    try:
+        try:
+            await asyncio.to_thread(
+                get_json, f"http://127.0.0.1:{web}/admin/v2/namespaces/public", 90
+            )
+        except OSError:
+            pytest.fail(f"standalone did not come up: {log.read_text()}")
+        url = f"pulsar://127.0.0.1:{binary}"
+        process = await start("perf", "produce", "x", "--url", url, "--rate", "2000")
+        assert process.stdout is not None and process.stderr is not None
+        await asyncio.wait_for(process.stdout.readline(), timeout=60)  # an interval: sending
+        server.send_signal(signal.SIGSTOP)  # what is sent now waits for it
+        await clock.sleep(0.5)  # a few hundred messages in flight
+        process.send_signal(signal.SIGINT)
+        seen: list[str] = []
+        while not any("Ctrl-C again to stop waiting" in line for line in seen):
+            line = await asyncio.wait_for(process.stderr.readline(), timeout=20)
+            if not line:
+                rest = await process.stdout.read()
+                pytest.fail("".join(seen) + rest.decode())
+            seen.append(line.decode())
+        began = clock.monotonic()
+        process.send_signal(signal.SIGINT)
+        out, _ = await asyncio.wait_for(process.communicate(), timeout=30)
+        assert clock.monotonic() - began < 5
+        assert "Produced" in out.decode()  # the summary of what was done
+    finally:
+        server.send_signal(signal.SIGCONT)
+        server.terminate()
+        server.wait(timeout=60)

@@ -67,7 +67,10 @@ INT_MAX = 2**31 - 1
 MAX_CLIENTS = 100_000  # producers or consumers one perf process opens
 
 
-Runner = Callable[[Clock, asyncio.Event, IntervalListener, LineListener], Awaitable[Summary]]
+# clock, stop (the first Ctrl-C), hurry (the second: stop waiting for receipts), listeners
+Runner = Callable[
+    [Clock, asyncio.Event, asyncio.Event, IntervalListener, LineListener], Awaitable[Summary]
+]
 
 SCHEMES = ("pulsar", "pulsar+ssl", "http", "https")
 
@@ -149,12 +152,12 @@ def _topics(names: Sequence[str], count: int) -> tuple[str, ...]:
     return chosen
 
 
-def _leave(code: int, reason: str | None = None) -> NoReturn:
+def _leave(code: int, reason: str | None = None, wait_s: float = CLOSE_WAIT_S) -> NoReturn:
     """Exit with ``code``, after ``error: reason``. With a client call still blocked in its
     thread the interpreter's own exit could hang or abort on it: leave at once instead."""
     if reason is not None:
         typer.echo(f"error: {reason}", err=True)
-    if not client_threads_ended(CLOSE_WAIT_S):
+    if not client_threads_ended(wait_s):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
@@ -168,11 +171,18 @@ def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
     def client_said(line: str) -> None:
         typer.echo(line, err=True)
 
+    signals: list[int] = []  # the Ctrl-Cs (and SIGTERMs) received
+
     async def main() -> Summary:
-        stop = asyncio.Event()
+        stop, hurry = asyncio.Event(), asyncio.Event()
+
+        def on_signal() -> None:  # a second Ctrl-C gives up waiting for receipts
+            signals.append(1)
+            (hurry if stop.is_set() else stop).set()
+
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal)
         clock = SystemClock()
         if console.is_terminal and not as_json:
             with Live(view.render(), console=console, refresh_per_second=4) as live:
@@ -181,8 +191,9 @@ def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
                     view.add(interval, outstanding)
                     live.update(view.render())
 
-                return await start(clock, stop, show, client_said)
-        return await start(clock, stop, interval_logger(console, verb.capitalize()), client_said)
+                return await start(clock, stop, hurry, show, client_said)
+        logger = interval_logger(console, verb.capitalize())
+        return await start(clock, stop, hurry, logger, client_said)
 
     try:
         summary = asyncio.run(main())
@@ -194,7 +205,7 @@ def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
         print_json(summary.to_json())
     else:
         console.print(summary_text(verb.capitalize() + "d", summary, latency_name), soft_wrap=True)
-    _leave(1 if summary.errors else 0)
+    _leave(1 if summary.errors else 0, wait_s=0 if len(signals) > 1 else CLOSE_WAIT_S)
 
 
 @perf_app.command("produce")
@@ -255,7 +266,9 @@ def produce_command(
     _run(
         "produce",
         "publish",
-        lambda clock, stop, show, said: produce(options, clock, stop, show, said),
+        lambda clock, stop, hurry, show, said: produce(
+            options, clock, stop, show, said, hurry=hurry
+        ),
         as_json,
     )
 
@@ -305,6 +318,6 @@ def consume_command(
     _run(
         "consume",
         "end-to-end",
-        lambda clock, stop, show, said: consume(options, clock, stop, show, said),
+        lambda clock, stop, _hurry, show, said: consume(options, clock, stop, show, said),
         as_json,
     )

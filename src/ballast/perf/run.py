@@ -257,13 +257,13 @@ class _Session:
             why = f"--duration {self.duration_s:g} s passed"
         raise PerfError(stopped_connecting(self.url, what, why, self.log.facts))
 
-    async def close(self) -> None:
-        """Close the client (and with it every producer and consumer), waiting
-        :data:`CLOSE_WAIT_S` at most; then read the rest of its log."""
+    async def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
+        """Close the client (and with it every producer and consumer), waiting ``wait_s`` at
+        most; then read the rest of its log."""
         self.log.poll()
         closing = _in_thread(self.client.close)
         try:
-            await asyncio.wait_for(asyncio.shield(closing), CLOSE_WAIT_S)
+            await asyncio.wait_for(asyncio.shield(closing), wait_s)
         except (TimeoutError, pulsar.PulsarException):
             pass  # left to client_threads_ended; a close error is no news after the run
         self.log.close()
@@ -293,9 +293,13 @@ async def produce(
     stop: asyncio.Event,
     listener: IntervalListener,
     on_log_line: LineListener,
+    *,
+    hurry: asyncio.Event | None = None,
 ) -> Summary:
-    """Publish until ``stop``, the duration or the message count; the summary. PerfError
-    when a producer cannot be created, or the run stops before they all are."""
+    """Publish until ``stop``, the duration or the message count; the summary. Then wait up
+    to :data:`DRAIN_S` for the receipts of what was sent, unless ``hurry`` is set (a second
+    Ctrl-C). PerfError when a producer cannot be created, or the run stops before they all
+    are."""
     session = _Session.open(options.url, clock, stop, options.duration_s, on_log_line)
     following = asyncio.ensure_future(session.follow_log())
     recorder = Recorder()
@@ -361,8 +365,17 @@ async def produce(
                 await clock.sleep(0)
         for producer in producers:
             _in_thread(producer.flush)  # one still blocked after the drain ends on close
-        deadline = clock.monotonic() + DRAIN_S
-        while outstanding() > 0 and clock.monotonic() < deadline:
+        draining = clock.monotonic()
+        told = False
+        while outstanding() > 0 and clock.monotonic() < draining + DRAIN_S:
+            if hurry is not None and hurry.is_set():
+                break
+            if not told and clock.monotonic() - draining >= 1:
+                told = True
+                on_log_line(
+                    f"waiting up to {DRAIN_S:g} s for the receipts of {outstanding()} messages "
+                    "(Ctrl-C again to stop waiting)"
+                )
             await clock.sleep(0.01)
         elapsed = clock.monotonic() - started
         stop.set()
@@ -370,7 +383,8 @@ async def produce(
         return recorder.summary(elapsed)
     finally:
         following.cancel()
-        await session.close()
+        hurried = hurry is not None and hurry.is_set()
+        await session.close(0 if hurried else CLOSE_WAIT_S)  # hurried: no more waiting
 
 
 async def consume(
