@@ -133,7 +133,32 @@ async def test_protocol_breakers_are_closed_and_others_carry_on(clock: Clock) ->
         await asyncio.to_thread(producer.send, b"after")
         await eventually(lambda: inbox.payloads() == [b"before", b"after"], clock, what="after")
         assert cluster.binary[owner.broker_id].refused == len(cases) + 1
-        assert TopicName.parse(str(topic)) in cluster.binary[owner.broker_id].topics.topics
+        served = cluster.binary[owner.broker_id].topics.topics[TopicName.parse(str(topic))]
+
+        # A blank subscription name is refused, as Pulsar's topics refuse it (the official
+        # client refuses it itself; another client made a subscription named "  ").
+        for request_id, blank in enumerate(("", "  "), start=1):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(
+                CONNECT
+                + encode_frame(
+                    c.Subscribe(
+                        topic=str(topic),
+                        subscription=blank,
+                        sub_type=0,
+                        consumer_id=1,
+                        request_id=request_id,
+                    )
+                )
+            )
+            frames, seen = FrameReader(), []
+            while not errors(seen):
+                data = await asyncio.wait_for(reader.read(65536), timeout=10)
+                assert data, f"closed early: {seen}"
+                seen.extend(decode_frame(f).command for f in frames.feed(data))
+            writer.close()
+            assert errors(seen) == [(c.ServerError.PRODUCER_BUSY, "Empty subscription name")]
+            assert blank not in served.subscriptions
     finally:
         await close_all(closeables)
         await cluster.close()

@@ -283,6 +283,11 @@ async def subscribe(connection: ServerConnection, command: Subscribe) -> None:
         )
         _error(connection, command.request_id, error, str(exc))
         return
+    if not command.subscription.strip():
+        # Pulsar's topics refuse a blank name with a NamingException, which the broker
+        # answers as ProducerBusy (BrokerServiceException.getClientErrorCode).
+        _error(connection, command.request_id, ServerError.PRODUCER_BUSY, "Empty subscription name")
+        return
     meta = command.key_shared_meta
     mode = meta.key_shared_mode if meta is not None else KeySharedMode.AUTO_SPLIT
     ranges = tuple((r.start, r.end) for r in meta.hash_ranges) if meta is not None else ()
