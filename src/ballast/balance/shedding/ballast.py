@@ -16,8 +16,8 @@ and forth, and new brokers loaded at once (emptied ones within two runs). Rules:
   ``loadBalancerBallastTriggerStd`` (0.045) for more than
   ``loadBalancerBallastHitCountThreshold`` (1) runs in a row — one noisy run is not enough — or
   at once when a broker is idle (below ``loadBalancerBallastIdleLoadFraction`` of the mean: a
-  new or restarted broker, but see the emptied broker below; only a broker some movable
-  bundle may go to counts, not one that isolation keeps for other namespaces) or overloaded
+  new or restarted broker, but see the emptied broker below; only a broker a movable bundle
+  of a broker above the mean may go to counts, not one isolation keeps for others) or overloaded
   (above the overload threshold and the mean by more than the trigger). Once acting, it moves
   load until the predicted deviation is at most the target, going on at the next runs
   (without waiting for the trigger again) when the limits per run stopped it short. An
