@@ -171,13 +171,11 @@ def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
     def client_said(line: str) -> None:
         typer.echo(line, err=True)
 
-    signals: list[int] = []  # the Ctrl-Cs (and SIGTERMs) received
+    # The first Ctrl-C (or SIGTERM) stops the run, a second one the waiting for receipts.
+    stop, hurry = asyncio.Event(), asyncio.Event()
 
     async def main() -> Summary:
-        stop, hurry = asyncio.Event(), asyncio.Event()
-
-        def on_signal() -> None:  # a second Ctrl-C gives up waiting for receipts
-            signals.append(1)
+        def on_signal() -> None:
             (hurry if stop.is_set() else stop).set()
 
         loop = asyncio.get_running_loop()
@@ -205,7 +203,7 @@ def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
         print_json(summary.to_json())
     else:
         console.print(summary_text(verb.capitalize() + "d", summary, latency_name), soft_wrap=True)
-    _leave(1 if summary.errors else 0, wait_s=0 if len(signals) > 1 else CLOSE_WAIT_S)
+    _leave(1 if summary.errors else 0, wait_s=0 if hurry.is_set() else CLOSE_WAIT_S)
 
 
 @perf_app.command("produce")
