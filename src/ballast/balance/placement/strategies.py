@@ -85,7 +85,7 @@ def long_term_message_rate_score(
 ) -> float:
     """Pulsar's ``LeastLongTermMessageRate.getScore``."""
     data = snapshot.brokers[broker]
-    if data.local_data.max_resource_usage_with_weight(config.weights) > config.overloaded_threshold:
+    if data.local_data.overloaded(config.weights, config.overloaded_threshold):
         return math.inf
     found = snapshot.broker_index(broker)
     total = 0.0 if found is None else found.preallocated_long_term_msg_rate
@@ -291,11 +291,9 @@ def _not_overloaded(
     """The candidates whose own report is at most the overload threshold (weighted max
     usage): a broker busy with something besides its bundles is no place for more, whatever
     its traffic predicts. All candidates if that leaves none."""
+    threshold = config.overloaded_threshold
     fit = tuple(
-        b
-        for b in candidates
-        if snapshot.local(b).max_resource_usage_with_weight(config.weights)
-        <= config.overloaded_threshold
+        b for b in candidates if not snapshot.local(b).overloaded(config.weights, threshold)
     )
     return fit or candidates
 

@@ -221,8 +221,7 @@ def find_bundles_to_unload(
         full=frozenset(
             b
             for b in load
-            if snapshot.local(b).max_resource_usage_with_weight(config.weights)
-            > config.overloaded_threshold
+            if snapshot.local(b).overloaded(config.weights, config.overloaded_threshold)
         ),
     )
     below = [
