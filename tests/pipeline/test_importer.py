@@ -131,6 +131,12 @@ def test_a_history_given_as_a_dump_is_named_as_such(tmp_path: Path) -> None:
     (partition / "snapshot-c-1.parquet").write_bytes(b"PAR1")
     with pytest.raises(HistoryError, match=r"is a history \(Parquet tables\), not a dump"):
         import_pulsar_dump(tmp_path, ImportOptions("c"))
+    # A history of bundle rows alone is one too (it read as a dump without load data).
+    bundles_only = tmp_path / "bundles-only" / "bundles" / "date=2026-11-24" / "hour=17"
+    bundles_only.mkdir(parents=True)
+    (bundles_only / "snapshot-c-1.parquet").write_bytes(b"PAR1")
+    with pytest.raises(HistoryError, match=r"is a history \(Parquet tables\), not a dump"):
+        import_pulsar_dump(tmp_path / "bundles-only", ImportOptions("c"))
 
 
 def test_a_dump_with_no_load_data_is_refused_even_with_a_time(tmp_path: Path) -> None:

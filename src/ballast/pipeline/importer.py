@@ -100,14 +100,14 @@ def import_pulsar_dump(path: Path, options: ImportOptions) -> HistorySnapshot:
     :class:`HistoryError` naming the file and JSON path of anything it cannot read, or when
     the dump has no reports and no ``snapshot_ms`` was given."""
     root = _loadbalance_root(path)
-    files = _files(root / "brokers")
-    if any(file.suffix == ".parquet" for file in files):
+    # A history's tables hold Parquet files (one found is enough); a dump's nodes are JSON.
+    if any(next((root / table).glob("**/*.parquet"), None) for table in ("brokers", "bundles")):
         raise HistoryError(
             f"{path} is a history (Parquet tables), not a dump of /loadbalance: "
             "give it to a job as --history"
         )
     reports: dict[str, LocalBrokerData] = {}
-    for file in files:
+    for file in _files(root / "brokers"):
         broker = file.relative_to(root / "brokers").as_posix()
         try:
             reports[broker] = LocalBrokerData.from_json(_read(file))
