@@ -147,6 +147,39 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
 
 
+def test_partitioned_topic_commands(ballast: Run, cluster_url: str) -> None:
+    def admin(*args: str) -> CompletedProcess[str]:
+        return ballast("admin", "--url", cluster_url, *args)
+
+    topic = "non-persistent://public/default/cli-parts"
+    made = admin("topics", "create-partitioned-topic", topic, "-p", "3")
+    assert (made.returncode, made.stdout.strip()) == (0, "ok"), made.stderr
+    shown = json.loads(admin("--json", "topics", "get-partitioned-topic-metadata", topic).stdout)
+    assert shown == {"partitions": 3}
+    assert admin("topics", "create-partitioned-topic", "persistent://public/default/p2",
+                 "--partitions", "2").returncode == 0  # fmt: skip
+    listed = admin("topics", "list-partitioned-topics", "public/default").stdout.split()
+    assert listed == [topic, "persistent://public/default/p2"]
+    lower = admin("topics", "update-partitioned-topic", topic, "-p", "2")
+    assert lower.returncode == 1 and "422: Expect partitions 2 can't less than" in lower.stderr
+    assert admin("topics", "update-partitioned-topic", topic, "-p", "6").returncode == 0
+    assert json.loads(
+        admin("--json", "topics", "get-partitioned-topic-metadata", topic).stdout
+    ) == {"partitions": 6}
+    again = admin("topics", "create-partitioned-topic", topic, "-p", "3")
+    assert again.returncode == 1 and "409: This topic already exists" in again.stderr
+    for partitions in ("0", "-1"):  # refused before any request
+        zero = admin("topics", "create-partitioned-topic", topic, "-p", partitions)
+        assert zero.returncode == 2 and "--partitions" in zero.stderr
+    v1 = admin("topics", "get-partitioned-topic-metadata", "persistent://public/c/default/x")
+    assert v1.returncode == 2 and "domain://tenant/namespace/topic" in v1.stderr
+    for name in (topic, "persistent://public/default/p2"):
+        assert admin("topics", "delete-partitioned-topic", name).returncode == 0
+    gone = admin("topics", "delete-partitioned-topic", topic, "--force")
+    assert gone.returncode == 1 and "404: Partitioned topic does not exist" in gone.stderr
+    assert admin("topics", "list-partitioned-topics", "public/default").stdout == ""
+
+
 def test_brokers_and_isolation_default_to_the_cluster_of_the_broker(ballast: Run) -> None:
     """A cluster named by its brokers' clusterName ("prod"), not "standalone": without
     --cluster the commands take the one cluster the broker at --url belongs to."""

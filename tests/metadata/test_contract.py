@@ -128,6 +128,16 @@ async def test_delete_rules(harness: Harness) -> None:
     assert await store.exists("/tree") is None
 
 
+async def test_ensure_makes_a_parent_and_keeps_what_is_there(harness: Harness) -> None:
+    store = await harness.open()
+    await store.ensure("/e/f/g")
+    assert (await store.get("/e/f/g")) is not None and await store.children("/e") == ["f"]
+    await store.put("/e/f/g", b"kept")
+    await store.ensure("/e/f/g")  # a second time: nothing changes
+    record = await store.get("/e/f/g")
+    assert record is not None and record.value == b"kept" and record.stat.version == 1
+
+
 @pytest.mark.parametrize(
     "path", ["", "relative", "/trailing/", "//double", "/a//b", "/a/./b", "/a/../b", "/bad\x00"]
 )

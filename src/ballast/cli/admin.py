@@ -416,14 +416,73 @@ def brokers_leader(ctx: typer.Context) -> None:
     show(ctx, call(ctx, "GET", "/admin/v2/brokers/leaderBroker"))
 
 
+def _topic(text: str) -> TopicName:
+    try:
+        name = TopicName.parse(text)
+    except InvalidNameError as exc:
+        fail(str(exc))
+    return name
+
+
 @topics_app.command("lookup")
 def topics_lookup(ctx: typer.Context, topic: str) -> None:
     """Look a topic up: the URLs of the broker that serves it."""
-    try:
-        name = TopicName.parse(topic)
-    except InvalidNameError as exc:
-        fail(str(exc))
-    show(ctx, call(ctx, "GET", f"/lookup/v2/topic/{name.lookup_name}"))
+    show(ctx, call(ctx, "GET", f"/lookup/v2/topic/{_topic(topic).lookup_name}"))
+
+
+def _partitions_path(text: str) -> str:
+    name = _topic(text)
+    if not name.namespace.is_v2:
+        fail("give a topic as domain://tenant/namespace/topic")
+    return f"/admin/v2/{name.lookup_name}/partitions"
+
+
+PartitionsOption = Annotated[
+    int, typer.Option("--partitions", "-p", help="Number of partitions.", min=1)
+]
+
+
+@topics_app.command("create-partitioned-topic")
+def topics_create_partitioned(ctx: typer.Context, topic: str, partitions: PartitionsOption) -> None:
+    """Create a partitioned topic: clients then use TOPIC-partition-0 ... -partition-N-1."""
+    show(ctx, call(ctx, "PUT", _partitions_path(topic), partitions))
+
+
+@topics_app.command("update-partitioned-topic")
+def topics_update_partitioned(ctx: typer.Context, topic: str, partitions: PartitionsOption) -> None:
+    """Raise a partitioned topic's partition count (it can never be lowered)."""
+    show(ctx, call(ctx, "POST", _partitions_path(topic), partitions))
+
+
+@topics_app.command("delete-partitioned-topic")
+def topics_delete_partitioned(
+    ctx: typer.Context,
+    topic: str,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Delete even while partitions are loaded on brokers."),
+    ] = False,
+) -> None:
+    """Delete a partitioned topic."""
+    params = {"force": "true" if force else "false"}
+    show(ctx, call(ctx, "DELETE", _partitions_path(topic), params=params))
+
+
+@topics_app.command("get-partitioned-topic-metadata")
+def topics_partitioned_metadata(ctx: typer.Context, topic: str) -> None:
+    """Show a topic's partition count (0: not a partitioned topic)."""
+    show(ctx, call(ctx, "GET", _partitions_path(topic)))
+
+
+@topics_app.command("list-partitioned-topics")
+def topics_list_partitioned(ctx: typer.Context, namespace: NamespaceArg) -> None:
+    """List a namespace's partitioned topics, persistent and non-persistent."""
+    ns = _namespace(namespace)
+    names = [
+        *call(ctx, "GET", f"/admin/v2/persistent/{ns}/partitioned"),
+        *call(ctx, "GET", f"/admin/v2/non-persistent/{ns}/partitioned"),
+    ]
+    show(ctx, sorted(names))
 
 
 @stats_app.command("load-report")

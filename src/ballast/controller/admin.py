@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ballast.controller.partitioned_topics import PartitionedTopicHandlers
 from ballast.controller.requests import (
     AnyRequest,
     CreateNamespace,
@@ -29,9 +30,11 @@ from ballast.controller.requests import (
     SetIsolationPolicy,
     SplitRequest,
     UnloadRequest,
+    failed,
+    ok,
 )
 from ballast.metadata import paths
-from ballast.metadata.store import Check, Create, Delete, NodeExistsError, Op, SetValue
+from ballast.metadata.store import Check, Create, Delete, Op, SetValue
 from ballast.model.bundles import (
     SPLIT_NAMED_BUNDLES,
     BundleName,
@@ -61,14 +64,6 @@ if TYPE_CHECKING:
 GLOBAL_CLUSTER = "global"  # Pulsar's name for a namespace of every cluster
 
 
-def ok(message: str = "", **result: Any) -> RequestReply:
-    return RequestReply(ok=True, status=200, message=message, result=result)
-
-
-def failed(status: int, message: str) -> RequestReply:
-    return RequestReply(ok=False, status=status, message=message)
-
-
 def _heartbeat_reason(namespace: NamespaceName) -> str:
     # Each broker owns its own one whole, outside placement; bundles an admin made in it would
     # be placed on other brokers and outlive a delete.
@@ -85,10 +80,12 @@ class TenantInfo(msgspec.Struct, kw_only=True, rename="camel"):
 class AdminHandlers:
     def __init__(self, controller: Controller) -> None:
         self.c = controller
+        self._topics = PartitionedTopicHandlers(controller)
 
     async def handle(self, request: AnyRequest) -> Any:
         """A :class:`RequestReply`, or a future of one for requests that start a move."""
-        handler = getattr(self, "_" + type(request).__name__, None)
+        name = "_" + type(request).__name__
+        handler = getattr(self, name, None) or getattr(self._topics, name, None)
         if handler is None:
             return failed(400, f"unsupported request {type(request).__name__}")
         return await handler(request)
@@ -265,7 +262,7 @@ class AdminHandlers:
             admin_roles=list(request.admin_roles),
             allowed_clusters=list(request.allowed_clusters) or [self.c.cluster],
         )
-        await self._ensure(paths.POLICIES)
+        await self.c.store.ensure(paths.POLICIES)
         await self.c.fenced([Create(path, msgspec.json.encode(info))])
         return ok(f"tenant {request.tenant} created")
 
@@ -307,7 +304,7 @@ class AdminHandlers:
             "replication_clusters": [self.c.cluster],
         }
         local = LocalPolicies(bundles=bundles)
-        await self._ensure(paths.LOCAL_POLICIES + f"/{namespace.tenant}")
+        await self.c.store.ensure(paths.LOCAL_POLICIES + f"/{namespace.tenant}")
         await self.c.fenced(
             [
                 Create(paths.namespace_policies(namespace), msgspec.json.encode(policies)),
@@ -328,9 +325,11 @@ class AdminHandlers:
         if policy is None:
             return failed(404, f"namespace {namespace} does not exist")
         ledgers = paths.MANAGED_LEDGERS + f"/{namespace}"
+        partitioned = paths.PARTITIONED_TOPICS + f"/{namespace}"
         has_topics = False
         for domain in ("persistent", "non-persistent"):
-            has_topics = has_topics or bool(await self.c.store.children(f"{ledgers}/{domain}"))
+            for listing in (f"{ledgers}/{domain}", f"{partitioned}/{domain}"):
+                has_topics = has_topics or bool(await self.c.store.children(listing))
         if has_topics and not request.force:
             return failed(409, f"cannot delete non empty namespace {namespace}")
         for bundle, owner in sorted(self.c.image.owners.items()):
@@ -346,6 +345,7 @@ class AdminHandlers:
             ops.append(Delete(paths.local_policies(namespace), local.version))
         await self.c.fenced(ops)
         await self.c.store.delete_recursive(ledgers)
+        await self.c.store.delete_recursive(partitioned)
         await self.c.store.delete_recursive(paths.BUNDLE_DATA + f"/{namespace}")
         self.c.untrack_namespace(namespace)
         return ok(f"namespace {namespace} deleted")
@@ -391,7 +391,7 @@ class AdminHandlers:
         except ModelError as exc:
             return failed(400, str(exc))
         body = msgspec.json.encode(policies.to_json_dict())
-        await self._ensure(paths.cluster(self.c.cluster))
+        await self.c.store.ensure(paths.cluster(self.c.cluster))
         op: Op = Create(path, body) if record is None else SetValue(path, body, record.stat.version)
         await self.c.fenced([op])
         self.c.image.isolation = policies
@@ -416,7 +416,7 @@ class AdminHandlers:
             if other != request.domain and shared:
                 return failed(409, f"failure domain {other} already has broker {', '.join(shared)}")
         body = msgspec.json.encode(FailureDomain(brokers=list(request.brokers)))
-        await self._ensure(paths.failure_domains(self.c.cluster))
+        await self.c.store.ensure(paths.failure_domains(self.c.cluster))
         ops: list[Op] = (
             [Create(path, body)]
             if stat is None
@@ -425,11 +425,3 @@ class AdminHandlers:
         await self.c.fenced(ops)
         self.c.image.failure_domains[request.domain] = tuple(request.brokers)
         return ok()
-
-    async def _ensure(self, path: str) -> None:
-        """Create a structural parent record if it is missing (not a decision: unfenced)."""
-        if await self.c.store.exists(path) is None:
-            try:
-                await self.c.store.put(path, b"", -1)
-            except NodeExistsError:
-                pass

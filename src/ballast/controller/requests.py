@@ -4,7 +4,7 @@ decision. msgspec structs tagged by kind, so the HTTP shell carries them as JSON
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -83,6 +83,32 @@ class SetFailureDomain(ControllerRequest, frozen=True, kw_only=True, tag="failur
     brokers: tuple[str, ...] | None = None
 
 
+class CreatePartitionedTopic(
+    ControllerRequest, frozen=True, kw_only=True, tag="create-partitioned-topic"
+):
+    """Create a partitioned topic of ``partitions`` partitions (``topic``: its full name)."""
+
+    topic: str
+    partitions: int
+
+
+class UpdatePartitionedTopic(
+    ControllerRequest, frozen=True, kw_only=True, tag="update-partitioned-topic"
+):
+    """Raise a partitioned topic's partition count to ``partitions`` (never lower it)."""
+
+    topic: str
+    partitions: int
+
+
+class DeletePartitionedTopic(
+    ControllerRequest, frozen=True, kw_only=True, tag="delete-partitioned-topic"
+):
+    """Delete a partitioned topic's metadata (its partitions are topics of their own)."""
+
+    topic: str
+
+
 AnyRequest = (
     UnloadRequest
     | SplitRequest
@@ -94,6 +120,9 @@ AnyRequest = (
     | SetAntiAffinityGroup
     | SetIsolationPolicy
     | SetFailureDomain
+    | CreatePartitionedTopic
+    | UpdatePartitionedTopic
+    | DeletePartitionedTopic
 )
 
 
@@ -105,6 +134,14 @@ class RequestReply(msgspec.Struct, frozen=True, kw_only=True):
     status: int = 200
     message: str = ""
     result: dict[str, object] = {}
+
+
+def ok(message: str = "", **result: Any) -> RequestReply:
+    return RequestReply(ok=True, status=200, message=message, result=result)
+
+
+def failed(status: int, message: str) -> RequestReply:
+    return RequestReply(ok=False, status=status, message=message)
 
 
 class ClusterTransport(AdminTransport, Protocol):

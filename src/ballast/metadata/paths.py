@@ -100,6 +100,11 @@ def partitioned_topic(topic: TopicName) -> str:
     return f"{PARTITIONED_TOPICS}/{topic.persistence_name}"
 
 
+def namespace_partitioned_topics(namespace: NamespaceName, domain: TopicDomain) -> str:
+    """The directory listing a namespace's partitioned topics of one domain."""
+    return f"{PARTITIONED_TOPICS}/{namespace}/{domain.value}"
+
+
 def managed_ledger(topic: TopicName) -> str:
     return f"{MANAGED_LEDGERS}/{topic.persistence_name}"
 

@@ -350,6 +350,13 @@ class MetadataStore(abc.ABC):
                 result[name] = record
         return result
 
+    async def ensure(self, path: str) -> None:
+        """Create an empty record at ``path`` (and its missing parents) unless one is there: the
+        structural parent of records a multi will create."""
+        if await self.exists(path) is None:
+            with contextlib.suppress(NodeExistsError):
+                await self.put(path, b"", -1)
+
     async def delete_recursive(self, path: str) -> None:
         """Delete ``path`` and everything below it (records that vanish meanwhile are fine)."""
         for name in await self.children(path):

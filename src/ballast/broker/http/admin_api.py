@@ -61,6 +61,20 @@ async def to_leader(node: BrokerNode, request: AnyRequest) -> RequestReply:
         return RequestReply(ok=False, status=503, message=str(exc))
 
 
+async def loaded_topics(
+    node: BrokerNode, namespace: NamespaceName
+) -> list[str] | web.StreamResponse:
+    """The namespace's non-persistent topics loaded on any broker, or a 503 when a broker
+    serving one of its bundles cannot be asked."""
+    peers = PeerTopics(node)
+    try:
+        return await peers.non_persistent_topics(namespace)
+    except PeerError as exc:
+        return reason(503, str(exc))
+    finally:
+        await peers.close()
+
+
 def done(reply: RequestReply) -> web.StreamResponse:
     if reply.ok:
         return web.Response(status=204)
@@ -216,7 +230,7 @@ class AdminApi:
         namespace = _namespace(request)
         force = request.query.get("force", "false").lower() == "true"
         if not force and await self.node.store.exists(paths.namespace_policies(namespace)):
-            loaded = await self._non_persistent_topics(namespace)
+            loaded = await loaded_topics(self.node, namespace)
             if isinstance(loaded, web.StreamResponse):
                 return loaded
             if loaded:
@@ -254,24 +268,11 @@ class AdminApi:
                     str(TopicName.of(TopicDomain.PERSISTENT, namespace, java_url_decode(encoded)))
                 )
         if mode != "PERSISTENT":
-            loaded = await self._non_persistent_topics(namespace)
+            loaded = await loaded_topics(self.node, namespace)
             if isinstance(loaded, web.StreamResponse):
                 return loaded
             names.extend(loaded)
         return web.json_response(sorted(set(names)))
-
-    async def _non_persistent_topics(
-        self, namespace: NamespaceName
-    ) -> list[str] | web.StreamResponse:
-        """The namespace's non-persistent topics loaded on any broker, or a 503 when a broker
-        serving one of its bundles cannot be asked."""
-        peers = PeerTopics(self.node)
-        try:
-            return await peers.non_persistent_topics(namespace)
-        except PeerError as exc:
-            return reason(503, str(exc))
-        finally:
-            await peers.close()
 
     def _bundle(self, request: web.Request, *, named: bool = False) -> str:
         """``{namespace}/{range}``; with ``named`` (a split), the range may be LARGEST or HOT."""

@@ -21,7 +21,6 @@ from ballast.broker.lookup import (
     LookupAnswer,
     LookupErrorKind,
     LookupOptions,
-    partitions_of,
 )
 from ballast.controller.commands import decode_command
 from ballast.controller.requests import RequestReply, decode_request
@@ -111,13 +110,6 @@ class LookupApi:
             raise web.HTTPTemporaryRedirect(f"{target}/lookup/v2/topic/{topic.lookup_name}?{query}")
         status = 404 if answer.error is LookupErrorKind.NAMESPACE_NOT_FOUND else 503
         return reason(status, answer.message)
-
-    async def partitions(self, request: web.Request) -> web.StreamResponse:
-        """``GET /admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions``: the partitioned
-        topic's partition count (0 for a plain topic), asked by clients before a lookup."""
-        raw = request.rel_url.raw_parts
-        topic = topic_from_parts(raw[3], list(raw[4:-1]))
-        return web.json_response({"partitions": await partitions_of(self.node.store, topic)})
 
     async def non_persistent_in_bundle(self, request: web.Request) -> web.StreamResponse:
         """``GET /admin/v2/non-persistent/{tenant}/{namespace}/{bundle}``: the

@@ -13,18 +13,22 @@ from ballast.broker.http.errors import error_middleware
 from ballast.broker.http.lookup_api import LookupApi
 from ballast.broker.http.metrics import CONTENT_TYPE, metrics_registry, render
 from ballast.broker.http.routes import Route, openapi, register
+from ballast.broker.http.topics_api import TopicsApi
 from ballast.broker.http.transport import COMMANDS_PATH, CONTROLLER_PATH
+from ballast.model.naming import TopicDomain
 
 if TYPE_CHECKING:
     from ballast.broker.node import BrokerNode
 
 NS = "/admin/v2/namespaces/{tenant}/{namespace}"
 CLUSTER = "/admin/v2/clusters/{cluster}"
+TOPIC = "/admin/v2/{domain}/{tenant}/{namespace}/{topic}"
 
 
 def routes(node: BrokerNode) -> list[Route]:
     lookup = LookupApi(node)
     admin = AdminApi(node)
+    topics = TopicsApi(node)
     registry = metrics_registry(node)
 
     async def metrics(_request: web.Request) -> web.StreamResponse:
@@ -55,11 +59,63 @@ def routes(node: BrokerNode) -> list[Route]:
         ),
         Route(
             "GET",
-            "/admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions",
-            lookup.partitions,
-            'Partitioned-topic metadata ({"partitions": N})',
+            TOPIC + "/partitions",
+            topics.partitions,
+            'Partitioned-topic metadata ({"partitions": N}; 0 for a plain topic)',
             "topics",
             query=("checkAllowAutoCreation",),
+        ),
+        Route(
+            "PUT",
+            TOPIC + "/partitions",
+            topics.create,
+            "Create a partitioned topic",
+            "topics",
+            query=("createLocalTopicOnly",),
+            body="the number of partitions, e.g. 4",
+            responses={
+                400: "Bad name or body",
+                404: "Namespace not found",
+                406: "Partition count out of range",
+                409: "Topic exists",
+                412: "Name contains -partition-",
+            },
+        ),
+        Route(
+            "POST",
+            TOPIC + "/partitions",
+            topics.update,
+            "Raise a partitioned topic's partition count",
+            "topics",
+            query=("updateLocalTopicOnly", "force"),
+            body="the new number of partitions",
+            responses={
+                406: "Partition count out of range",
+                409: "Not a partitioned topic",
+                422: "Fewer partitions than now",
+            },
+        ),
+        Route(
+            "DELETE",
+            TOPIC + "/partitions",
+            topics.delete,
+            "Delete a partitioned topic",
+            "topics",
+            query=("force",),
+            responses={404: "Not a partitioned topic", 412: "Partitions in use"},
+        ),
+        # One route per domain: aiohttp tries the routes of the longest literal prefix first,
+        # so /admin/v2/{domain}/... would lose to the bundle route below.
+        *(
+            Route(
+                "GET",
+                f"/admin/v2/{domain.value}/{{tenant}}/{{namespace}}/partitioned",
+                topics.list_partitioned,
+                f"A namespace's {domain.value} partitioned topics",
+                "topics",
+                responses={400: "Bad name", 404: "Namespace not found"},
+            )
+            for domain in TopicDomain
         ),
         Route(
             "GET",

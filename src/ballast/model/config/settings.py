@@ -505,6 +505,14 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "maxNumPartitionsPerPartitionedTopic",
+        INT,
+        0,
+        "partitions",
+        "Most partitions a partitioned topic may be created or updated with (0: no limit).",
+        minimum=0,
+    ),
+    Setting(
         "brokerShutdownTimeoutMs",
         INT,
         60000,

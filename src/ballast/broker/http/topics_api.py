@@ -1,0 +1,163 @@
+"""Pulsar's partitioned-topic endpoints (``/admin/v2/{domain}/{tenant}/{namespace}/...``):
+the metadata clients read before a lookup, create, update and delete, and a namespace's list.
+
+Any broker answers reads from the store; changes go to the leader's controller. What only the
+brokers know — whether a partition's non-persistent topic is loaded somewhere — is checked
+here before a change is forwarded, as namespace deletion does."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from ballast.broker.http.admin_api import done, loaded_topics, to_leader
+from ballast.broker.http.errors import ApiError, reason
+from ballast.broker.http.lookup_api import topic_from_parts
+from ballast.broker.lookup import partitions_of
+from ballast.controller.partitioned_topics import partitioned_topic_name
+from ballast.controller.requests import (
+    CreatePartitionedTopic,
+    DeletePartitionedTopic,
+    RequestReply,
+    UpdatePartitionedTopic,
+)
+from ballast.metadata import paths
+from ballast.model.naming import (
+    InvalidNameError,
+    NamespaceName,
+    TopicDomain,
+    TopicName,
+    java_url_decode,
+)
+
+if TYPE_CHECKING:
+    from ballast.broker.node import BrokerNode
+
+_JAVA_INT = range(-(2**31), 2**31)
+
+
+async def partition_count(request: web.Request) -> int:
+    """The body of a create or update: the number of partitions as a JSON number (Jackson
+    also takes a numeric string and a whole float); no body is 0, as JAX-RS reads it."""
+    raw = (await request.read()).strip()
+    if not raw:
+        return 0
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, f"body is not JSON: {exc}") from None
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            value = None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value not in _JAVA_INT:
+        raise ApiError(400, "the body is the number of partitions, a JSON integer (e.g. 4)")
+    return value
+
+
+def _forced(request: web.Request) -> bool:
+    return request.query.get("force", "false").lower() == "true"
+
+
+class TopicsApi:
+    def __init__(self, node: BrokerNode) -> None:
+        self.node = node
+
+    def _topic(self, request: web.Request) -> TopicName:
+        raw = request.rel_url.raw_parts  # ('/', 'admin', 'v2', domain, tenant, ns, topic, ...)
+        return topic_from_parts(raw[3], list(raw[4:-1]))
+
+    def _partitioned(self, request: web.Request) -> TopicName:
+        topic = partitioned_topic_name(str(self._topic(request)))
+        if isinstance(topic, RequestReply):
+            raise ApiError(topic.status, topic.message)
+        return topic
+
+    async def partitions(self, request: web.Request) -> web.StreamResponse:
+        """``GET .../{topic}/partitions``: the partitioned topic's partition count (0 for a
+        plain topic), asked by clients before a lookup."""
+        topic = self._topic(request)
+        return web.json_response({"partitions": await partitions_of(self.node.store, topic)})
+
+    async def create(self, request: web.Request) -> web.StreamResponse:
+        """``PUT .../{topic}/partitions`` with the count as the body."""
+        topic = self._partitioned(request)
+        count = await partition_count(request)
+        if not topic.is_persistent and count > 0:
+            loaded = await self._loaded(topic.namespace)
+            if isinstance(loaded, web.StreamResponse):
+                return loaded
+            if str(topic) in loaded:  # a non-partitioned topic of that name is in use
+                return reason(409, "This topic already exists")
+        return done(
+            await to_leader(self.node, CreatePartitionedTopic(topic=str(topic), partitions=count))
+        )
+
+    async def update(self, request: web.Request) -> web.StreamResponse:
+        """``POST .../{topic}/partitions``: raise the partition count to the body's."""
+        topic = self._partitioned(request)
+        count = await partition_count(request)
+        return done(
+            await to_leader(self.node, UpdatePartitionedTopic(topic=str(topic), partitions=count))
+        )
+
+    async def delete(self, request: web.Request) -> web.StreamResponse:
+        """``DELETE .../{topic}/partitions[?force=true]``. Without ``force``, refused (412) while
+        a partition is loaded on a broker, as Pulsar refuses to delete partitions that have
+        producers or subscriptions."""
+        topic = self._partitioned(request)
+        if not _forced(request):
+            busy = await self._loaded_partitions(topic)
+            if isinstance(busy, web.StreamResponse):
+                return busy
+            if busy:
+                seconds = self.node.settings.get_int("brokerDeleteInactiveTopicsFrequencySeconds")
+                return reason(
+                    412,
+                    f"Topic has active producers/subscriptions: {len(busy)} of its partitions "
+                    f"loaded on brokers (one is unloaded {seconds} s after its last client "
+                    "leaves); close their clients, or delete with force",
+                )
+        return done(await to_leader(self.node, DeletePartitionedTopic(topic=str(topic))))
+
+    async def list_partitioned(self, request: web.Request) -> web.StreamResponse:
+        """``GET /admin/v2/{persistent|non-persistent}/{tenant}/{namespace}/partitioned``: the
+        namespace's partitioned topics of that domain."""
+        domain = TopicDomain.parse(request.rel_url.raw_parts[3])  # a literal of the route
+        try:
+            namespace = NamespaceName.of(
+                request.match_info["tenant"], request.match_info["namespace"]
+            )
+        except InvalidNameError as exc:
+            raise ApiError(400, str(exc)) from None
+        if await self.node.store.exists(paths.namespace_policies(namespace)) is None:
+            return reason(404, f"namespace {namespace} does not exist")
+        listing = paths.namespace_partitioned_topics(namespace, domain)
+        names = [
+            str(TopicName.of(domain, namespace, java_url_decode(encoded)))
+            for encoded in await self.node.store.children(listing)
+        ]
+        return web.json_response(sorted(names))
+
+    async def _loaded_partitions(self, topic: TopicName) -> list[str] | web.StreamResponse:
+        """The partitions of ``topic`` loaded on some broker (only non-persistent topics are
+        served), or a 503 when a broker cannot be asked."""
+        if topic.is_persistent or await partitions_of(self.node.store, topic) <= 0:
+            return []
+        loaded = await self._loaded(topic.namespace)
+        if isinstance(loaded, web.StreamResponse):
+            return loaded
+        return sorted(name for name in loaded if TopicName.parse(name).partitioned_parent == topic)
+
+    async def _loaded(self, namespace: NamespaceName) -> list[str] | web.StreamResponse:
+        """The namespace's non-persistent topics loaded on any broker (none when the namespace
+        does not exist: the leader answers that), or a 503 when a broker serving one of its
+        bundles cannot be asked."""
+        if await self.node.store.exists(paths.namespace_policies(namespace)) is None:
+            return []
+        return await loaded_topics(self.node, namespace)

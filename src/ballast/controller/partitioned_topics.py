@@ -1,0 +1,180 @@
+"""Partitioned topics, as the leader's controller serves them: create, raise the partition
+count, delete. A partitioned topic is only its metadata record,
+``/admin/partitioned-topics/<tenant>/<ns>/<domain>/<topic>`` holding ``{"partitions": N}``
+(Pulsar's ``PartitionedTopicMetadata``); clients read the count before a lookup and then use
+the topics ``<topic>-partition-0`` … ``-partition-N-1``, each hashed into a bundle of its own.
+
+Status codes and reasons follow Pulsar's ``internalCreatePartitionedTopic``,
+``internalUpdatePartitionedTopicAsync`` and ``internalDeletePartitionedTopic``. Whether a
+partition's non-persistent topic is loaded on some broker is known to the brokers, not to the
+store: the HTTP shell checks that before it forwards a request here.
+
+Concurrency contract: handlers run in the controller's event task.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from ballast.controller.requests import (
+    CreatePartitionedTopic,
+    DeletePartitionedTopic,
+    RequestReply,
+    UpdatePartitionedTopic,
+    failed,
+    ok,
+)
+from ballast.metadata import paths
+from ballast.metadata.store import Create, Delete, SetValue, parent_of
+from ballast.model.naming import (
+    PARTITIONED_TOPIC_SUFFIX,
+    InvalidNameError,
+    TopicDomain,
+    TopicName,
+    java_url_decode,
+)
+
+if TYPE_CHECKING:
+    from ballast.controller.controller import Controller
+
+MAX_PARTITIONS_SETTING = "maxNumPartitionsPerPartitionedTopic"
+
+
+class PartitionedTopicMetadata(msgspec.Struct, kw_only=True):
+    """Pulsar's ``PartitionedTopicMetadata`` as stored (``properties`` only when given)."""
+
+    partitions: int
+    properties: dict[str, str] | None = None
+
+
+def partitioned_topic_name(text: str) -> TopicName | RequestReply:
+    """The topic a partitioned-topic request names, or the refusal: 400 for a bad name, 412
+    for a name with ``-partition-`` in it (Pulsar's ``validatePartitionedTopicName``)."""
+    try:
+        topic = TopicName.parse(text)
+    except InvalidNameError as exc:
+        return failed(400, str(exc))
+    if PARTITIONED_TOPIC_SUFFIX in topic.local_name:
+        return failed(412, "Partitioned Topic Name should not contain '-partition-'")
+    return topic
+
+
+class PartitionedTopicHandlers:
+    def __init__(self, controller: Controller) -> None:
+        self.c = controller
+
+    def _count_refused(self, partitions: int) -> RequestReply | None:
+        if partitions <= 0:
+            return failed(406, "Number of partitions should be more than 0")
+        limit = self.c.settings.get_int(MAX_PARTITIONS_SETTING)
+        if 0 < limit < partitions:
+            return failed(406, f"Number of partitions should be less than or equal to {limit}")
+        return None
+
+    async def _CreatePartitionedTopic(  # noqa: N802
+        self, request: CreatePartitionedTopic
+    ) -> RequestReply:
+        topic = partitioned_topic_name(request.topic)
+        if isinstance(topic, RequestReply):
+            return topic
+        refused = self._count_refused(request.partitions)
+        if refused is not None:
+            return refused
+        if topic.namespace not in self.c.image.namespaces:
+            return failed(404, f"namespace {topic.namespace} does not exist")
+        path = paths.partitioned_topic(topic)
+        if await self.c.store.exists(path) is not None:
+            return failed(409, "This topic already exists")
+        whole, highest = await self._stored(topic)
+        if whole:
+            return failed(409, "This topic already exists")
+        if highest >= request.partitions:
+            # Pulsar's check against recreating a topic with fewer partitions than it had.
+            return failed(
+                409,
+                f"The topic has a max partition index of {highest}, the number of partitions "
+                f"must be at least {highest + 1}",
+            )
+        await self.c.store.ensure(parent_of(path))
+        body = msgspec.json.encode(PartitionedTopicMetadata(partitions=request.partitions))
+        await self.c.fenced([Create(path, body)])
+        return ok(
+            f"partitioned topic {topic} created with {request.partitions} partitions",
+            partitions=request.partitions,
+        )
+
+    async def _UpdatePartitionedTopic(  # noqa: N802
+        self, request: UpdatePartitionedTopic
+    ) -> RequestReply:
+        topic = partitioned_topic_name(request.topic)
+        if isinstance(topic, RequestReply):
+            return topic
+        refused = self._count_refused(request.partitions)
+        if refused is not None:
+            return refused
+        path = paths.partitioned_topic(topic)
+        record = await self.c.store.get(path)
+        current = _partitions(record.value if record is not None else b"")
+        if record is None or current <= 0:
+            return failed(409, f"Topic {topic} is not the partitioned topic.")
+        if request.partitions < current:
+            return failed(
+                422,
+                f"Expect partitions {request.partitions} can't less than current partitions "
+                f"{current}.",
+            )
+        if request.partitions == current:
+            return ok(f"{topic} already has {current} partitions", partitions=current)
+        stored = _metadata(record.value)
+        updated = msgspec.structs.replace(stored, partitions=request.partitions)
+        await self.c.fenced([SetValue(path, msgspec.json.encode(updated), record.stat.version)])
+        return ok(
+            f"partitioned topic {topic} now has {request.partitions} partitions",
+            partitions=request.partitions,
+        )
+
+    async def _DeletePartitionedTopic(  # noqa: N802
+        self, request: DeletePartitionedTopic
+    ) -> RequestReply:
+        topic = partitioned_topic_name(request.topic)
+        if isinstance(topic, RequestReply):
+            return topic
+        path = paths.partitioned_topic(topic)
+        stat = await self.c.store.exists(path)
+        if stat is None:
+            return failed(404, "Partitioned topic does not exist")
+        await self.c.fenced([Delete(path, stat.version)])
+        return ok(f"partitioned topic {topic} deleted")
+
+    async def _stored(self, topic: TopicName) -> tuple[bool, int]:
+        """Whether ``topic`` is stored as a topic of its own (a non-partitioned topic of that
+        name), and the highest index of its partitions that are stored, -1 for none (Pulsar's
+        ``getMaxPartitionIndex``). Only persistent topics are ever stored."""
+        whole, highest = False, -1
+        if topic.domain is not TopicDomain.PERSISTENT:
+            return whole, highest
+        listing = paths.namespace_topics(topic.namespace, TopicDomain.PERSISTENT)
+        for encoded in await self.c.store.children(listing):
+            try:
+                name = java_url_decode(encoded)
+                stored = TopicName.of(TopicDomain.PERSISTENT, topic.namespace, name)
+            except InvalidNameError:
+                continue
+            if stored == topic:
+                whole = True
+            elif stored.is_partition and stored.partitioned_parent == topic:
+                highest = max(highest, stored.partition_index)
+        return whole, highest
+
+
+def _metadata(value: bytes) -> PartitionedTopicMetadata:
+    try:
+        return msgspec.json.decode(value, type=PartitionedTopicMetadata)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return PartitionedTopicMetadata(partitions=0)
+
+
+def _partitions(value: bytes) -> int:
+    return _metadata(value).partitions if value else 0

@@ -1,0 +1,99 @@
+"""End to end with the official client on a partitioned topic made through the admin API: the
+client reads the partition count, produces to and consumes from every partition (each a topic
+of its own, in its own bundle), and the partitioned topic cannot be deleted from under it
+without force."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+import aiohttp
+import pytest
+
+from ballast.clock import Clock
+from ballast.model.naming import TopicName
+from tests.support.official_client import (
+    Inbox,
+    Sent,
+    close_all,
+    http_url,
+    missing_and_duplicates,
+    new_client,
+    pulsar_url,
+    start_cluster,
+)
+from tests.support.waiting import eventually
+
+pytestmark = [pytest.mark.real_time, pytest.mark.integration]
+
+NAMESPACE = "t/parts"
+TOPIC = f"non-persistent://{NAMESPACE}/orders"
+PARTITIONS = 4
+MESSAGES = 400
+
+
+async def test_clients_use_every_partition_of_a_partitioned_topic(clock: Clock) -> None:
+    cluster = await start_cluster(clock, NAMESPACE, bundles=16)
+    nodes = list(cluster.nodes.values())
+    admin = f"{http_url(nodes[1])}/admin/v2/non-persistent/{NAMESPACE}/orders/partitions"
+    closeables: list[Any] = []
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.put(admin, json=PARTITIONS) as response:
+                assert response.status == 204, await response.text()
+            client = await new_client(pulsar_url(nodes[0]))
+            closeables.append(client)
+            names = await asyncio.to_thread(client.get_topic_partitions, TOPIC)
+            assert names == [f"{TOPIC}-partition-{i}" for i in range(PARTITIONS)]
+            inbox = Inbox()
+            consumer = await asyncio.to_thread(
+                client.subscribe, TOPIC, "all", message_listener=_with_topic(inbox)
+            )
+            producer = await asyncio.to_thread(
+                client.create_producer, TOPIC, batching_enabled=False
+            )
+            closeables[:0] = [producer, consumer]
+            sent = Sent()
+            for i in range(MESSAGES):
+                payload = f"m{i}".encode()
+                sent.payloads.append(payload)
+                producer.send_async(payload, sent.callback, partition_key=f"key-{i}")
+            await asyncio.to_thread(producer.flush)
+            await eventually(lambda: len(sent.results) == MESSAGES, clock, what="every receipt")
+            assert sent.failures() == []
+            await eventually(
+                lambda: len(inbox.received) >= MESSAGES, clock, timeout_s=20, what="every message"
+            )
+            assert missing_and_duplicates(sent.payloads, inbox.count()) == ([], [])
+            # Keys spread the messages over every partition, each served by its bundle's owner.
+            per_partition = Counter(name for name, _, _ in inbox.received)
+            assert sorted(per_partition) == names
+            for name in names:
+                owner = (await cluster.lookup(TopicName.parse(name))).broker_id
+                assert owner is not None
+                assert TopicName.parse(name) in cluster.binary[owner].topics.topics
+            # Its partitions are loaded: no delete without force; with force the metadata goes.
+            async with session.delete(admin) as response:
+                assert response.status == 412
+                why = (await response.json())["reason"]
+                assert f"{PARTITIONS} of its partitions loaded on brokers" in why
+            async with session.get(admin) as response:
+                assert await response.json() == {"partitions": PARTITIONS}
+            async with session.delete(admin, params={"force": "true"}) as response:
+                assert response.status == 204, await response.text()
+            async with session.get(admin) as response:
+                assert await response.json() == {"partitions": 0}
+    finally:
+        await close_all(closeables)
+        await cluster.close()
+
+
+def _with_topic(inbox: Inbox) -> Any:
+    """A listener that records the partition a message came from in place of the consumer."""
+
+    def listener(_consumer: Any, message: Any) -> None:
+        inbox.received.append((message.topic_name(), message.data(), message.partition_key()))
+
+    return listener
