@@ -3,6 +3,8 @@ each other over HTTP, checked with an HTTP client."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from ballast.clock import Clock
@@ -147,6 +149,23 @@ async def test_bad_requests_get_pulsar_status_codes(clock: Clock) -> None:
             assert status == expected, (method, path, status, body)
             assert isinstance(body, dict) and isinstance(body.get("reason"), str), (path, body)
             assert body["reason"]
+
+
+async def test_split_positions_jackson_would_refuse_are_refused(clock: Clock) -> None:
+    """``[true]`` once passed as positions: the owner refused the split command and the
+    leader sent it again for ever, so every later command to that broker waited behind it."""
+    async for api in api_for(clock):
+        assert (await api.call("PUT", "/admin/v2/namespaces/t/w?numBundles=1"))[0] == 204
+        assert (await api.call("GET", "/lookup/v2/topic/persistent/t/w/x"))[0] == 200
+        whole = "/admin/v2/namespaces/t/w/0x00000000_0xffffffff"
+        split = f"{whole}/split?splitAlgorithmName=specified_positions_divide"
+        for body in ([True], [2**63], [1.5], "0x10"):
+            status, answer, _ = await asyncio.wait_for(
+                api.call("PUT", split, json=body, broker=follower(api)), 30
+            )
+            assert status == 400 and isinstance(answer, dict), (body, status, answer)
+            assert answer["reason"] == "split boundaries are a JSON list of integers"
+        assert (await asyncio.wait_for(api.call("PUT", f"{whole}/unload"), 30))[0] == 204
 
 
 async def test_names_no_metadata_path_can_hold_are_bad_requests(clock: Clock) -> None:

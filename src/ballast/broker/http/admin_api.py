@@ -297,7 +297,11 @@ class AdminApi:
         body = await _json_body(request)
         positions: tuple[int, ...] = ()
         if body is not None:
-            if not isinstance(body, list) or not all(isinstance(p, int) for p in body):
+            # Jackson reads them as List<Long>: no booleans, nothing past a long.
+            if not isinstance(body, list) or not all(
+                isinstance(p, int) and not isinstance(p, bool) and -(2**63) <= p < 2**63
+                for p in body
+            ):
                 raise ApiError(400, "split boundaries are a JSON list of integers")
             positions = tuple(body)
         return done(

@@ -1,7 +1,8 @@
 """The cluster transport over HTTP: the controller's commands go to
 ``POST http://<broker>/admin/v2/ballast/commands`` and requests for the leader to
 ``POST http://<leader>/admin/v2/ballast/controller`` (a broker id is ``host:port`` of its web
-service). Any failure to deliver is a :class:`TransportError`, which the channel retries."""
+service). Any failure to deliver is a :class:`TransportError`, which the channel retries; a 4xx
+answer is a refusal, not a failure to deliver, and becomes a reply that says so."""
 
 from __future__ import annotations
 
@@ -15,6 +16,20 @@ COMMANDS_PATH = "/admin/v2/ballast/commands"
 CONTROLLER_PATH = "/admin/v2/ballast/controller"
 
 
+def _refusal(status: int, data: bytes) -> str | None:
+    """The reason of a 4xx answer (Pulsar's ``{"reason": ...}``, or its text), None for any
+    other status."""
+    if not 400 <= status < 500:
+        return None
+    try:
+        body = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("reason"), str):
+        return str(body["reason"])
+    return f"status {status}: {data[:200].decode(errors='replace')}"
+
+
 class HttpTransport:
     def __init__(self, *, timeout_s: float = 30.0) -> None:
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
@@ -25,7 +40,7 @@ class HttpTransport:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
         return self._session
 
-    async def _post(self, url: str, body: bytes) -> bytes:
+    async def _post(self, url: str, body: bytes) -> tuple[int, bytes]:
         try:
             async with self._client().post(
                 url, data=body, headers={"Content-Type": "application/json"}
@@ -33,21 +48,31 @@ class HttpTransport:
                 data = await response.read()
                 if response.status >= 500 and response.status != 503:
                     raise TransportError(f"{url} answered {response.status}")
-                return data
+                return response.status, data
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise TransportError(f"{url}: {exc}") from None
 
     async def send(self, broker_id: str, command: AnyCommand) -> CommandReply:
-        data = await self._post(f"http://{broker_id}{COMMANDS_PATH}", encode_command(command))
+        status, data = await self._post(
+            f"http://{broker_id}{COMMANDS_PATH}", encode_command(command)
+        )
+        refused = _refusal(status, data)
+        if refused is not None:
+            # The broker read the command and refused it: sent again, it would be refused
+            # again, and every later command to that broker would wait behind it.
+            return CommandReply(ok=False, message=f"{broker_id} refused the command: {refused}")
         try:
             return msgspec.json.decode(data, type=CommandReply)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise TransportError(f"{broker_id} sent a malformed reply: {exc}") from None
 
     async def call_leader(self, leader_id: str, request: AnyRequest) -> RequestReply:
-        data = await self._post(
+        status, data = await self._post(
             f"http://{leader_id}{CONTROLLER_PATH}", msgspec.json.encode(request)
         )
+        refused = _refusal(status, data)
+        if refused is not None:
+            return RequestReply(ok=False, status=status, message=refused)
         try:
             return msgspec.json.decode(data, type=RequestReply)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -1,0 +1,65 @@
+"""The HTTP cluster transport against a real server: a refusal (4xx) is a reply, not a failure
+to deliver — a command retried for ever would hold up every later command to that broker."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from ballast.broker.http.transport import COMMANDS_PATH, CONTROLLER_PATH, HttpTransport
+from ballast.controller.commands import TransportError, UnloadBundle
+from ballast.controller.requests import CreateTenant
+from tests.support.live import distinct_free_ports
+
+pytestmark = [pytest.mark.real_time, pytest.mark.integration]
+
+
+async def _serving(status: int, body: bytes) -> AsyncIterator[str]:
+    async def answer(_request: web.Request) -> web.Response:
+        return web.Response(status=status, body=body, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post(COMMANDS_PATH, answer)
+    app.router.add_post(CONTROLLER_PATH, answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    (port,) = distinct_free_ports(1)
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+COMMAND = UnloadBundle(epoch=1, bundle="t/ns/0x00000000_0xffffffff")
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "why"),
+    [
+        (400, b'{"reason": "malformed command: Expected `int`, got `bool`"}', "Expected `int`"),
+        (404, b"<html>Not Found</html>", "status 404: <html>Not Found</html>"),
+    ],
+)
+async def test_a_refused_command_is_a_reply(status: int, body: bytes, why: str) -> None:
+    async for broker in _serving(status, body):
+        transport = HttpTransport(timeout_s=10)
+        try:
+            reply = await transport.send(broker, COMMAND)
+            assert not reply.ok and why in reply.message and broker in reply.message
+            answer = await transport.call_leader(broker, CreateTenant(tenant="t"))
+            assert (answer.ok, answer.status) == (False, status) and why in answer.message
+        finally:
+            await transport.close()
+
+
+async def test_a_server_error_is_still_a_failure_to_deliver() -> None:
+    async for broker in _serving(500, b'{"reason": "internal error"}'):
+        transport = HttpTransport(timeout_s=10)
+        try:
+            with pytest.raises(TransportError):
+                await transport.send(broker, COMMAND)
+        finally:
+            await transport.close()
