@@ -112,7 +112,21 @@ async def test_stored_partitions_bound_a_new_partitioned_topic(clock: Clock) -> 
 async def test_partitioned_topics_make_a_namespace_non_empty(clock: Clock) -> None:
     async for api in api_for(clock):
         assert (await api.call("PUT", "/admin/v2/namespaces/t/ns"))[0] == 204
-        assert (await api.call("PUT", "/admin/v2/persistent/t/ns/p/partitions", json=2))[0] == 204
+        made = "/admin/v2/persistent/t/ns/p/partitions"
+        topics = "/admin/v2/namespaces/t/ns/topics"
+        # Persistent partitions are stored, as Pulsar creates their managed ledgers: listed
+        # with the namespace's topics, made when the count rises, gone with the topic.
+        assert (await api.call("PUT", made, json=2))[0] == 204
+        assert (await api.call("GET", topics))[1] == [
+            f"persistent://t/ns/p-partition-{i}" for i in range(2)
+        ]
+        assert (await api.call("POST", made, json=3))[0] == 204
+        assert (await api.call("GET", topics))[1] == [
+            f"persistent://t/ns/p-partition-{i}" for i in range(3)
+        ]
+        assert (await api.call("DELETE", made))[0] == 204
+        assert (await api.call("GET", topics))[1] == []
+        assert (await api.call("PUT", made, json=2))[0] == 204
         assert (await _reason(api, "DELETE", "/admin/v2/namespaces/t/ns", None, 0))[0] == 409
         assert (await api.call("DELETE", "/admin/v2/namespaces/t/ns?force=true"))[0] == 204
         # A namespace made again under the same name starts without them.

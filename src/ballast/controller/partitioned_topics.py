@@ -14,6 +14,7 @@ Concurrency contract: handlers run in the controller's event task.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -27,7 +28,7 @@ from ballast.controller.requests import (
     ok,
 )
 from ballast.metadata import paths
-from ballast.metadata.store import Create, Delete, SetValue, parent_of
+from ballast.metadata.store import Create, Delete, NoNodeError, SetValue, parent_of
 from ballast.model.naming import (
     PARTITIONED_TOPIC_SUFFIX,
     InvalidNameError,
@@ -100,6 +101,7 @@ class PartitionedTopicHandlers:
         await self.c.store.ensure(parent_of(path))
         body = msgspec.json.encode(PartitionedTopicMetadata(partitions=request.partitions))
         await self.c.fenced([Create(path, body)])
+        await self._store_partitions(topic, request.partitions)
         return ok(
             f"partitioned topic {topic} created with {request.partitions} partitions",
             partitions=request.partitions,
@@ -130,6 +132,7 @@ class PartitionedTopicHandlers:
         stored = _metadata(record.value)
         updated = msgspec.structs.replace(stored, partitions=request.partitions)
         await self.c.fenced([SetValue(path, msgspec.json.encode(updated), record.stat.version)])
+        await self._store_partitions(topic, request.partitions)
         return ok(
             f"partitioned topic {topic} now has {request.partitions} partitions",
             partitions=request.partitions,
@@ -142,11 +145,24 @@ class PartitionedTopicHandlers:
         if isinstance(topic, RequestReply):
             return topic
         path = paths.partitioned_topic(topic)
-        stat = await self.c.store.exists(path)
-        if stat is None:
+        record = await self.c.store.get(path)
+        if record is None:
             return failed(404, "Partitioned topic does not exist")
-        await self.c.fenced([Delete(path, stat.version)])
+        await self.c.fenced([Delete(path, record.stat.version)])
+        count = _partitions(record.value)
+        if topic.is_persistent:  # Pulsar deletes the partitions first; none has a client here
+            for index in range(count):
+                with contextlib.suppress(NoNodeError):
+                    await self.c.store.delete(paths.managed_ledger(topic.partition(index)))
         return ok(f"partitioned topic {topic} deleted")
+
+    async def _store_partitions(self, topic: TopicName, count: int) -> None:
+        """Record the persistent partitions that are missing, as Pulsar creates their managed
+        ledgers (``tryCreatePartitionsAsync``): they are then listed with the namespace's
+        topics and loaded with their bundles. Non-persistent topics are never stored."""
+        if topic.is_persistent:
+            for index in range(count):
+                await self.c.store.ensure(paths.managed_ledger(topic.partition(index)))
 
     async def _stored(self, topic: TopicName) -> tuple[bool, int]:
         """Whether ``topic`` is stored as a topic of its own (a non-partitioned topic of that
