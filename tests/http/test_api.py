@@ -151,6 +151,22 @@ async def test_bad_requests_get_pulsar_status_codes(clock: Clock) -> None:
             assert body["reason"]
 
 
+async def test_a_heartbeat_topic_is_served_by_its_broker(clock: Clock) -> None:
+    """``pulsar/<broker>`` has no policies: its topics are looked up on that broker (Pulsar's
+    health check produces to one), from any broker."""
+    async for api in api_for(clock):
+        brokers = list(api.cluster.nodes)
+        for i, broker in enumerate(brokers):
+            path = f"/lookup/v2/topic/non-persistent/pulsar/{broker}/healthcheck"
+            asked = (i + 1) % len(brokers)
+            status, _, response = await api.call("GET", path, broker=asked, redirects=False)
+            assert status == 307 and "authoritative=true" in response.headers["Location"]
+            assert response.headers["Location"].startswith(f"http://{broker}/")
+            status, body, _ = await api.call("GET", path, broker=asked)
+            assert status == 200 and isinstance(body, dict), (broker, status, body)
+            assert body["httpUrl"] == f"http://{broker}"
+
+
 async def test_split_positions_jackson_would_refuse_are_refused(clock: Clock) -> None:
     """``[true]`` once passed as positions: the owner refused the split command and the
     leader sent it again for ever, so every later command to that broker waited behind it."""

@@ -197,7 +197,10 @@ class LookupService:
         return cached[1]
 
     async def bundle_of(self, topic: TopicName) -> BundleName:
-        """The bundle serving ``topic`` (NamespaceNotFoundError if the namespace is unknown)."""
+        """The bundle serving ``topic`` (NamespaceNotFoundError if the namespace is unknown).
+        A broker's heartbeat namespace has no policies: it is one bundle, always."""
+        if topic.namespace.is_heartbeat:
+            return NamespaceBundles.equal(topic.namespace, 1).bundles[0]
         return (await self._bundles.bundles(topic.namespace)).find(topic)
 
     async def lookup(
