@@ -68,6 +68,10 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     after = json.loads(admin("--json", "namespaces", "bundles", "acme/orders").stdout)
     assert after["numBundles"] == 5 and "0x20000000" in after["boundaries"]
     assert admin("namespaces", "unload", "acme/orders", "0x80000000_0xc0000000").returncode == 0
+    whole = admin("namespaces", "unload", "acme/orders")  # every owned bundle of it
+    assert (whole.returncode, whole.stdout.strip()) == (0, "ok"), whole.stderr
+    where = admin("namespaces", "unload", "acme/orders", "--destination", "127.0.0.1:1")
+    assert where.returncode == 2 and "--destination moves one bundle" in where.stderr
     # Positions take specified_positions_divide. The bundle was just unloaded: it is assigned,
     # then split; with no topics in it the algorithm finds no cut and nothing changes (204).
     cut = admin(

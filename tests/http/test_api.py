@@ -151,6 +151,27 @@ async def test_bad_requests_get_pulsar_status_codes(clock: Clock) -> None:
             assert body["reason"]
 
 
+async def test_a_namespace_is_unloaded_and_its_topics_listed_per_domain(clock: Clock) -> None:
+    async for api in api_for(clock):
+        assert (await api.call("PUT", "/admin/v2/namespaces/t/u?numBundles=4"))[0] == 204
+        for i in range(40):  # own every bundle
+            assert (await api.call("GET", f"/lookup/v2/topic/persistent/t/u/x{i}"))[0] == 200
+        store = next(iter(api.cluster.nodes.values())).store
+        assert sum(b.startswith("t/u/") for b in await ownership_records(store)) == 4
+        status, body, _ = await api.call("PUT", "/admin/v2/namespaces/t/u/unload", broker=1)
+        assert status == 204, body
+        assert not any(b.startswith("t/u/") for b in await ownership_records(store))
+        assert (await api.call("PUT", "/admin/v2/namespaces/t/none/unload"))[0] == 404
+        # pulsar-admin's topics list: one domain's topics of a namespace.
+        assert (await api.call("PUT", "/admin/v2/persistent/t/u/p/partitions", json=2))[0] == 204
+        assert (await api.call("GET", "/admin/v2/persistent/t/u", broker=2))[1] == [
+            "persistent://t/u/p-partition-0",
+            "persistent://t/u/p-partition-1",
+        ]
+        assert (await api.call("GET", "/admin/v2/non-persistent/t/u"))[1] == []
+        assert (await api.call("GET", "/admin/v2/non-persistent/t/none"))[0] == 404
+
+
 async def test_a_heartbeat_topic_is_served_by_its_broker(clock: Clock) -> None:
     """``pulsar/<broker>`` has no policies: its topics are looked up on that broker (Pulsar's
     health check produces to one), from any broker."""

@@ -188,7 +188,6 @@ def _bundle(text: str, *, named: bool = False) -> str:
 
 
 NamespaceArg = Annotated[str, typer.Argument(metavar="TENANT/NAMESPACE")]
-BundleArg = Annotated[str, typer.Argument(metavar="BUNDLE", help="0x..._0x...")]
 SplitBundleArg = Annotated[
     str,
     typer.Argument(
@@ -300,13 +299,24 @@ def namespaces_topics(
 def namespaces_unload(
     ctx: typer.Context,
     namespace: NamespaceArg,
-    bundle: BundleArg,
+    bundle: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="BUNDLE", help="0x..._0x...; without it, every owned bundle of the namespace."
+        ),
+    ] = None,
     destination: Annotated[
         str | None, typer.Option("--destination", help="Transfer to this broker (host:port).")
     ] = None,
 ) -> None:
-    """Unload a bundle (or transfer it with --destination)."""
-    path = f"/admin/v2/namespaces/{_namespace(namespace)}/{_bundle(bundle)}/unload"
+    """Unload a bundle (or transfer it with --destination), or the whole namespace."""
+    ns = _namespace(namespace)
+    if bundle is None:
+        if destination:
+            fail("--destination moves one bundle: name it")
+        show(ctx, call(ctx, "PUT", f"/admin/v2/namespaces/{ns}/unload"))
+        return
+    path = f"/admin/v2/namespaces/{ns}/{_bundle(bundle)}/unload"
     params = {"destinationBroker": destination} if destination else None
     show(ctx, call(ctx, "PUT", path, params=params))
 

@@ -4,6 +4,7 @@ controller, forwarded by whichever broker receives them."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 from collections.abc import Callable
@@ -73,6 +74,28 @@ async def loaded_topics(
         return reason(503, str(exc))
     finally:
         await peers.close()
+
+
+async def namespace_topics(
+    node: BrokerNode, namespace: NamespaceName, domains: list[TopicDomain]
+) -> web.StreamResponse:
+    """The namespace's topics of ``domains``, sorted: persistent ones from the store,
+    non-persistent ones loaded on the brokers; 404 for a namespace that does not exist."""
+    if await node.store.exists(paths.namespace_policies(namespace)) is None:
+        return reason(404, f"namespace {namespace} does not exist")
+    names: list[str] = []
+    if TopicDomain.PERSISTENT in domains:
+        listing = paths.namespace_topics(namespace, TopicDomain.PERSISTENT)
+        names.extend(
+            str(TopicName.of(TopicDomain.PERSISTENT, namespace, java_url_decode(encoded)))
+            for encoded in await node.store.children(listing)
+        )
+    if TopicDomain.NON_PERSISTENT in domains:
+        loaded = await loaded_topics(node, namespace)
+        if isinstance(loaded, web.StreamResponse):
+            return loaded
+        names.extend(loaded)
+    return web.json_response(sorted(set(names)))
 
 
 def done(reply: RequestReply) -> web.StreamResponse:
@@ -253,26 +276,25 @@ class AdminApi:
         """``GET .../{ns}/topics?mode=PERSISTENT|NON_PERSISTENT|ALL`` (Pulsar's default:
         persistent): persistent topics from the store, non-persistent ones from the brokers
         serving the namespace's bundles (clients with an ``http://`` URL list them so)."""
-        namespace = _namespace(request)
         mode = request.query.get("mode", "PERSISTENT").upper()
         if mode not in ("PERSISTENT", "NON_PERSISTENT", "ALL"):
             return reason(400, f"mode {mode} is not PERSISTENT, NON_PERSISTENT or ALL")
-        if await self.node.store.exists(paths.namespace_policies(namespace)) is None:
+        domains = [d for d in TopicDomain if mode in ("ALL", d.name)]
+        return await namespace_topics(self.node, _namespace(request), domains)
+
+    async def unload_namespace(self, request: web.Request) -> web.StreamResponse:
+        """``PUT .../{ns}/unload``: unload every bundle of the namespace that has an owner, as
+        Pulsar's ``unloadNamespace`` does; the first refusal is the answer."""
+        namespace = _namespace(request)
+        state = await load_namespace(self.node.store, namespace)
+        if state is None:
             return reason(404, f"namespace {namespace} does not exist")
-        names: list[str] = []
-        if mode != "NON_PERSISTENT":
-            for encoded in await self.node.store.children(
-                paths.namespace_topics(namespace, TopicDomain.PERSISTENT)
-            ):
-                names.append(
-                    str(TopicName.of(TopicDomain.PERSISTENT, namespace, java_url_decode(encoded)))
-                )
-        if mode != "PERSISTENT":
-            loaded = await loaded_topics(self.node, namespace)
-            if isinstance(loaded, web.StreamResponse):
-                return loaded
-            names.extend(loaded)
-        return web.json_response(sorted(set(names)))
+        owned = [b for b in state.bundles.bundles if await self.node.owners.owner(b) is not None]
+        replies = await asyncio.gather(
+            *(to_leader(self.node, UnloadRequest(bundle=str(b))) for b in owned)
+        )
+        refused = next((r for r in replies if not r.ok), None)
+        return done(refused or RequestReply(ok=True))
 
     def _bundle(self, request: web.Request, *, named: bool = False) -> str:
         """``{namespace}/{range}``; with ``named`` (a split), the range may be LARGEST or HOT."""

@@ -117,6 +117,17 @@ def routes(node: BrokerNode) -> list[Route]:
             )
             for domain in TopicDomain
         ),
+        *(
+            Route(
+                "GET",
+                f"/admin/v2/{domain.value}/{{tenant}}/{{namespace}}",
+                topics.list_topics,
+                f"A namespace's {domain.value} topics",
+                "topics",
+                responses={400: "Bad name", 404: "Namespace not found", 503: "A broker is away"},
+            )
+            for domain in TopicDomain
+        ),
         Route(
             "GET",
             "/admin/v2/non-persistent/{tenant}/{namespace}/{bundle}",
@@ -232,6 +243,14 @@ def routes(node: BrokerNode) -> list[Route]:
             "Topics of a namespace (mode PERSISTENT, NON_PERSISTENT or ALL)",
             "namespaces",
             query=("mode",),
+        ),
+        Route(
+            "PUT",
+            NS + "/unload",
+            admin.unload_namespace,
+            "Unload every owned bundle of a namespace",
+            "namespaces",
+            responses={404: "Namespace not found", 409: "A bundle is moving"},
         ),
         Route(
             "PUT",

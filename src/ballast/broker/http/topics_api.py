@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from ballast.broker.http.admin_api import done, loaded_topics, to_leader
+from ballast.broker.http.admin_api import done, loaded_topics, namespace_topics, to_leader
 from ballast.broker.http.errors import ApiError, reason
 from ballast.broker.http.lookup_api import topic_from_parts
 from ballast.broker.lookup import partitions_of
@@ -129,12 +129,7 @@ class TopicsApi:
         """``GET /admin/v2/{persistent|non-persistent}/{tenant}/{namespace}/partitioned``: the
         namespace's partitioned topics of that domain."""
         domain = TopicDomain.parse(request.rel_url.raw_parts[3])  # a literal of the route
-        try:
-            namespace = NamespaceName.of(
-                request.match_info["tenant"], request.match_info["namespace"]
-            )
-        except InvalidNameError as exc:
-            raise ApiError(400, str(exc)) from None
+        namespace = self._namespace(request)
         if await self.node.store.exists(paths.namespace_policies(namespace)) is None:
             return reason(404, f"namespace {namespace} does not exist")
         listing = paths.namespace_partitioned_topics(namespace, domain)
@@ -143,6 +138,18 @@ class TopicsApi:
             for encoded in await self.node.store.children(listing)
         ]
         return web.json_response(sorted(names))
+
+    async def list_topics(self, request: web.Request) -> web.StreamResponse:
+        """``GET /admin/v2/{persistent|non-persistent}/{tenant}/{namespace}``: the namespace's
+        topics of that domain (pulsar-admin's ``topics list``)."""
+        domain = TopicDomain.parse(request.rel_url.raw_parts[3])  # a literal of the route
+        return await namespace_topics(self.node, self._namespace(request), [domain])
+
+    def _namespace(self, request: web.Request) -> NamespaceName:
+        try:
+            return NamespaceName.of(request.match_info["tenant"], request.match_info["namespace"])
+        except InvalidNameError as exc:
+            raise ApiError(400, str(exc)) from None
 
     async def _loaded_partitions(self, topic: TopicName) -> list[str] | web.StreamResponse:
         """The partitions of ``topic`` loaded on some broker (only non-persistent topics are
