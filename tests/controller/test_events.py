@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from ballast.clock import Clock
+from ballast.controller.event_types import NoBrokerError
 from ballast.controller.events import (
     BadRequestError,
     ControllerEvent,
@@ -133,18 +134,26 @@ async def test_one_error_classifier(clock: Clock) -> None:
     manager = await make(clock, log, lost)
     bad = manager.put(Fail(BadRequestError("no such namespace")))
     stale = manager.put(Fail(NotLeaderError("fenced")))
+    nobody = manager.put(Fail(NoBrokerError("no broker can take bundle t/ns/0x0_0x1")))
     broken = manager.put(Fail(RuntimeError("bug")))
     after = manager.put(Step("after"))
     with pytest.raises(BadRequestError):
         await bad.result
     with pytest.raises(NotLeaderError):
         await stale.result
+    with pytest.raises(NoBrokerError):  # a state of the cluster, told to the caller
+        await nobody.result
     with pytest.raises(RuntimeError):
         await broken.result
     assert await after.result == "AFTER"  # the loop survives every kind of error
     assert manager.faults == 1
     assert lost == ["not the leader (fenced)"]
-    assert manager.stats["fail"].errors == {"bad-request": 1, "lost-leadership": 1, "fault": 1}
+    assert manager.stats["fail"].errors == {
+        "bad-request": 1,
+        "lost-leadership": 1,
+        "unavailable": 1,
+        "fault": 1,
+    }
     assert classify(ValueError()) is ErrorClass.FAULT
     await manager.stop()
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ballast.controller.events import ControllerEvent
+from ballast.controller.events import ControllerEvent, UnavailableError
 from ballast.controller.requests import AnyRequest
 from ballast.coordination.registry import MembershipChange
 from ballast.model.bundles import BundleName
 from ballast.model.naming import NamespaceName
 
 
-class NoBrokerError(Exception):
+class NoBrokerError(UnavailableError):
     """Placement found no broker for the bundle."""
 
 

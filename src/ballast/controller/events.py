@@ -49,6 +49,11 @@ class BadRequestError(Exception):
     problem, reported to it, nothing more."""
 
 
+class UnavailableError(Exception):
+    """Nothing can serve the event now (no broker may take a bundle): the caller is told,
+    and it is not a fault of the controller."""
+
+
 class PreemptedError(Exception):
     """The event was dropped from the queue by ``clear_and_put``."""
 
@@ -59,6 +64,7 @@ class DeadlineExceededError(Exception):
 
 class ErrorClass(enum.Enum):
     BAD_REQUEST = "bad-request"
+    UNAVAILABLE = "unavailable"
     LOST_LEADERSHIP = "lost-leadership"
     FAULT = "fault"
 
@@ -67,6 +73,8 @@ def classify(exc: BaseException) -> ErrorClass:
     """The one place that decides what a handler's error means."""
     if isinstance(exc, BadRequestError):
         return ErrorClass.BAD_REQUEST
+    if isinstance(exc, UnavailableError):
+        return ErrorClass.UNAVAILABLE
     if isinstance(exc, NotLeaderError):
         return ErrorClass.LOST_LEADERSHIP
     return ErrorClass.FAULT
