@@ -96,7 +96,10 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
                 "namespaces": ["acme/.*"],
                 "primary": ["127.0.0.1"],
                 "secondary": [],
-                "auto_failover_policy": {"policy_type": "min_available", "parameters": {}},
+                "auto_failover_policy": {
+                    "policy_type": "min_available",
+                    "parameters": {"min_limit": "1", "usage_threshold": "80"},
+                },
             }
         )
     )

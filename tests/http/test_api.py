@@ -4,12 +4,15 @@ each other over HTTP, checked with an HTTP client."""
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import pytest
 
 from ballast.clock import Clock
+from ballast.metadata.store import MetadataStore
 from tests.support.http_api import api_for, follower
 from tests.support.invariants import ownership_records
+from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.real_time, pytest.mark.integration]
 
@@ -170,6 +173,47 @@ async def test_a_namespace_is_unloaded_and_its_topics_listed_per_domain(clock: C
         ]
         assert (await api.call("GET", "/admin/v2/non-persistent/t/u"))[1] == []
         assert (await api.call("GET", "/admin/v2/non-persistent/t/none"))[0] == 404
+
+
+async def test_setting_an_isolation_policy_unloads_what_it_moves(clock: Clock) -> None:
+    """As Pulsar: the namespaces a new or changed policy matches are unloaded, so that
+    placement puts their bundles on its brokers (``unload_scope`` "none" keeps them)."""
+    async for api in api_for(clock):
+        for ns in ("iso", "other"):
+            assert (await api.call("PUT", f"/admin/v2/namespaces/t/{ns}?numBundles=2"))[0] == 204
+            for i in range(20):
+                assert (await api.call("GET", f"/lookup/v2/topic/persistent/t/{ns}/x{i}"))[0] == 200
+        store = next(iter(api.cluster.nodes.values())).store
+        assert (await _owned(store, "iso"), await _owned(store, "other")) == (2, 2)
+        path = "/admin/v2/clusters/standalone/namespaceIsolationPolicies/p"
+        policy: dict[str, object] = {
+            "namespaces": ["t/iso"],
+            "primary": [".*"],
+            "secondary": [],
+            "auto_failover_policy": {"policy_type": "min_available", "parameters": {}},
+        }
+        status, body, _ = await api.call("POST", path, json=policy)
+        assert status == 400 and "min_limit and usage_threshold" in body["reason"]  # type: ignore[index]
+        policy["auto_failover_policy"] = {
+            "policy_type": "min_available",
+            "parameters": {"min_limit": "1", "usage_threshold": "80"},
+        }
+        assert (await api.call("POST", path, json={**policy, "unload_scope": "none"}))[0] == 204
+        assert (await _owned(store, "iso"), await _owned(store, "other")) == (2, 2)
+        assert (await api.call("GET", path))[1] == {**policy, "unload_scope": "none"}
+        assert (await api.call("POST", path, json={**policy, "primary": ["127.*"]}))[0] == 204
+        await eventually(functools.partial(_none_owned, store, "iso"), clock, what="t/iso unloaded")
+        assert await _owned(store, "other") == 2  # not matched: left where it is
+        assert (await api.call("POST", path, json={**policy, "unload_scope": "some"}))[0] == 400
+
+
+async def _owned(store: MetadataStore, namespace: str) -> int:
+    """How many bundles of ``t/<namespace>`` have an owner."""
+    return sum(b.startswith(f"t/{namespace}/") for b in await ownership_records(store))
+
+
+async def _none_owned(store: MetadataStore, namespace: str) -> bool:
+    return await _owned(store, namespace) == 0
 
 
 async def test_a_heartbeat_topic_is_served_by_its_broker(clock: Clock) -> None:

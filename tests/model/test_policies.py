@@ -10,8 +10,10 @@ from ballast.model.policies import (
     BundlesData,
     FailureDomain,
     IsolationPolicies,
+    NamespaceIsolationPolicy,
     broker_domains,
     broker_host,
+    unload_patterns,
 )
 
 NS = NamespaceName("t", "ns")
@@ -99,6 +101,32 @@ def test_auto_failover_parameters_as_numbers_or_strings() -> None:
     assert (
         IsolationPolicies.from_mapping({"p": {}}).policies["p"].auto_failover_policy.min_limit == 1
     )
+
+
+def _policy(
+    namespaces: list[str], primary: list[str], scope: str | None = None
+) -> NamespaceIsolationPolicy:
+    raw: dict[str, object] = {"namespaces": namespaces, "primary": primary}
+    if scope is not None:
+        raw["unload_scope"] = scope
+    return IsolationPolicies.from_mapping({"p": raw}).policies["p"]
+
+
+def test_a_changed_isolation_policy_unloads_as_pulsar_does() -> None:
+    old = _policy(["t/a", "t/b"], ["h1", "h2"])
+    # Unset scope is "changed": the regexes added or removed, nothing kept.
+    assert unload_patterns(old, _policy(["t/b", "t/c"], ["h2", "h1"])) == ["t/a", "t/c"]
+    assert unload_patterns(None, _policy(["t/b"], ["h1"])) == ["t/b"]  # a new policy
+    assert unload_patterns(old, _policy(["t/a", "t/b"], ["h1", "h2"])) == []
+    # Other primary brokers: every namespace of both, whatever the scope but "none".
+    assert unload_patterns(old, _policy(["t/b", "t/c"], ["h3"])) == ["t/a", "t/b", "t/c"]
+    assert unload_patterns(old, _policy(["t/b"], ["h1", "h2"], "all_matching")) == ["t/a", "t/b"]
+    assert unload_patterns(old, _policy(["t/c"], ["h3"], "none")) == []
+    stored = IsolationPolicies({"p": _policy(["t/a"], ["h1"], "none")}).to_json_dict()
+    assert stored["p"]["unload_scope"] == "none"
+    assert "unload_scope" not in IsolationPolicies({"p": old}).to_json_dict()["p"]
+    with pytest.raises(ModelError, match="unload_scope"):
+        _policy(["t/a"], ["h1"], "some")
 
 
 def test_failure_domains_and_hosts() -> None:

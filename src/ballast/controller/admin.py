@@ -11,6 +11,7 @@ Concurrency contract: handlers run in the controller's event task.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +55,13 @@ from ballast.model.naming import (
     validate_entity_name,
     validate_tenant,
 )
-from ballast.model.policies import BundlesData, FailureDomain, IsolationPolicies, LocalPolicies
+from ballast.model.policies import (
+    BundlesData,
+    FailureDomain,
+    IsolationPolicies,
+    LocalPolicies,
+    unload_patterns,
+)
 from ballast.model.split_algorithms import SPECIFIED_POSITIONS_DIVIDE
 
 if TYPE_CHECKING:
@@ -394,8 +401,34 @@ class AdminHandlers:
         await self.c.store.ensure(paths.cluster(self.c.cluster))
         op: Op = Create(path, body) if record is None else SetValue(path, body, record.stat.version)
         await self.c.fenced([op])
+        before = self.c.image.isolation.policies.get(request.name)
         self.c.image.isolation = policies
-        return ok()
+        after = policies.policies.get(request.name)
+        if after is None:  # Pulsar unloads nothing when a policy is deleted
+            return ok()
+        unloading = self._unload_matching(unload_patterns(before, after), request.name)
+        return ok(f"unloading {unloading} bundles", unloading=unloading)
+
+    def _unload_matching(self, patterns: list[str], policy: str) -> int:
+        """Unload every owned bundle of the namespaces ``patterns`` match, so that placement
+        puts them where the changed isolation policy says; the number of bundles."""
+        if not patterns:
+            return 0
+        now = self.c.clock.wall_ms()
+        unloading = 0
+        for bundle, owner in sorted(self.c.image.owners.items()):
+            namespace = BundleName.parse(bundle).namespace
+            if bundle in self.c.image.moving or namespace.is_system_service:
+                continue
+            if not any(re.fullmatch(p, str(namespace)) for p in patterns):
+                continue
+            self.c.image.moving.add(bundle)
+            self.c.image.recently_unloaded_bundles[bundle] = now
+            why = f"isolation policy {policy} changed"
+            self.c.log_decision("unload", bundle, owner, None, why, origin="admin")
+            self.c.moves.unload(bundle, owner)
+            unloading += 1
+        return unloading
 
     async def _SetFailureDomain(self, request: SetFailureDomain) -> RequestReply:  # noqa: N802
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import msgspec
@@ -136,6 +136,9 @@ class NamespaceIsolationPolicy(msgspec.Struct, frozen=True, kw_only=True):
     primary: list[str] = []
     secondary: list[str] = []
     auto_failover_policy: AutoFailoverPolicy = AutoFailoverPolicy()
+    # Which namespaces setting the policy unloads (Pulsar's NamespaceIsolationPolicyUnloadScope):
+    # "all_matching", "changed", "none"; unset is "changed".
+    unload_scope: Literal["all_matching", "changed", "none"] | None = None
 
     def applies_to(self, namespace: NamespaceName | str) -> bool:
         text = str(namespace)
@@ -172,6 +175,9 @@ class IsolationPolicies(msgspec.Struct, frozen=True):
 
     def to_json_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = msgspec.to_builtins(self.policies)
+        for policy in out.values():  # Pulsar writes no null
+            if policy.get("unload_scope") is None:
+                policy.pop("unload_scope", None)
         return out
 
     def policy_for(self, namespace: NamespaceName | str) -> NamespaceIsolationPolicy | None:
@@ -188,6 +194,23 @@ class IsolationPolicies(msgspec.Struct, frozen=True):
 
     def __bool__(self) -> bool:
         return bool(self.policies)
+
+
+def unload_patterns(
+    old: NamespaceIsolationPolicy | None, new: NamespaceIsolationPolicy
+) -> list[str]:
+    """The namespace regexes whose namespaces are unloaded when ``old`` becomes ``new``, so
+    that they are placed again under it (Pulsar's ``filterAndUnloadMatchedNamespaceAsync``):
+    none for the scope ``none``; every regex of both for ``all_matching`` or when the primary
+    brokers changed; else only the regexes added or removed."""
+    if new.unload_scope == "none":
+        return []
+    before = set(old.namespaces) if old is not None else set()
+    after = set(new.namespaces)
+    primary_changed = old is not None and sorted(old.primary) != sorted(new.primary)
+    if new.unload_scope == "all_matching" or primary_changed:
+        return sorted(before | after)
+    return sorted(before ^ after)
 
 
 class FailureDomain(msgspec.Struct, frozen=True, kw_only=True):

@@ -395,13 +395,15 @@ class AdminApi:
             raise ApiError(400, "an isolation policy is a JSON object")
         # Pulsar's NamespaceIsolationDataImpl.validate: a policy names namespaces and primary
         # brokers, has a secondary list (empty or not) and an auto-failover policy.
+        failover = body.get("auto_failover_policy")
+        parameters = failover.get("parameters") if isinstance(failover, dict) else None
         missing = [
             key
             for key, present in (
                 ("namespaces", isinstance(body.get("namespaces"), list) and body["namespaces"]),
                 ("primary", isinstance(body.get("primary"), list) and body["primary"]),
                 ("secondary", isinstance(body.get("secondary"), list)),
-                ("auto_failover_policy", isinstance(body.get("auto_failover_policy"), dict)),
+                ("auto_failover_policy", isinstance(failover, dict)),
             )
             if not present
         ]
@@ -410,6 +412,15 @@ class AdminApi:
                 400,
                 f"an isolation policy needs {', '.join(missing)} (namespaces and primary: "
                 "non-empty lists of regexes; secondary: a list; auto_failover_policy: an object)",
+            )
+        # Pulsar's MinAvailablePolicy refuses parameters without both of its keys.
+        if not isinstance(parameters, dict) or not {"min_limit", "usage_threshold"} <= set(
+            parameters
+        ):
+            raise ApiError(
+                400,
+                "auto_failover_policy needs parameters min_limit and usage_threshold "
+                '(e.g. {"min_limit": "1", "usage_threshold": "80"})',
             )
         return done(
             await to_leader(
