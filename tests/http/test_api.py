@@ -253,6 +253,7 @@ async def test_names_no_metadata_path_can_hold_are_bad_requests(clock: Clock) ->
     async for api in api_for(clock):
         await api.call("PUT", "/admin/v2/namespaces/t/ns")
         domains = "/admin/v2/clusters/standalone/failureDomains"
+        isolation = "/admin/v2/clusters/standalone/namespaceIsolationPolicies"
         cases = [
             ("PUT", "/admin/v2/tenants/%2E%2E", "is not a name"),
             ("GET", "/admin/v2/tenants/%2E", "is not a name"),
@@ -263,6 +264,8 @@ async def test_names_no_metadata_path_can_hold_are_bad_requests(clock: Clock) ->
             ("GET", "/admin/v2/namespaces/t/%2E/bundles", "is not a name"),
             ("GET", "/admin/v2/persistent/t/ns/%2E%2E/partitions", "invalid name"),
             ("POST", f"{domains}/%2E%2E", "is not a name"),
+            ("POST", f"{isolation}/bad%20name", "characters outside"),
+            ("DELETE", f"{isolation}/%2E%2E", "is not a name"),
             ("DELETE", f"{domains}/%2E%2E", "is not a name"),
         ]
         for method, path, why in cases:

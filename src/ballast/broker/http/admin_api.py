@@ -139,6 +139,13 @@ def _domain(request: web.Request) -> str:
     )
 
 
+def _policy(request: web.Request) -> str:
+    # The CLI refuses other names: a policy it cannot name again could not be deleted with it.
+    return _checked_name(
+        request, "policy", functools.partial(validate_entity_name, "isolation policy")
+    )
+
+
 def _namespace(request: web.Request) -> NamespaceName:
     try:
         return NamespaceName.of(request.match_info["tenant"], request.match_info["namespace"])
@@ -381,15 +388,16 @@ class AdminApi:
     async def get_isolation_policies(self, request: web.Request) -> web.StreamResponse:
         record = await self.node.store.get(paths.isolation_policies(self._cluster(request)))
         policies = json.loads(record.value) if record is not None and record.value else {}
-        name = request.match_info.get("policy")
-        if name is None:
+        if "policy" not in request.match_info:
             return web.json_response(policies)
+        name = _policy(request)
         if name not in policies:
             return reason(404, f"isolation policy {name} does not exist")
         return web.json_response(policies[name])
 
     async def set_isolation_policy(self, request: web.Request) -> web.StreamResponse:
         self._cluster(request)
+        name = _policy(request)
         body = await _json_body(request)
         if not isinstance(body, dict):
             raise ApiError(400, "an isolation policy is a JSON object")
@@ -422,18 +430,12 @@ class AdminApi:
                 "auto_failover_policy needs parameters min_limit and usage_threshold "
                 '(e.g. {"min_limit": "1", "usage_threshold": "80"})',
             )
-        return done(
-            await to_leader(
-                self.node, SetIsolationPolicy(name=request.match_info["policy"], policy=body)
-            )
-        )
+        return done(await to_leader(self.node, SetIsolationPolicy(name=name, policy=body)))
 
     async def delete_isolation_policy(self, request: web.Request) -> web.StreamResponse:
         self._cluster(request)
         return done(
-            await to_leader(
-                self.node, SetIsolationPolicy(name=request.match_info["policy"], policy=None)
-            )
+            await to_leader(self.node, SetIsolationPolicy(name=_policy(request), policy=None))
         )
 
     async def get_failure_domains(self, request: web.Request) -> web.StreamResponse:
