@@ -68,6 +68,8 @@ def test_v1_parts_and_the_slash_quirk() -> None:
         ("persistent:///c/ns/x", 'tenant "" is empty'),
         ("persistent://p/c/ns/", 'topic "" is empty'),
         ("persistent://t/ns/", 'topic "" is empty'),
+        ("persistent://t/ns/..", 'topic ".." is not a name'),
+        ("non-persistent://t/c/ns/.", 'topic "." is not a name'),
         ("queue://t/ns/x", 'domain "queue"'),
         ("://t/ns/x", 'domain ""'),
         ("persistent://t/x", "is not <domain>://"),

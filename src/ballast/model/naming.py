@@ -280,6 +280,11 @@ class TopicName:
         local_name = parts[-1]
         if local_name == "":
             raise InvalidTopicName(f'topic "" is empty in "{text}"')
+        if local_name in (".", ".."):
+            # Its URL and store path would step to another node (a redirect to it led nowhere).
+            raise InvalidTopicName(
+                f'topic "{local_name}" is not a name: "." and ".." are path steps in "{text}"'
+            )
         if _SURROGATE.search(local_name):
             # bytes that were not UTF-8 (a shell argument, say): a name no client could send
             shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
