@@ -216,6 +216,30 @@ async def _none_owned(store: MetadataStore, namespace: str) -> bool:
     return await _owned(store, namespace) == 0
 
 
+async def test_forced_deletion_only_where_the_brokers_allow_it(clock: Clock) -> None:
+    """Pulsar's forceDeleteNamespaceAllowed and forceDeleteTenantAllowed, false by default."""
+    refused = {
+        "/admin/v2/namespaces/t/a?force=true": "Broker doesn't allow forced deletion of namespaces",
+        "/admin/v2/tenants/t?force=true": "Broker doesn't allow forced deletion of tenants",
+    }
+    async for api in api_for(clock):
+        assert (await api.call("PUT", "/admin/v2/namespaces/t/a"))[0] == 204
+        for path, why in refused.items():
+            assert (await api.call("DELETE", path))[:2] == (405, {"reason": why})
+        assert (await api.call("GET", "/admin/v2/namespaces/t"))[1] == ["t/a"]
+    allowed = ("forceDeleteNamespaceAllowed=true", "forceDeleteTenantAllowed=true")
+    async for api in api_for(clock, overrides=allowed):
+        for ns in ("a", "b"):
+            assert (await api.call("PUT", f"/admin/v2/namespaces/t/{ns}"))[0] == 204
+        assert (await api.call("PUT", "/admin/v2/persistent/t/a/p/partitions", json=2))[0] == 204
+        assert (await api.call("DELETE", "/admin/v2/tenants/t"))[0] == 409  # not empty
+        assert (await api.call("DELETE", "/admin/v2/tenants/t?force=true", broker=1))[0] == 204
+        assert (await api.call("GET", "/admin/v2/tenants"))[1] == []
+        store = next(iter(api.cluster.nodes.values())).store
+        assert await store.children("/admin/partitioned-topics/t") == []
+        assert await store.children("/managed-ledgers/t") == []
+
+
 async def test_a_heartbeat_topic_is_served_by_its_broker(clock: Clock) -> None:
     """``pulsar/<broker>`` has no policies: its topics are looked up on that broker (Pulsar's
     health check produces to one), from any broker."""

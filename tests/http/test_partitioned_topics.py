@@ -110,7 +110,7 @@ async def test_stored_partitions_bound_a_new_partitioned_topic(clock: Clock) -> 
 
 
 async def test_partitioned_topics_make_a_namespace_non_empty(clock: Clock) -> None:
-    async for api in api_for(clock):
+    async for api in api_for(clock, overrides=("forceDeleteNamespaceAllowed=true",)):
         assert (await api.call("PUT", "/admin/v2/namespaces/t/ns"))[0] == 204
         made = "/admin/v2/persistent/t/ns/p/partitions"
         topics = "/admin/v2/namespaces/t/ns/topics"

@@ -221,9 +221,21 @@ def tenants_create(
 
 
 @tenants_app.command("delete")
-def tenants_delete(ctx: typer.Context, tenant: str) -> None:
-    """Delete a tenant (it must have no namespaces)."""
-    show(ctx, call(ctx, "DELETE", f"/admin/v2/tenants/{_tenant(tenant)}"))
+def tenants_delete(
+    ctx: typer.Context,
+    tenant: str,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Delete its namespaces too (the brokers must allow it: "
+            "forceDeleteTenantAllowed and forceDeleteNamespaceAllowed).",
+        ),
+    ] = False,
+) -> None:
+    """Delete a tenant (it must have no namespaces, unless --force)."""
+    params = {"force": "true" if force else "false"}
+    show(ctx, call(ctx, "DELETE", f"/admin/v2/tenants/{_tenant(tenant)}", params=params))
 
 
 # -- namespaces ---------------------------------------------------------------------------------
@@ -251,7 +263,14 @@ def namespaces_create(
 def namespaces_delete(
     ctx: typer.Context,
     namespace: NamespaceArg,
-    force: Annotated[bool, typer.Option("--force", help="Delete even with topics.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Delete even with topics (the brokers must allow it: "
+            "forceDeleteNamespaceAllowed).",
+        ),
+    ] = False,
 ) -> None:
     """Delete a namespace."""
     ns = _namespace(namespace)

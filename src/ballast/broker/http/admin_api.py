@@ -153,6 +153,10 @@ def _namespace(request: web.Request) -> NamespaceName:
         raise ApiError(400, str(exc)) from None
 
 
+def forced(request: web.Request) -> bool:
+    return request.query.get("force", "false").lower() == "true"
+
+
 async def _json_body(request: web.Request) -> Any:
     raw = await request.read()
     if not raw.strip():
@@ -200,7 +204,21 @@ class AdminApi:
         )
 
     async def delete_tenant(self, request: web.Request) -> web.StreamResponse:
-        return done(await to_leader(self.node, DeleteTenant(tenant=_tenant(request))))
+        """With ``force`` (where ``forceDeleteTenantAllowed``), its namespaces go first, each
+        deleted with force, as Pulsar's ``internalDeleteTenantForcefully``."""
+        tenant = _tenant(request)
+        if forced(request):
+            if not self.node.settings.get_bool("forceDeleteTenantAllowed"):
+                return reason(405, "Broker doesn't allow forced deletion of tenants")
+            if not self.node.settings.get_bool("forceDeleteNamespaceAllowed"):
+                # Pulsar deletes them through its own API, which asks this too.
+                return reason(405, "Broker doesn't allow forced deletion of namespaces")
+            for name in await self.node.store.children(paths.tenant(tenant)):
+                namespace = f"{tenant}/{name}"
+                reply = await to_leader(self.node, DeleteNamespace(namespace=namespace, force=True))
+                if not reply.ok and reply.status != 404:  # gone meanwhile is fine
+                    return done(reply)
+        return done(await to_leader(self.node, DeleteTenant(tenant=tenant)))
 
     # -- namespaces -------------------------------------------------------------------------
 
@@ -258,7 +276,9 @@ class AdminApi:
         leader checks the store for persistent topics; the non-persistent ones live only on
         the brokers serving the bundles, so they are asked here first."""
         namespace = _namespace(request)
-        force = request.query.get("force", "false").lower() == "true"
+        force = forced(request)
+        if force and not self.node.settings.get_bool("forceDeleteNamespaceAllowed"):
+            return reason(405, "Broker doesn't allow forced deletion of namespaces")
         if not force and await self.node.store.exists(paths.namespace_policies(namespace)):
             loaded = await loaded_topics(self.node, namespace)
             if isinstance(loaded, web.StreamResponse):

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from ballast.broker.http.admin_api import done, loaded_topics, namespace_topics, to_leader
+from ballast.broker.http.admin_api import (
+    done,
+    forced,
+    loaded_topics,
+    namespace_topics,
+    to_leader,
+)
 from ballast.broker.http.errors import ApiError, reason
 from ballast.broker.http.lookup_api import topic_from_parts
 from ballast.broker.lookup import partitions_of
@@ -58,10 +64,6 @@ async def partition_count(request: web.Request) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value not in _JAVA_INT:
         raise ApiError(400, "the body is the number of partitions, a JSON integer (e.g. 4)")
     return value
-
-
-def _forced(request: web.Request) -> bool:
-    return request.query.get("force", "false").lower() == "true"
 
 
 class TopicsApi:
@@ -111,7 +113,7 @@ class TopicsApi:
         a partition is loaded on a broker, as Pulsar refuses to delete partitions that have
         producers or subscriptions."""
         topic = self._partitioned(request)
-        if not _forced(request):
+        if not forced(request):
             busy = await self._loaded_partitions(topic)
             if isinstance(busy, web.StreamResponse):
                 return busy

@@ -505,6 +505,20 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "forceDeleteNamespaceAllowed",
+        BOOL,
+        False,
+        "",
+        "Allow deleting a namespace with force: with its topics and partitioned topics.",
+    ),
+    Setting(
+        "forceDeleteTenantAllowed",
+        BOOL,
+        False,
+        "",
+        "Allow deleting a tenant with force: every namespace of it first, with force.",
+    ),
+    Setting(
         "maxNumPartitionsPerPartitionedTopic",
         INT,
         0,
