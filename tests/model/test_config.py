@@ -180,6 +180,13 @@ def test_legacy_misspelled_weight_is_honoured() -> None:
     assert default_new["loadBalancerBandwidthInResourceWeight"] == 2.0
 
 
+def test_the_heap_memory_weight_is_ignored_as_pulsar_ignores_it() -> None:
+    loaded = load_settings(overrides=["loadBalancerMemoryResourceWeight=1"])
+    assert any("ignored" in w and "MemoryResourceWeight" in w for w in loaded.warnings)
+    weights = ReportConfig.from_settings(loaded.settings).weights
+    assert weights.memory == 0.0 and weights.cpu == 1.0
+
+
 def test_component_configs_convert_units() -> None:
     s = load_settings(
         overrides=["loadBalancerSheddingGracePeriodMinutes=2", "loadBalancerEnabled=false"]

@@ -13,9 +13,11 @@ MIB = 1024 * 1024
 
 
 def resource_weights(settings: Settings) -> ResourceWeights:
+    """The weights of the usage; heap memory's is 0 whatever is set, as Pulsar 3.0 on leaves
+    it out (``getMaxResourceUsageWithWeight`` takes no memory weight)."""
     return ResourceWeights(
         cpu=settings.get_float("loadBalancerCPUResourceWeight"),
-        memory=settings.get_float("loadBalancerMemoryResourceWeight"),
+        memory=0.0,
         direct_memory=settings.get_float("loadBalancerDirectMemoryResourceWeight"),
         bandwidth_in=settings.get_float("loadBalancerBandwidthInResourceWeight"),
         bandwidth_out=settings.get_float("loadBalancerBandwidthOutResourceWeight"),

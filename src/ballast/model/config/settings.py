@@ -134,9 +134,9 @@ SETTINGS: tuple[Setting, ...] = (
         FLOAT,
         0.0,
         "",
-        "Weight of heap memory in the usage.",
+        "Ignored, as in Pulsar 3.0 on: heap memory is not part of the usage.",
         minimum=0,
-        deprecated="heap usage follows garbage collection, not load",
+        deprecated="ignored, as in Pulsar 3.0 on: heap usage follows garbage collection, not load",
     ),
     Setting(
         "loadBalancerDirectMemoryResourceWeight",
