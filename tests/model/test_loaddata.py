@@ -261,6 +261,29 @@ def test_need_broker_data_update_rules() -> None:
             assert given_change.write == decide(current, now_ms)
 
 
+def test_a_nan_usage_change_never_hides_another_change() -> None:
+    """A CPU limit that rounds to 0 in 32 bits makes the usage change NaN; Pulsar's
+    ``LocalBrokerData.max`` skips it, so the message rate's change decides."""
+
+    def broken(rate: float) -> LocalBrokerData:
+        usage = SystemResourceUsage(cpu=ResourceUsage(usage=1, limit=1e-50))
+        stats = {"t/ns/0x00000000_0xffffffff": NamespaceBundleStats(msg_rate_in=rate)}
+        return LocalBrokerData().updated(usage, stats).with_last_update(0)
+
+    weights = ResourceWeights()
+    assert largest_change(broken(0), broken(1000), weights) == ("msgRate", float("inf"))
+    write = need_broker_data_update(
+        broken(0),
+        broken(1000),
+        now_ms=1,
+        max_interval_ms=15 * 60_000,
+        threshold_percentage=10,
+        weights=weights,
+    )
+    assert write.write
+    assert largest_change(broken(5), broken(5), weights)[1] == 0.0
+
+
 def test_load_data_for_shedding_skips_system_namespaces() -> None:
     bundle = BundleData.new_default()
     data = LoadData(

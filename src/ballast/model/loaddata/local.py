@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -301,7 +302,11 @@ def largest_change(
         "msgThroughput": percent_change(last_written.msg_throughput, current.msg_throughput),
         "numBundles": percent_change(last_written.num_bundles, current.num_bundles),
     }
-    return max(changes.items(), key=lambda item: item[1])
+    # LocalBrokerData.max: a NaN change (a limit that rounds to 0) never wins, not even first.
+    measured = [(what, value) for what, value in changes.items() if not math.isnan(value)]
+    if not measured:
+        return "usage", -math.inf
+    return max(measured, key=lambda item: item[1])
 
 
 def need_broker_data_update(
