@@ -133,3 +133,11 @@ def test_failure_domains_and_hosts() -> None:
     domains = broker_domains({"rack1": FailureDomain(brokers=["b1:8080"]), "rack2": ["b2:8080"]})
     assert domains == {"b1:8080": "rack1", "b2:8080": "rack2"}
     assert broker_host("10.0.0.1:8080") == "10.0.0.1"
+    # As Java's URL.getHost: case kept (regexes are case-sensitive), IPv6 in brackets.
+    assert broker_host("Broker-A.Example.com:8080") == "Broker-A.Example.com"
+    assert broker_host("[::1]:8080") == "[::1]"
+    assert broker_host("localhost") == "localhost"
+    policy = IsolationPolicies.from_mapping(
+        {"p": {"namespaces": ["t/a"], "primary": ["Broker-A.*"]}}
+    )
+    assert policy.policies["p"].is_primary(broker_host("Broker-A.Example.com:8080"))

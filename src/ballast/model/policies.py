@@ -234,5 +234,10 @@ def broker_domains(domains: Mapping[str, FailureDomain | Iterable[str]]) -> dict
 
 @functools.lru_cache(maxsize=4096)
 def broker_host(broker_id: str) -> str:
-    """The host of a broker id ``host:port``, parsed as Pulsar does from ``http://<id>``."""
-    return urlsplit(f"http://{broker_id}").hostname or broker_id
+    """The host of a broker id ``host:port`` as Java's ``new URL("http://" + id).getHost()``
+    gives it to Pulsar's isolation matching: letter case kept, an IPv6 address in brackets."""
+    authority = urlsplit(f"http://{broker_id}").netloc.rpartition("@")[2]
+    if authority.startswith("["):
+        end = authority.find("]")
+        return authority[: end + 1] if end != -1 else authority
+    return authority.partition(":")[0] or broker_id
