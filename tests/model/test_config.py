@@ -133,7 +133,13 @@ def test_foreign_keys_of_a_real_broker_conf_are_summarised() -> None:
             "loadBalancerNamespaceBundleMaxMsgRate=99999999999999999999",
             "is not a valid integer (beyond a Java long)",
         ),
-        ("loadBalancerHistoryResourcePercentage=nan", "must be finite"),
+        ("loadBalancerHistoryResourcePercentage=NaN", "must be finite"),
+        ("loadBalancerHistoryResourcePercentage=-Infinity", "must be finite"),
+        # Java's Double.parseDouble: no "nan", no "1_000", no digits of other scripts
+        ("loadBalancerHistoryResourcePercentage=nan", '"nan" is not a valid'),
+        ("loadBalancerCPUResourceWeight=1_000", '"1_000" is not a valid'),
+        ("loadBalancerCPUResourceWeight=\u0661", "is not a valid"),
+        ("loadBalancerCPUResourceWeight=0x1.8", "is not a valid"),  # hex needs an exponent
         ("loadBalancerSheddingIntervalMinutes=0", "must be at least 1"),
         ("webServicePort=65536", 'webServicePort="65536" must be at most 65535'),
         # 0 would bind a free port but register the broker as reachable at port 0
@@ -147,6 +153,16 @@ def test_bad_values_name_key_value_and_type(pair: str, message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(overrides=[pair])
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("0.5", 0.5), (" 2 ", 2.0), ("1e2", 100.0), ("1.5f", 1.5), ("3D", 3.0), (".25", 0.25),
+     ("0x1p-1", 0.5), ("0x1.8P1d", 3.0), ("+7.", 7.0)],
+)  # fmt: skip
+def test_decimal_settings_read_as_java_reads_a_double(text: str, value: float) -> None:
+    loaded = load_settings(overrides=[f"loadBalancerCPUResourceWeight={text}"])
+    assert loaded.settings["loadBalancerCPUResourceWeight"] == value
 
 
 def test_pulsar_class_names_are_accepted() -> None:

@@ -92,6 +92,11 @@ def defaults() -> Settings:
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
+_JAVA_DOUBLE = re.compile(
+    r"[+-]?(?:NaN|Infinity"
+    r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?"
+    r"|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+[fFdD]?)"
+)
 _JAVA_LONG_MIN, _JAVA_LONG_MAX = -(2**63), 2**63 - 1
 
 
@@ -124,10 +129,11 @@ def parse_value(setting: Setting, raw: str) -> Any:
         _check_range(setting, value, raw)
         return value
     if kind in (Kind.FLOAT, Kind.OPTIONAL_FLOAT):
-        try:
-            value = float(text)
-        except ValueError:
-            raise bad() from None
+        # Java's Double.parseDouble: ASCII decimal or hex digits, an exponent, a type suffix
+        # (Python's float() would also take "1_000" and digits of other scripts).
+        if _JAVA_DOUBLE.fullmatch(text) is None:
+            raise bad()
+        value = _java_double(text)
         if not math.isfinite(value):
             raise bad(" (must be finite)")
         _check_range(setting, value, raw)
@@ -138,6 +144,12 @@ def parse_value(setting: Setting, raw: str) -> Any:
     if setting.choices and value not in setting.choices:
         raise ConfigError(f'{setting.key}="{raw}" is not one of: {", ".join(setting.choices)}')
     return value
+
+
+def _java_double(text: str) -> float:
+    """The value of a string :data:`_JAVA_DOUBLE` matched."""
+    body = text.rstrip("fFdD")  # "Infinity" and hex digits before "p" are never stripped
+    return float.fromhex(body) if "x" in body.lower() else float(body)
 
 
 def _check_range(setting: Setting, value: float, raw: str) -> None:
