@@ -100,6 +100,12 @@ def test_unknown_key_warns_with_the_nearest_known_key() -> None:
     assert "did you mean loadBalancerSheddingIntervalMinutes?" in loaded.warnings[0]
 
 
+def test_the_commands_own_variables_are_not_settings() -> None:
+    environ = {"BALLAST_DEBUG": "1", "BALLAST_ADMIN_URL": "http://b:8080", "BALLAST_x": "1"}
+    warnings = load_settings(environ=environ).warnings
+    assert len(warnings) == 1 and "unknown key x in env BALLAST_x" in warnings[0]
+
+
 def test_strict_loading_refuses_an_unknown_key() -> None:
     with pytest.raises(ConfigError, match="did you mean loadBalancerSheddingIntervalMinutes"):
         load_settings(overrides=["loadBalancerSheddingIntervalMinute=3"], strict=True)

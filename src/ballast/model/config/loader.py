@@ -22,6 +22,8 @@ from ballast.model.config.setting import Kind, Setting
 from ballast.model.config.settings import SETTINGS, SETTINGS_BY_KEY
 
 ENV_PREFIX = "BALLAST_"
+# The command's own variables, which share the prefix but are not settings.
+COMMAND_VARIABLES = frozenset({"BALLAST_DEBUG", "BALLAST_ADMIN_URL"})
 
 
 class ConfigError(ValueError):
@@ -264,7 +266,7 @@ def load_settings(
         for line, key, raw in parse_conf_text(conf_text, conf_name):
             apply(key, raw, f"{conf_name}:{line}", quiet_if_foreign=True)
     for name, raw in sorted((environ or {}).items()):
-        if name.startswith(ENV_PREFIX):
+        if name.startswith(ENV_PREFIX) and name not in COMMAND_VARIABLES:
             apply(name[len(ENV_PREFIX) :], raw, f"env {name}", quiet_if_foreign=False)
     for text in overrides:
         key, raw = parse_assignment(text)
