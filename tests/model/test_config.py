@@ -83,6 +83,15 @@ def test_a_malformed_escape_names_the_file_and_line() -> None:
     assert paired["clusterName"] == "\U0001f600"  # a whole pair is one character
 
 
+def test_errors_name_the_line_as_java_counts_lines() -> None:
+    """NEL, form feed and the like are characters of a value, not line ends."""
+    text = (
+        "clusterName=a\x85b\nadvertisedAddress=x\x1cy\x0cz\r\nloadBalancerSheddingEnabled=maybe\n"
+    )
+    with pytest.raises(ConfigError, match=r"\(from broker.conf:3\)"):
+        load_settings(conf_text=text, conf_name="broker.conf")
+
+
 def test_a_conf_file_in_iso_8859_1_decodes() -> None:
     latin = "# caf\xe9\nloadBalancerSheddingIntervalMinutes=5\n".encode("iso-8859-1")
     assert decode_conf(latin) == "# caf\xe9\nloadBalancerSheddingIntervalMinutes=5\n"

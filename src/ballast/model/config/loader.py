@@ -94,6 +94,7 @@ def defaults() -> Settings:
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
+_LINE_END = re.compile(r"\r\n|\r|\n")
 _JAVA_DOUBLE = re.compile(
     r"[+-]?(?:NaN|Infinity"
     r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?"
@@ -194,7 +195,8 @@ def parse_conf_text(text: str, name: str = "broker.conf") -> list[tuple[int, str
             if _LONE_SURROGATE.search(element.key + element.value):
                 raise ConfigError(f"{name}:{line}: a \\u escape leaves half a surrogate pair")
             entries.append((line, element.key, element.value.strip()))
-        line += len(element.source.splitlines())
+        # Java ends lines at \n, \r and \r\n only (splitlines also breaks at NEL, FF, ...).
+        line += len(_LINE_END.findall(element.source))
 
 
 def decode_conf(data: bytes) -> str:
