@@ -323,6 +323,16 @@ async def test_a_tenant_body_is_checked_as_pulsar_does(clock: Clock) -> None:
             "adminRoles": [],
             "allowedClusters": ["standalone", "global"],
         }
+        # An update replaces the TenantInfo, checked as a create's.
+        roles = {"adminRoles": ["ops"], "allowedClusters": ["standalone"]}
+        assert (await api.call("POST", "/admin/v2/tenants/x", json=roles, broker=1))[0] == 204
+        assert (await api.call("GET", "/admin/v2/tenants/x"))[1] == roles
+        status, answer, _ = await api.call(
+            "POST", "/admin/v2/tenants/x", json={"allowedClusters": ["no"]}
+        )
+        assert status == 412 and answer == {"reason": "Clusters do not exist: no"}
+        assert (await api.call("POST", "/admin/v2/tenants/none", json=roles))[0] == 404
+        assert (await api.call("GET", "/admin/v2/tenants/x"))[1] == roles
 
 
 async def test_a_broker_is_in_one_failure_domain(clock: Clock) -> None:

@@ -220,6 +220,22 @@ def tenants_create(
     )
 
 
+@tenants_app.command("update")
+def tenants_update(
+    ctx: typer.Context,
+    tenant: str,
+    allowed_clusters: Annotated[
+        str | None, typer.Option("--allowed-clusters", help="Comma-separated clusters.")
+    ] = None,
+) -> None:
+    """Replace a tenant's allowed clusters (none given: this cluster)."""
+    clusters = [c for c in (allowed_clusters or "").split(",") if c]
+    show(
+        ctx,
+        call(ctx, "POST", f"/admin/v2/tenants/{_tenant(tenant)}", {"allowedClusters": clusters}),
+    )
+
+
 @tenants_app.command("delete")
 def tenants_delete(
     ctx: typer.Context,

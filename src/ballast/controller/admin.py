@@ -31,6 +31,7 @@ from ballast.controller.requests import (
     SetIsolationPolicy,
     SplitRequest,
     UnloadRequest,
+    UpdateTenant,
     failed,
     ok,
 )
@@ -258,20 +259,41 @@ class AdminHandlers:
         path = paths.tenant(request.tenant)
         if await self.c.store.exists(path) is not None:
             return failed(409, f"tenant {request.tenant} already exists")
-        # Pulsar's validateClusters: no blank name, and only clusters that exist ("global"
-        # included). None at all is this cluster, as pulsar-admin fills in every cluster.
+        info = self._tenant_info(request)
+        if isinstance(info, RequestReply):
+            return info
+        await self.c.store.ensure(paths.POLICIES)
+        await self.c.fenced([Create(path, msgspec.json.encode(info))])
+        return ok(f"tenant {request.tenant} created")
+
+    async def _UpdateTenant(self, request: UpdateTenant) -> RequestReply:  # noqa: N802
+        try:
+            validate_tenant(request.tenant)
+        except InvalidNameError as exc:
+            return failed(400, str(exc))
+        record = await self.c.store.get(paths.tenant(request.tenant))
+        if record is None:
+            return failed(404, f"tenant {request.tenant} does not exist")
+        info = self._tenant_info(request)
+        if isinstance(info, RequestReply):
+            return info
+        body = msgspec.json.encode(info)
+        await self.c.fenced([SetValue(paths.tenant(request.tenant), body, record.stat.version)])
+        return ok(f"tenant {request.tenant} updated")
+
+    def _tenant_info(self, request: CreateTenant | UpdateTenant) -> TenantInfo | RequestReply:
+        """The ``TenantInfo`` to store, or the refusal of its clusters (Pulsar's
+        ``validateClusters``: no blank name, and only clusters that exist, "global" included).
+        None at all is this cluster, as pulsar-admin fills in every cluster."""
         if any(not c.strip() for c in request.allowed_clusters):
             return failed(412, "Clusters can not be empty")
         unknown = sorted(set(request.allowed_clusters) - {self.c.cluster, GLOBAL_CLUSTER})
         if unknown:
             return failed(412, f"Clusters do not exist: {', '.join(unknown)}")
-        info = TenantInfo(
+        return TenantInfo(
             admin_roles=list(request.admin_roles),
             allowed_clusters=list(request.allowed_clusters) or [self.c.cluster],
         )
-        await self.c.store.ensure(paths.POLICIES)
-        await self.c.fenced([Create(path, msgspec.json.encode(info))])
-        return ok(f"tenant {request.tenant} created")
 
     async def _DeleteTenant(self, request: DeleteTenant) -> RequestReply:  # noqa: N802
         path = paths.tenant(request.tenant)

@@ -44,6 +44,14 @@ class CreateTenant(ControllerRequest, frozen=True, kw_only=True, tag="create-ten
     allowed_clusters: tuple[str, ...] = ()
 
 
+class UpdateTenant(ControllerRequest, frozen=True, kw_only=True, tag="update-tenant"):
+    """Replace a tenant's ``TenantInfo``, as Pulsar's ``updateTenant`` does."""
+
+    tenant: str
+    admin_roles: tuple[str, ...] = ()
+    allowed_clusters: tuple[str, ...] = ()
+
+
 class DeleteTenant(ControllerRequest, frozen=True, kw_only=True, tag="delete-tenant"):
     tenant: str
 
@@ -114,6 +122,7 @@ AnyRequest = (
     | SplitRequest
     | DrainBroker
     | CreateTenant
+    | UpdateTenant
     | DeleteTenant
     | CreateNamespace
     | DeleteNamespace

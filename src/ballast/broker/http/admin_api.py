@@ -29,6 +29,7 @@ from ballast.controller.requests import (
     SetIsolationPolicy,
     SplitRequest,
     UnloadRequest,
+    UpdateTenant,
 )
 from ballast.metadata import paths
 from ballast.model.bundles import SPLIT_NAMED_BUNDLES, BundleRange, InvalidBundle
@@ -153,6 +154,16 @@ def _namespace(request: web.Request) -> NamespaceName:
         raise ApiError(400, str(exc)) from None
 
 
+async def _tenant_body(request: web.Request) -> _TenantBody:
+    body = await _json_body(request) or {}
+    if not isinstance(body, dict):
+        raise ApiError(400, "a tenant body is a JSON object")
+    try:
+        return convert(body, _TenantBody)
+    except ModelError as exc:
+        raise ApiError(400, f"tenant body: {exc}") from None
+
+
 def forced(request: web.Request) -> bool:
     return request.query.get("force", "false").lower() == "true"
 
@@ -185,17 +196,26 @@ class AdminApi:
 
     async def create_tenant(self, request: web.Request) -> web.StreamResponse:
         tenant = _tenant(request)
-        body = await _json_body(request) or {}
-        if not isinstance(body, dict):
-            raise ApiError(400, "a tenant body is a JSON object")
-        try:
-            info = convert(body, _TenantBody)
-        except ModelError as exc:
-            raise ApiError(400, f"tenant body: {exc}") from None
+        info = await _tenant_body(request)
         return done(
             await to_leader(
                 self.node,
                 CreateTenant(
+                    tenant=tenant,
+                    admin_roles=tuple(info.admin_roles or ()),
+                    allowed_clusters=tuple(info.allowed_clusters or ()),
+                ),
+            )
+        )
+
+    async def update_tenant(self, request: web.Request) -> web.StreamResponse:
+        """``POST /admin/v2/tenants/{tenant}``: its ``TenantInfo`` replaced by the body's."""
+        tenant = _tenant(request)
+        info = await _tenant_body(request)
+        return done(
+            await to_leader(
+                self.node,
+                UpdateTenant(
                     tenant=tenant,
                     admin_roles=tuple(info.admin_roles or ()),
                     allowed_clusters=tuple(info.allowed_clusters or ()),

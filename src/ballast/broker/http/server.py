@@ -186,6 +186,15 @@ def routes(node: BrokerNode) -> list[Route]:
             responses={400: "Bad name", 409: "Exists"},
         ),
         Route(
+            "POST",
+            "/admin/v2/tenants/{tenant}",
+            admin.update_tenant,
+            "Update a tenant (its TenantInfo replaced by the body's)",
+            "tenants",
+            body='{"adminRoles": [...], "allowedClusters": [...]}',
+            responses={400: "Bad body", 404: "Unknown tenant", 412: "Unknown cluster"},
+        ),
+        Route(
             "DELETE",
             "/admin/v2/tenants/{tenant}",
             admin.delete_tenant,
