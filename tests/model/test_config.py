@@ -146,8 +146,12 @@ def test_foreign_keys_of_a_real_broker_conf_are_summarised() -> None:
         ("loadBalancerBrokerMaxTopics=１２", "is not a valid integer"),  # not ASCII digits
         (
             "loadBalancerNamespaceBundleMaxMsgRate=99999999999999999999",
-            "is not a valid integer (beyond a Java long)",
+            "is not a valid integer (beyond a Java int, which Pulsar reads it as)",
         ),
+        # Pulsar's field is an int: a broker would not start with it
+        ("loadBalancerBrokerMaxTopics=3000000000", "(beyond a Java int"),
+        ("loadBalancerBrokerMaxTopics=-2147483649", "(beyond a Java int"),
+        ("namespaceBundleUnloadingTimeoutMs=9223372036854775808", "(beyond a Java long"),
         ("loadBalancerHistoryResourcePercentage=NaN", "must be finite"),
         ("loadBalancerHistoryResourcePercentage=-Infinity", "must be finite"),
         # Java's Double.parseDouble: no "nan", no "1_000", no digits of other scripts
@@ -168,6 +172,17 @@ def test_bad_values_name_key_value_and_type(pair: str, message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(overrides=[pair])
     assert message in str(caught.value)
+
+
+def test_a_long_setting_takes_what_a_java_long_holds() -> None:
+    loaded = load_settings(
+        overrides=[
+            "namespaceBundleUnloadingTimeoutMs=3000000000",
+            "loadBalancerBrokerMaxTopics=2147483647",
+        ]
+    )
+    assert loaded.settings["namespaceBundleUnloadingTimeoutMs"] == 3_000_000_000
+    assert loaded.settings["loadBalancerBrokerMaxTopics"] == 2**31 - 1
 
 
 @pytest.mark.parametrize(

@@ -100,7 +100,6 @@ _JAVA_DOUBLE = re.compile(
     r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?"
     r"|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+[fFdD]?)"
 )
-_JAVA_LONG_MIN, _JAVA_LONG_MAX = -(2**63), 2**63 - 1
 
 
 def parse_value(setting: Setting, raw: str) -> Any:
@@ -127,8 +126,9 @@ def parse_value(setting: Setting, raw: str) -> Any:
         if _JAVA_INTEGER.fullmatch(text) is None:
             raise bad()
         value: Any = int(text, 10)
-        if not _JAVA_LONG_MIN <= value <= _JAVA_LONG_MAX:
-            raise bad(" (beyond a Java long)")
+        bits, java_type = (64, "long") if setting.java_long else (32, "int")
+        if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+            raise bad(f" (beyond a Java {java_type}, which Pulsar reads it as)")
         _check_range(setting, value, raw)
         return value
     if kind in (Kind.FLOAT, Kind.OPTIONAL_FLOAT):

@@ -21,7 +21,8 @@ class Kind(enum.Enum):
 class Setting:
     """One configuration key. ``minimum`` and ``maximum`` bound a number; ``choices`` restrict
     a string; ``aliases`` map other accepted spellings (such as Pulsar's class names) to a
-    choice."""
+    choice. An integer is a Java ``int``, as most of Pulsar's are, or with ``java_long`` a
+    ``long``: Pulsar refuses to start on a value its field cannot hold."""
 
     key: str
     kind: Kind
@@ -33,6 +34,7 @@ class Setting:
     choices: tuple[str, ...] = ()
     aliases: Mapping[str, str] = field(default_factory=dict)
     deprecated: str = ""
+    java_long: bool = False
 
 
 BOOL, INT, FLOAT, STR, LIST, OPT_FLOAT = (

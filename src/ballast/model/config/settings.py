@@ -204,6 +204,7 @@ SETTINGS: tuple[Setting, ...] = (
         "min",
         "An unloaded bundle is not unloaded again within this time.",
         minimum=0,
+        java_long=True,
     ),
     Setting(
         "loadBalancerBrokerOverloadedThresholdPercentage",
@@ -428,6 +429,7 @@ SETTINGS: tuple[Setting, ...] = (
         "ms",
         "How long an unload may take before it is abandoned.",
         minimum=1,
+        java_long=True,
     ),
     Setting("clusterName", STR, "standalone", "", "Name of this cluster."),
     Setting("bindAddress", STR, "0.0.0.0", "", "Address the listeners bind to."),
@@ -488,6 +490,7 @@ SETTINGS: tuple[Setting, ...] = (
         "ms",
         "Session timeout: a broker silent this long loses its ephemeral records.",
         minimum=1,
+        java_long=True,
     ),
     Setting(
         "brokerDeleteInactiveTopicsEnabled",
@@ -533,6 +536,7 @@ SETTINGS: tuple[Setting, ...] = (
         "ms",
         "Graceful shutdown waits this long for bundles to move elsewhere.",
         minimum=0,
+        java_long=True,
     ),
 )
 

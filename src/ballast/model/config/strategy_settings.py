@@ -46,6 +46,7 @@ STRATEGY_SETTINGS: tuple[Setting, ...] = (
         "s",
         "TransferShedder: cool-down after a broker was shed or received load.",
         minimum=0,
+        java_long=True,
     ),
     Setting(
         "loadBalancerBrokerLoadDataTTLInSeconds",
@@ -54,6 +55,7 @@ STRATEGY_SETTINGS: tuple[Setting, ...] = (
         "s",
         "TransferShedder: ignore load data older than this.",
         minimum=1,
+        java_long=True,
     ),
     Setting(
         "loadBalancerMaxNumberOfBundlesInBundleLoadReport",
