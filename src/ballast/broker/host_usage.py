@@ -91,18 +91,35 @@ def nic_speed_kbits(override_gbps: float | None) -> float:
 
 
 class PsutilHostUsage:
-    """The real machine, read with psutil. CPU and NIC rates are measured between samples."""
+    """The real machine, read with psutil. CPU and NIC rates are measured between samples.
+
+    The first sample comes moments after the broker starts, and a CPU percent over a few
+    milliseconds is noise (one busy core of two reads as 50 %) that the report would then
+    carry until the next host-usage check, a minute later: placement would take the new
+    broker for loaded. So the first CPU measurement spans at least ``MIN_CPU_WINDOW_S``,
+    waiting out the rest of it once."""
 
     continuous = False
+    MIN_CPU_WINDOW_S = 1.0
 
     def __init__(self, clock: Clock, *, nic_speed_override_gbps: float | None = None) -> None:
         self._clock = clock
         self._override = nic_speed_override_gbps
         self._process = psutil.Process()
         psutil.cpu_percent(interval=None)  # the first call only sets the baseline
-        self._last_time = clock.monotonic()
+        self._started = self._last_time = clock.monotonic()
+        self._measured = False
         counters = psutil.net_io_counters()
         self._last_rx, self._last_tx = counters.bytes_recv, counters.bytes_sent
+
+    def _cpu_percent(self, now: float) -> float:
+        window = now - self._started
+        if not self._measured and window < self.MIN_CPU_WINDOW_S:
+            self._measured = True
+            # Blocks once, at start-up, for under a second: psutil measures over it.
+            return psutil.cpu_percent(interval=self.MIN_CPU_WINDOW_S - window)
+        self._measured = True
+        return psutil.cpu_percent(interval=None)
 
     def sample(self, traffic: NamespaceBundleStats) -> SystemResourceUsage:
         now = self._clock.monotonic()
@@ -118,7 +135,7 @@ class PsutilHostUsage:
         cores = psutil.cpu_count() or 1
         nic = nic_speed_kbits(self._override)
         return SystemResourceUsage(
-            cpu=ResourceUsage(usage=psutil.cpu_percent(interval=None) * cores, limit=100.0 * cores),
+            cpu=ResourceUsage(usage=self._cpu_percent(now) * cores, limit=100.0 * cores),
             memory=ResourceUsage(
                 usage=self._process.memory_info().rss / MIB,
                 limit=psutil.virtual_memory().total / MIB,
