@@ -1,5 +1,6 @@
 """Errors as Pulsar's REST API gives them: ``{"reason": "..."}`` with its status codes (400 bad
-name, 404 unknown, 409 conflict, 412 precondition failed, 503 unavailable)."""
+name, 404 unknown, 409 conflict, 412 precondition failed, 503 unavailable — the metadata store
+away included)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from ballast.metadata.store import InvalidPathError
+from ballast.metadata.store import ConnectionLossError, InvalidPathError, SessionExpiredError
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,10 @@ async def error_middleware(
         raise
     except web.HTTPException as exc:
         return reason(exc.status, exc.reason)
+    except (ConnectionLossError, SessionExpiredError) as exc:
+        # The store is away (ZooKeeper down, the session lost): retry later, as for a lookup.
+        log.warning("%s %s: %s", request.method, request.path, exc)
+        return reason(503, f"{exc}; retry")
     except InvalidPathError as exc:
         # A name from the request that no metadata path can hold (a topic called "..", a
         # control character): the request is bad, not the broker.
