@@ -4,6 +4,7 @@ at once even while ZooKeeper does not answer (the serving broker's end-to-end te
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 from collections.abc import Callable
@@ -36,3 +37,20 @@ def test_one_port_for_both_listeners_is_refused_before_anything_starts(ballast: 
     )  # fmt: skip
     assert both.returncode == 2  # not "address already in use" from the second listener
     assert f"webServicePort and brokerServicePort are both {port}" in both.stderr
+
+
+def test_a_broker_on_an_in_process_store_says_it_is_a_cluster_of_its_own() -> None:
+    """No --store: memory:, a cluster no other process can join; said once, with the time."""
+    web, binary = distinct_free_ports(2)
+    ports = ["--set", f"webServicePort={web}", "--set", f"brokerServicePort={binary}"]
+    with running_ballast("broker", *ports, stdout=subprocess.DEVNULL) as broker:
+        assert broker.stderr is not None
+        line = broker.stderr.readline()
+        assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} WARNING ", line), line
+        assert "metadata store memory: lives in this process, so this broker is a cluster" in line
+        assert "--store zk:HOST:PORT/CHROOT" in line
+        while "serving on" not in line:  # then stopped as a serving broker stops
+            line = broker.stderr.readline()
+            assert line, "the broker ended before it served"
+        broker.send_signal(signal.SIGINT)
+        assert broker.wait(timeout=60) == 0

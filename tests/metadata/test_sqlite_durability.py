@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,6 +66,32 @@ async def test_a_write_the_file_refuses_is_not_applied(clock: Clock, tmp_path: P
     await store.put("/x", b"v1", 0)  # the version the refused write would have taken
     await store.close()
     stores.close()
+
+
+def test_a_store_file_serves_one_process_at_a_time(clock: Clock, tmp_path: Path) -> None:
+    """Each process keeps the tree in memory: two on one file were two clusters, each with
+    its own leader. A second opening is refused until the first closes."""
+    db = tmp_path / "cluster.db"
+    first = SqliteServer(clock, db)
+    script = (
+        "import sys; from pathlib import Path; from ballast.clock import SystemClock;"
+        "from ballast.metadata.sqlite import SqliteServer, StoreFileError\n"
+        "try: SqliteServer(SystemClock(), Path(sys.argv[1]))\n"
+        "except StoreFileError as e: print(e); sys.exit(3)"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", script, str(db)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert other.returncode == 3, other.stderr
+    assert "another process has it open" in other.stdout
+    with pytest.raises(StoreFileError, match="another process has it open"):
+        SqliteServer(clock, db)  # nor twice in one process (the factory shares one server)
+    first.close()
+    SqliteServer(clock, db).close()
 
 
 def test_unusable_file_is_a_clear_error(clock: Clock, tmp_path: Path) -> None:

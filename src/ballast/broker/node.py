@@ -57,7 +57,7 @@ from ballast.coordination.ownership import (
     read_owner,
 )
 from ballast.coordination.registry import BrokerRegistration, BrokerRegistry
-from ballast.metadata.store import MetadataError, MetadataStore
+from ballast.metadata.store import ConnectionState, MetadataError, MetadataStore
 from ballast.model.bundles import BundleName, NamespaceBundles
 from ballast.model.config import ReportConfig, Settings, SplitConfig
 from ballast.model.loaddata import NamespaceBundleStats
@@ -163,12 +163,28 @@ class BrokerNode:
 
     async def start(self) -> None:
         """Register, start reporting, campaign for leadership, own the heartbeat namespace."""
+        self.store.add_state_listener(self._log_store_state)
         await self.registry.start()
         await self.reporter.register()
         self.election.add_listener(self._on_leadership)
         await self.election.start()
         await self.acquire(self.heartbeat_bundle, False)
         self.reporter.start()
+
+    def _log_store_state(self, state: ConnectionState) -> None:
+        """Say when the metadata store goes and comes back: while it is away this broker
+        serves nothing, and an operator lines these up across brokers."""
+        if state is ConnectionState.SUSPENDED:
+            log.warning(
+                "%s lost its connection to the metadata store: it serves no bundle until the "
+                "connection is back (its session lasts %.0f s)",
+                self.broker_id,
+                self.store.session_timeout_s,
+            )
+        elif state is ConnectionState.LOST:
+            log.warning("%s: its metadata store session expired", self.broker_id)
+        elif not self.stopped:
+            log.info("%s is connected to the metadata store again", self.broker_id)
 
     async def stop(self, *, graceful: bool = True, timeout_s: float | None = None) -> None:
         """Leave the cluster. Graceful: step down as leader, ask the leader to move this

@@ -25,6 +25,7 @@ from ballast.metadata.zkserver import (
     ensure_installed,
 )
 
+log = logging.getLogger(__name__)
 LOG_LEVELS = ("debug", "info", "warning", "error")
 # The longest tick: the shortest session (two ticks) must not pass the longest (60 s).
 MAX_TICK_MS = MAX_SESSION_TIMEOUT_MS // 2
@@ -67,13 +68,24 @@ def broker_command(
         pairs.append(f"metadataStoreUrl={store}")
     settings = settings_from(config, pairs)
     try:
-        parse_store_url(settings.get_str("metadataStoreUrl"))
+        url = parse_store_url(settings.get_str("metadataStoreUrl"))
     except InvalidStoreUrlError as exc:
         fail(str(exc))
     web_port = settings.get_int("webServicePort")
     if web_port == settings.get_int("brokerServicePort"):
         fail(f"webServicePort and brokerServicePort are both {web_port}: give each its own")
-    logging.getLogger().setLevel(log_level.upper())
+    root = logging.getLogger()
+    root.setLevel(log_level.upper())
+    for handler in root.handlers:  # brokers' logs are read side by side: give them the time
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    if url.scheme != "zk":
+        log.warning(
+            "metadata store %s lives in this process, so this broker is a cluster of its "
+            "own that no broker in another process can join; give --store "
+            "zk:HOST:PORT/CHROOT for a cluster (ballast standalone runs several brokers in "
+            "one process)",
+            settings.get_str("metadataStoreUrl"),
+        )
     try:
         asyncio.run(run_broker(settings, host_usage=host_usage, history=history_sink(settings)))
     except MetadataError as exc:

@@ -66,7 +66,9 @@ class BrokerRegistration:
         incarnation, not yet expired) is waited out for up to one session timeout; after that
         the id is taken by a live broker and registration fails."""
         self._data = data
-        deadline = self._clock.monotonic() + self._store.session_timeout_s * 1.5
+        wait_s = self._store.session_timeout_s * 1.5
+        deadline = self._clock.monotonic() + wait_s
+        told = False
         while True:
             try:
                 stat = await self._store.put(self._path, data, -1, ephemeral=True)
@@ -82,6 +84,14 @@ class BrokerRegistration:
                     return
             if self._clock.monotonic() >= deadline:
                 raise RegistrationError(self.broker_id, "the id is held by another live session")
+            if not told:
+                told = True
+                log.warning(
+                    "broker %s is registered by another session (this broker's previous run, "
+                    "or another broker with the same id): waiting up to %.0f s for it to expire",
+                    self.broker_id,
+                    wait_s,
+                )
             await self._clock.sleep(min(1.0, self._store.session_timeout_s / 4))
 
     async def update(self, data: bytes) -> None:

@@ -5,13 +5,15 @@ with the process.
 
 Concurrency contract: as the memory backend. Each committed change is written to SQLite in one
 transaction on the event-loop thread before the operation returns (a few milliseconds, in WAL
-mode); one process may open a file at a time.
+mode); one process may open a file at a time, which a lock on ``<file>.lock`` enforces.
 """
 
 from __future__ import annotations
 
+import fcntl
 import sqlite3
 from pathlib import Path
+from typing import IO
 
 from ballast.clock import Clock
 from ballast.metadata.memory import MemoryServer
@@ -44,6 +46,7 @@ class SqliteServer(MemoryServer):
         self.db_path = db_path
         try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = _hold_lock(db_path)
             self._db = sqlite3.connect(str(db_path), isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -89,3 +92,21 @@ class SqliteServer(MemoryServer):
 
     def close(self) -> None:
         self._db.close()
+        self._lock.close()  # releases the lock
+
+
+def _hold_lock(db_path: Path) -> IO[str]:
+    """An exclusive lock on ``<file>.lock`` for as long as the file is open: each process
+    keeps the tree in memory and writes it through, so a second process on the same file
+    would be a second, diverging cluster (each electing its own leader)."""
+    lock = (db_path.parent / f"{db_path.name}.lock").open("a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise StoreFileError(
+            str(db_path),
+            "another process has it open; a store file serves one process (its brokers "
+            "share it), brokers in several processes share a zk: store",
+        ) from None
+    return lock
