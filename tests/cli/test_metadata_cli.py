@@ -11,6 +11,8 @@ from subprocess import CompletedProcess
 
 import pytest
 
+from ballast.clock import Clock
+from ballast.metadata.sqlite import SqliteServer
 from ballast.metadata.zkserver import LocalZooKeeper
 
 Run = Callable[..., CompletedProcess[str]]
@@ -67,6 +69,25 @@ def test_load_ls_get_dump_round_trip(ballast: Run, tmp_path: Path) -> None:
     )
     assert placed.returncode == 0, placed.stderr
     assert json.loads(placed.stdout)["decisions"][0]["broker"] == "10.0.0.1:8080"
+
+
+def test_a_store_file_a_running_process_holds_is_read_not_written(
+    ballast: Run, tmp_path: Path, clock: Clock
+) -> None:
+    """ls, get and dump read the file of a running standalone; load, which writes, is refused
+    (two processes writing one file were two clusters)."""
+    db = tmp_path / "held.db"
+    dump_file = tmp_path / "pulsar.json"
+    dump_file.write_text(json.dumps(PULSAR_DUMP), encoding="utf-8")
+    assert ballast("metadata", "load", str(dump_file), "--store", f"sqlite:{db}").returncode == 0
+    held = SqliteServer(clock, db)  # as a running standalone holds it
+    try:
+        listing = ballast("metadata", "ls", "/loadbalance", "--store", f"sqlite:{db}")
+        assert listing.returncode == 0 and "note" in listing.stdout.split(), listing.stderr
+        refused = ballast("metadata", "load", str(dump_file), "--store", f"sqlite:{db}")
+        assert refused.returncode == 1 and "another process has it open" in refused.stderr
+    finally:
+        held.close()
 
 
 def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:

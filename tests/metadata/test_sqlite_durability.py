@@ -90,6 +90,11 @@ def test_a_store_file_serves_one_process_at_a_time(clock: Clock, tmp_path: Path)
     assert "another process has it open" in other.stdout
     with pytest.raises(StoreFileError, match="another process has it open"):
         SqliteServer(clock, db)  # nor twice in one process (the factory shares one server)
+    reader = SqliteServer(clock, db, read_only=True)  # reading it is fine
+    assert "/" in reader.nodes
+    with pytest.raises(StoreFileError, match="opened to be read"):
+        reader.on_commit([("/x", None)])
+    reader.close()
     first.close()
     SqliteServer(clock, db).close()
 

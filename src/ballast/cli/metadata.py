@@ -55,7 +55,8 @@ def _with_store(
         fail(f"no store at {url}: {parsed.target} is not a file")
 
     async def run() -> T:
-        stores = MetadataStores(SystemClock())
+        # Only load writes: the others may look at a file a running standalone holds.
+        stores = MetadataStores(SystemClock(), read_only=not create)
         store = await stores.connect(url, session_timeout_s=10.0, create=create)
         try:
             return await action(store)

@@ -63,8 +63,11 @@ class MetadataStores:
     """Opens stores by URL and owns the in-process servers behind ``memory:`` and ``sqlite:``
     URLs, so every broker of one process that opens the same URL sees the same tree."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, *, read_only: bool = False) -> None:
+        """``read_only``: ``sqlite:`` files are opened to be read (another process may be
+        serving them) and never written."""
         self._clock = clock
+        self._read_only = read_only
         self._servers: dict[StoreUrl, MemoryServer] = {}
         self._unpacked = UnpackCache()
 
@@ -78,7 +81,7 @@ class MetadataStores:
             if parsed.scheme == "memory":
                 server = MemoryServer(self._clock)
             else:
-                server = SqliteServer(self._clock, Path(parsed.target))
+                server = SqliteServer(self._clock, Path(parsed.target), read_only=self._read_only)
             self._servers[parsed] = server
         return server
 

@@ -41,12 +41,15 @@ class StoreFileError(MetadataError):
 class SqliteServer(MemoryServer):
     """A :class:`MemoryServer` whose persistent records survive restarts in ``db_path``."""
 
-    def __init__(self, clock: Clock, db_path: Path) -> None:
+    def __init__(self, clock: Clock, db_path: Path, *, read_only: bool = False) -> None:
+        """``read_only``: for looking at a file another process may be serving (it is read
+        once, as it is then); any write is refused."""
         super().__init__(clock)
         self.db_path = db_path
+        self.read_only = read_only
         try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
-            self._lock = _hold_lock(db_path)
+            self._lock = None if read_only else _hold_lock(db_path)
             self._db = sqlite3.connect(str(db_path), isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -75,6 +78,8 @@ class SqliteServer(MemoryServer):
         rows = [(p, n) for p, n in changes if n is None or n.ephemeral_owner is None]
         if not rows:
             return
+        if self.read_only:
+            raise StoreFileError(str(self.db_path), "it was opened to be read, not written")
         try:
             self._db.execute("BEGIN")
             for path, node in rows:
@@ -92,7 +97,8 @@ class SqliteServer(MemoryServer):
 
     def close(self) -> None:
         self._db.close()
-        self._lock.close()  # releases the lock
+        if self._lock is not None:
+            self._lock.close()  # releases the lock
 
 
 def _hold_lock(db_path: Path) -> IO[str]:
