@@ -26,7 +26,9 @@ NAMESPACE = "t/busy"
 
 
 async def test_a_namespace_with_live_topics_is_deleted_only_with_force(clock: Clock) -> None:
-    cluster = await start_cluster(clock, NAMESPACE, 4)
+    cluster = await start_cluster(
+        clock, NAMESPACE, 4, overrides=("forceDeleteNamespaceAllowed=true",)
+    )
     nodes = list(cluster.nodes.values())
     topics = topics_per_bundle(NAMESPACE, 4)
     closeables: list[Any] = []

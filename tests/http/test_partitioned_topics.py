@@ -65,7 +65,7 @@ async def test_bad_partitioned_topic_requests_get_pulsar_status_codes(clock: Clo
             ("PUT", "/admin/v2/non-persistent/t/ns/x/partitions", 0, 406, "more than 0"),
             ("PUT", "/admin/v2/non-persistent/t/ns/x/partitions", None, 406, "more than 0"),
             ("PUT", "/admin/v2/non-persistent/t/ns/x/partitions", 9, 406, "equal to 8"),
-            ("POST", ORDERS, 9, 406, "less than or equal to 8"),
+            ("POST", ORDERS, 9, 422, "Expect partitions 9 greater than maximum partitions per"),
             ("PUT", "/admin/v2/non-persistent/t/ns/x/partitions", "four", 400, "JSON integer"),
             ("PUT", "/admin/v2/non-persistent/t/ns/x/partitions", True, 400, "JSON integer"),
             ("PUT", "/admin/v2/non-persistent/t/ns/x/partitions", 2**31, 400, "JSON integer"),

@@ -66,11 +66,19 @@ class PartitionedTopicHandlers:
     def __init__(self, controller: Controller) -> None:
         self.c = controller
 
-    def _count_refused(self, partitions: int) -> RequestReply | None:
+    def _count_refused(self, partitions: int, *, update: bool = False) -> RequestReply | None:
+        """A count of 0 or above ``maxNumPartitionsPerPartitionedTopic`` (0: no limit): 406 for
+        a create, and 422 for an update past the limit, as Pulsar answers each."""
         if partitions <= 0:
             return failed(406, "Number of partitions should be more than 0")
         limit = self.c.settings.get_int(MAX_PARTITIONS_SETTING)
         if 0 < limit < partitions:
+            if update:
+                return failed(
+                    422,
+                    f"Expect partitions {partitions} greater than maximum partitions per "
+                    f"topic {limit}",
+                )
             return failed(406, f"Number of partitions should be less than or equal to {limit}")
         return None
 
@@ -113,7 +121,7 @@ class PartitionedTopicHandlers:
         topic = partitioned_topic_name(request.topic)
         if isinstance(topic, RequestReply):
             return topic
-        refused = self._count_refused(request.partitions)
+        refused = self._count_refused(request.partitions, update=True)
         if refused is not None:
             return refused
         path = paths.partitioned_topic(topic)
