@@ -47,12 +47,13 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
         return ballast("admin", "--url", cluster_url, *args)
 
     assert admin("tenants", "create", "acme").stdout.strip() == "ok"
+    assert admin("tenants", "update", "acme", "--admin-roles", "ops,dev").returncode == 0
     updated = admin("tenants", "update", "acme", "--allowed-clusters", "standalone,global")
     assert updated.returncode == 0, updated.stderr
-    assert get_json(f"{cluster_url}/admin/v2/tenants/acme", 10)["allowedClusters"] == [
-        "standalone",
-        "global",
-    ]
+    assert get_json(f"{cluster_url}/admin/v2/tenants/acme", 10) == {
+        "adminRoles": ["ops", "dev"],  # kept: only the clusters were given
+        "allowedClusters": ["standalone", "global"],
+    }
     assert "acme" in admin("tenants", "list").stdout.split()
     assert admin("namespaces", "create", "acme/orders", "--bundles", "4").returncode == 0
     assert admin("namespaces", "list", "acme").stdout.split() == ["acme/orders"]

@@ -55,8 +55,9 @@ async def test_a_refused_command_is_a_reply(status: int, body: bytes, why: str) 
             await transport.close()
 
 
-async def test_a_server_error_is_still_a_failure_to_deliver() -> None:
-    async for broker in _serving(500, b'{"reason": "internal error"}'):
+@pytest.mark.parametrize("status", [500, 408, 429])  # a proxy's timeout or throttle too
+async def test_a_server_error_is_still_a_failure_to_deliver(status: int) -> None:
+    async for broker in _serving(status, b'{"reason": "try later"}'):
         transport = HttpTransport(timeout_s=10)
         try:
             with pytest.raises(TransportError):

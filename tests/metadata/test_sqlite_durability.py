@@ -90,11 +90,13 @@ def test_a_store_file_serves_one_process_at_a_time(clock: Clock, tmp_path: Path)
     assert "another process has it open" in other.stdout
     with pytest.raises(StoreFileError, match="another process has it open"):
         SqliteServer(clock, db)  # nor twice in one process (the factory shares one server)
-    reader = SqliteServer(clock, db, read_only=True)  # reading it is fine
+    before = sorted(p.name for p in tmp_path.iterdir())
+    reader = SqliteServer(clock, db, read_only=True)  # reading it is fine, and writes nothing
     assert "/" in reader.nodes
     with pytest.raises(StoreFileError, match="opened to be read"):
         reader.on_commit([("/x", None)])
     reader.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
     first.close()
     SqliteServer(clock, db).close()
 
@@ -103,6 +105,8 @@ def test_unusable_file_is_a_clear_error(clock: Clock, tmp_path: Path) -> None:
     not_a_db = tmp_path / "junk.db"
     not_a_db.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreFileError, match="cannot use store file"):
+        SqliteServer(clock, not_a_db)
+    with pytest.raises(StoreFileError, match="cannot use store file"):  # again: no lock left
         SqliteServer(clock, not_a_db)
     with pytest.raises(sqlite3.Error):
         sqlite3.connect(str(not_a_db)).execute("SELECT * FROM records")

@@ -154,6 +154,8 @@ def test_foreign_keys_of_a_real_broker_conf_are_summarised() -> None:
         ("namespaceBundleUnloadingTimeoutMs=9223372036854775808", "(beyond a Java long"),
         ("loadBalancerHistoryResourcePercentage=NaN", "must be finite"),
         ("loadBalancerHistoryResourcePercentage=-Infinity", "must be finite"),
+        ("loadBalancerCPUResourceWeight=0x1p99999", "must be finite"),  # no OverflowError
+        ("loadBalancerBrokerMaxTopics=" + "9" * 5000, "(beyond a Java int"),  # no ValueError
         # Java's Double.parseDouble: no "nan", no "1_000", no digits of other scripts
         ("loadBalancerHistoryResourcePercentage=nan", '"nan" is not a valid'),
         ("loadBalancerCPUResourceWeight=1_000", '"1_000" is not a valid'),

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -40,6 +39,7 @@ from ballast.model.bundles import BundleName, NamespaceBundles
 from ballast.model.codec import ModelError
 from ballast.model.loaddata import LocalBrokerData
 from ballast.model.naming import TopicName
+from ballast.model.partitioned import read_partitioned
 
 
 class AnswerKind(enum.Enum):
@@ -128,12 +128,7 @@ async def partitions_of(store: MetadataStore, topic: TopicName) -> int:
     """A partitioned topic's partition count from its metadata record, 0 for a plain topic
     (what clients ask before a lookup, over HTTP or the binary protocol)."""
     record = await store.get(paths.partitioned_topic(topic))
-    if record is None or not record.value:
-        return 0
-    try:
-        return max(0, int(json.loads(record.value).get("partitions", 0)))
-    except (ValueError, AttributeError):
-        return 0
+    return 0 if record is None else read_partitioned(record.value).partitions
 
 
 Placer = Callable[[BundleName], Awaitable[str]]

@@ -205,35 +205,42 @@ def tenants_list(ctx: typer.Context) -> None:
     show(ctx, call(ctx, "GET", "/admin/v2/tenants"))
 
 
+AllowedClustersOption = Annotated[
+    str | None, typer.Option("--allowed-clusters", help="Comma-separated clusters.")
+]
+
+
+def _tenant_info(allowed_clusters: str | None) -> dict[str, list[str]]:
+    return {"allowedClusters": [c for c in (allowed_clusters or "").split(",") if c]}
+
+
 @tenants_app.command("create")
 def tenants_create(
-    ctx: typer.Context,
-    tenant: str,
-    allowed_clusters: Annotated[
-        str | None, typer.Option("--allowed-clusters", help="Comma-separated clusters.")
-    ] = None,
+    ctx: typer.Context, tenant: str, allowed_clusters: AllowedClustersOption = None
 ) -> None:
     """Create a tenant."""
-    clusters = [c for c in (allowed_clusters or "").split(",") if c]
-    show(
-        ctx, call(ctx, "PUT", f"/admin/v2/tenants/{_tenant(tenant)}", {"allowedClusters": clusters})
-    )
+    path = f"/admin/v2/tenants/{_tenant(tenant)}"
+    show(ctx, call(ctx, "PUT", path, _tenant_info(allowed_clusters)))
 
 
 @tenants_app.command("update")
 def tenants_update(
     ctx: typer.Context,
     tenant: str,
-    allowed_clusters: Annotated[
-        str | None, typer.Option("--allowed-clusters", help="Comma-separated clusters.")
+    allowed_clusters: AllowedClustersOption = None,
+    admin_roles: Annotated[
+        str | None, typer.Option("--admin-roles", help="Comma-separated admin roles.")
     ] = None,
 ) -> None:
-    """Replace a tenant's allowed clusters (none given: this cluster)."""
-    clusters = [c for c in (allowed_clusters or "").split(",") if c]
-    show(
-        ctx,
-        call(ctx, "POST", f"/admin/v2/tenants/{_tenant(tenant)}", {"allowedClusters": clusters}),
-    )
+    """Change a tenant's allowed clusters or admin roles; what is not given is kept."""
+    path = f"/admin/v2/tenants/{_tenant(tenant)}"
+    current = call(ctx, "GET", path)
+    info = dict(current) if isinstance(current, dict) else {}
+    if allowed_clusters is not None:
+        info.update(_tenant_info(allowed_clusters))
+    if admin_roles is not None:
+        info["adminRoles"] = [r for r in admin_roles.split(",") if r]
+    show(ctx, call(ctx, "POST", path, info))
 
 
 @tenants_app.command("delete")

@@ -36,18 +36,12 @@ from ballast.model.naming import (
     TopicName,
     java_url_decode,
 )
+from ballast.model.partitioned import PartitionedTopicMetadata, read_partitioned
 
 if TYPE_CHECKING:
     from ballast.controller.controller import Controller
 
 MAX_PARTITIONS_SETTING = "maxNumPartitionsPerPartitionedTopic"
-
-
-class PartitionedTopicMetadata(msgspec.Struct, kw_only=True):
-    """Pulsar's ``PartitionedTopicMetadata`` as stored (``properties`` only when given)."""
-
-    partitions: int
-    properties: dict[str, str] | None = None
 
 
 def partitioned_topic_name(text: str) -> TopicName | RequestReply:
@@ -107,7 +101,7 @@ class PartitionedTopicHandlers:
                 f"must be at least {highest + 1}",
             )
         await self.c.store.ensure(parent_of(path))
-        body = msgspec.json.encode(PartitionedTopicMetadata(partitions=request.partitions))
+        body = PartitionedTopicMetadata(partitions=request.partitions).encode()
         await self.c.fenced([Create(path, body)])
         await self._store_partitions(topic, request.partitions)
         return ok(
@@ -126,7 +120,8 @@ class PartitionedTopicHandlers:
             return refused
         path = paths.partitioned_topic(topic)
         record = await self.c.store.get(path)
-        current = _partitions(record.value if record is not None else b"")
+        stored = read_partitioned(record.value if record is not None else b"")
+        current = stored.partitions
         if record is None or current <= 0:
             return failed(409, f"Topic {topic} is not the partitioned topic.")
         if request.partitions < current:
@@ -137,9 +132,8 @@ class PartitionedTopicHandlers:
             )
         if request.partitions == current:
             return ok(f"{topic} already has {current} partitions", partitions=current)
-        stored = _metadata(record.value)
         updated = msgspec.structs.replace(stored, partitions=request.partitions)
-        await self.c.fenced([SetValue(path, msgspec.json.encode(updated), record.stat.version)])
+        await self.c.fenced([SetValue(path, updated.encode(), record.stat.version)])
         await self._store_partitions(topic, request.partitions)
         return ok(
             f"partitioned topic {topic} now has {request.partitions} partitions",
@@ -156,12 +150,13 @@ class PartitionedTopicHandlers:
         record = await self.c.store.get(path)
         if record is None:
             return failed(404, "Partitioned topic does not exist")
-        await self.c.fenced([Delete(path, record.stat.version)])
-        count = _partitions(record.value)
-        if topic.is_persistent:  # Pulsar deletes the partitions first; none has a client here
-            for index in range(count):
+        if topic.is_persistent:
+            # The partitions first, as Pulsar deletes them: a delete that stops part-way
+            # leaves a partitioned topic to delete again, not partitions without one.
+            for index in range(read_partitioned(record.value).partitions):
                 with contextlib.suppress(NoNodeError):
                     await self.c.store.delete(paths.managed_ledger(topic.partition(index)))
+        await self.c.fenced([Delete(path, record.stat.version)])
         return ok(f"partitioned topic {topic} deleted")
 
     async def _store_partitions(self, topic: TopicName, count: int) -> None:
@@ -191,14 +186,3 @@ class PartitionedTopicHandlers:
             elif stored.is_partition and stored.partitioned_parent == topic:
                 highest = max(highest, stored.partition_index)
         return whole, highest
-
-
-def _metadata(value: bytes) -> PartitionedTopicMetadata:
-    try:
-        return msgspec.json.decode(value, type=PartitionedTopicMetadata)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return PartitionedTopicMetadata(partitions=0)
-
-
-def _partitions(value: bytes) -> int:
-    return _metadata(value).partitions if value else 0

@@ -47,17 +47,24 @@ class SqliteServer(MemoryServer):
         super().__init__(clock)
         self.db_path = db_path
         self.read_only = read_only
+        self._lock: IO[str] | None = None
         try:
-            db_path.parent.mkdir(parents=True, exist_ok=True)
-            self._lock = None if read_only else _hold_lock(db_path)
-            self._db = sqlite3.connect(str(db_path), isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
+            if read_only:  # touches nothing: no directory, no journal mode, no schema
+                self._db = sqlite3.connect(
+                    f"{db_path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None
+                )
+            else:
+                db_path.parent.mkdir(parents=True, exist_ok=True)
+                self._lock = _hold_lock(db_path)
+                self._db = sqlite3.connect(str(db_path), isolation_level=None)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute(_SCHEMA)
             rows = self._db.execute(
                 "SELECT path, value, version, created_ms, modified_ms FROM records ORDER BY path"
             ).fetchall()
         except (sqlite3.Error, OSError) as exc:
+            self.close()  # the lock too: a retry must not read as another process holding it
             raise StoreFileError(str(db_path), str(exc)) from None
         for path, value, version, created_ms, modified_ms in rows:
             self.nodes[path] = StoredNode(bytes(value), version, created_ms, modified_ms, None)
@@ -96,9 +103,12 @@ class SqliteServer(MemoryServer):
             raise StoreFileError(str(self.db_path), str(exc)) from None
 
     def close(self) -> None:
-        self._db.close()
+        db = getattr(self, "_db", None)  # None when opening it failed
+        if db is not None:
+            db.close()
         if self._lock is not None:
             self._lock.close()  # releases the lock
+            self._lock = None
 
 
 def _hold_lock(db_path: Path) -> IO[str]:

@@ -35,6 +35,7 @@ from ballast.model.naming import (
     NamespaceName,
     TopicDomain,
     TopicName,
+    java_parse_int,
     java_url_decode,
 )
 
@@ -55,10 +56,7 @@ async def partition_count(request: web.Request) -> int:
     except json.JSONDecodeError as exc:
         raise ApiError(400, f"body is not JSON: {exc}") from None
     if isinstance(value, str):
-        try:
-            value = int(value.strip())
-        except ValueError:
-            value = None
+        value = java_parse_int(value)  # Jackson reads a number in a string as Java does
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value not in _JAVA_INT:
@@ -161,7 +159,7 @@ class TopicsApi:
         loaded = await self._loaded(topic.namespace)
         if isinstance(loaded, web.StreamResponse):
             return loaded
-        return sorted(name for name in loaded if TopicName.parse(name).partitioned_parent == topic)
+        return sorted(name for name in loaded if _partition_of(name, topic))
 
     async def _loaded(self, namespace: NamespaceName) -> list[str] | web.StreamResponse:
         """The namespace's non-persistent topics loaded on any broker (none when the namespace
@@ -170,3 +168,13 @@ class TopicsApi:
         if await self.node.store.exists(paths.namespace_policies(namespace)) is None:
             return []
         return await loaded_topics(self.node, namespace)
+
+
+def _partition_of(name: str, topic: TopicName) -> bool:
+    """Whether the topic ``name`` (as a broker listed it) is a partition of ``topic``; a plain
+    topic of the same name is not."""
+    try:
+        loaded = TopicName.parse(name)
+    except InvalidNameError:
+        return False
+    return loaded.is_partition and loaded.partitioned_parent == topic

@@ -19,7 +19,7 @@ CONTROLLER_PATH = "/admin/v2/ballast/controller"
 def _refusal(status: int, data: bytes) -> str | None:
     """The reason of a 4xx answer (Pulsar's ``{"reason": ...}``, or its text), None for any
     other status."""
-    if not 400 <= status < 500:
+    if not 400 <= status < 500 or status in (408, 429):  # a timeout, too many requests: retry
         return None
     try:
         body = msgspec.json.decode(data)
@@ -46,7 +46,10 @@ class HttpTransport:
                 url, data=body, headers={"Content-Type": "application/json"}
             ) as response:
                 data = await response.read()
-                if response.status >= 500 and response.status != 503:
+                if (response.status >= 500 and response.status != 503) or response.status in (
+                    408,
+                    429,
+                ):
                     raise TransportError(f"{url} answered {response.status}")
                 return response.status, data
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:

@@ -121,13 +121,14 @@ def parse_value(setting: Setting, raw: str) -> Any:
             return False
         raise bad(" (expected true or false)")
     if kind is Kind.INT:
-        # Java's Long.parseLong: an optional sign and decimal digits (Python's int() would
-        # also take "1_000" and other digits than ASCII), within a long's range.
+        # Java's parseInt / parseLong: an optional sign and decimal digits (Python's int()
+        # would also take "1_000" and other digits than ASCII), within the field's range.
         if _JAVA_INTEGER.fullmatch(text) is None:
             raise bad()
-        value: Any = int(text, 10)
         bits, java_type = (64, "long") if setting.java_long else (32, "int")
-        if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        # Longer than any long: refused before int(), which will not take 5,000 digits.
+        value: Any = int(text, 10) if len(text) <= 30 else None
+        if value is None or not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
             raise bad(f" (beyond a Java {java_type}, which Pulsar reads it as)")
         _check_range(setting, value, raw)
         return value
@@ -152,7 +153,10 @@ def parse_value(setting: Setting, raw: str) -> Any:
 def _java_double(text: str) -> float:
     """The value of a string :data:`_JAVA_DOUBLE` matched."""
     body = text.rstrip("fFdD")  # "Infinity" and hex digits before "p" are never stripped
-    return float.fromhex(body) if "x" in body.lower() else float(body)
+    try:
+        return float.fromhex(body) if "x" in body.lower() else float(body)
+    except OverflowError:  # Java reads a hex float past a double's range as infinity
+        return -math.inf if body.startswith("-") else math.inf
 
 
 def _check_range(setting: Setting, value: float, raw: str) -> None:
