@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -30,6 +31,7 @@ from ballast.controller.requests import (
     SetFailureDomain,
     SetIsolationPolicy,
     SplitRequest,
+    UnloadNamespace,
     UnloadRequest,
     UpdateTenant,
     failed,
@@ -131,10 +133,46 @@ class AdminHandlers:
                 "transfer", name, owner, request.destination, "admin unload", origin="admin"
             )
             return self.c.completion(self.c.moves.transfer(name, owner, request.destination))
-        self.c.image.moving.add(name)
-        self.c.image.recently_unloaded_bundles[name] = now
-        self.c.log_decision("unload", name, owner, None, "admin unload", origin="admin")
-        return self.c.completion(self.c.moves.unload(name, owner))
+        return self.c.completion(self._start_unload(name, owner, "admin unload"))
+
+    async def _UnloadNamespace(self, request: UnloadNamespace) -> Any:  # noqa: N802
+        """Every owned bundle of the namespace, at once (Pulsar's ``unloadNamespace``); the
+        reply comes when all have moved. Bundles already moving are left to their move."""
+        try:
+            namespace = NamespaceName.parse(request.namespace)
+        except InvalidNameError as exc:
+            return failed(400, str(exc))
+        if namespace not in self.c.image.namespaces:
+            return failed(404, f"namespace {namespace} does not exist")
+        moves = self._unload_owned(lambda ns: ns == namespace, "admin unload of its namespace")
+        if not moves:
+            return ok(f"{namespace} has no owned bundle to unload")
+        replies = [self.c.completion(move) for move in moves]
+
+        async def all_moved() -> RequestReply:
+            done = await asyncio.gather(*replies)
+            return next((r for r in done if not r.ok), ok(f"unloaded {len(done)} bundles"))
+
+        return asyncio.ensure_future(all_moved())
+
+    def _start_unload(self, bundle: str, owner: str, why: str) -> int:
+        """Start unloading an owned bundle; the move's id."""
+        self.c.image.moving.add(bundle)
+        self.c.image.recently_unloaded_bundles[bundle] = self.c.clock.wall_ms()
+        self.c.log_decision("unload", bundle, owner, None, why, origin="admin")
+        return self.c.moves.unload(bundle, owner)
+
+    def _unload_owned(self, matches: Callable[[NamespaceName], bool], why: str) -> list[int]:
+        """Start unloading every owned bundle, not already moving, of the namespaces that
+        ``matches`` (never a system one); the moves' ids."""
+        moves: list[int] = []
+        for bundle, owner in sorted(self.c.image.owners.items()):
+            namespace = BundleName.parse(bundle).namespace
+            if bundle in self.c.image.moving or namespace.is_system_service:
+                continue
+            if matches(namespace):
+                moves.append(self._start_unload(bundle, owner, why))
+        return moves
 
     async def _SplitRequest(self, request: SplitRequest) -> Any:  # noqa: N802
         text = request.bundle
@@ -303,6 +341,14 @@ class AdminHandlers:
         if await self.c.store.children(path):
             return failed(409, f"tenant {request.tenant} still has namespaces")
         await self.c.fenced([Delete(path, stat.version)])
+        # What its namespaces left behind (Pulsar's internalDeleteTenantAsync clears these).
+        for root in (
+            paths.LOCAL_POLICIES,
+            paths.PARTITIONED_TOPICS,
+            paths.MANAGED_LEDGERS,
+            paths.BUNDLE_DATA,
+        ):
+            await self.c.store.delete_recursive(f"{root}/{request.tenant}")
         return ok(f"tenant {request.tenant} deleted")
 
     async def _CreateNamespace(self, request: CreateNamespace) -> RequestReply:  # noqa: N802
@@ -350,6 +396,8 @@ class AdminHandlers:
             return failed(400, str(exc))
         if namespace.is_heartbeat:
             return failed(412, _heartbeat_reason(namespace))
+        if request.force and not self.c.settings.get_bool("forceDeleteNamespaceAllowed"):
+            return failed(405, "Broker doesn't allow forced deletion of namespaces")
         policy = await self.c.store.exists(paths.namespace_policies(namespace))
         if policy is None:
             return failed(404, f"namespace {namespace} does not exist")
@@ -428,29 +476,12 @@ class AdminHandlers:
         after = policies.policies.get(request.name)
         if after is None:  # Pulsar unloads nothing when a policy is deleted
             return ok()
-        unloading = self._unload_matching(unload_patterns(before, after), request.name)
-        return ok(f"unloading {unloading} bundles", unloading=unloading)
-
-    def _unload_matching(self, patterns: list[str], policy: str) -> int:
-        """Unload every owned bundle of the namespaces ``patterns`` match, so that placement
-        puts them where the changed isolation policy says; the number of bundles."""
-        if not patterns:
-            return 0
-        now = self.c.clock.wall_ms()
-        unloading = 0
-        for bundle, owner in sorted(self.c.image.owners.items()):
-            namespace = BundleName.parse(bundle).namespace
-            if bundle in self.c.image.moving or namespace.is_system_service:
-                continue
-            if not any(re.fullmatch(p, str(namespace)) for p in patterns):
-                continue
-            self.c.image.moving.add(bundle)
-            self.c.image.recently_unloaded_bundles[bundle] = now
-            why = f"isolation policy {policy} changed"
-            self.c.log_decision("unload", bundle, owner, None, why, origin="admin")
-            self.c.moves.unload(bundle, owner)
-            unloading += 1
-        return unloading
+        patterns = unload_patterns(before, after)
+        moves = self._unload_owned(
+            lambda ns: any(re.fullmatch(p, str(ns)) for p in patterns),
+            f"isolation policy {request.name} changed",
+        )
+        return ok(f"unloading {len(moves)} bundles", unloading=len(moves))
 
     async def _SetFailureDomain(self, request: SetFailureDomain) -> RequestReply:  # noqa: N802
         try:

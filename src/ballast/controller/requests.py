@@ -22,6 +22,12 @@ class UnloadRequest(ControllerRequest, frozen=True, kw_only=True, tag="unload"):
     destination: str | None = None
 
 
+class UnloadNamespace(ControllerRequest, frozen=True, kw_only=True, tag="unload-namespace"):
+    """Unload every owned bundle of a namespace."""
+
+    namespace: str
+
+
 class SplitRequest(ControllerRequest, frozen=True, kw_only=True, tag="split"):
     """Split a bundle (``bundle`` may be a bundle name, ``<namespace>/LARGEST`` or
     ``<namespace>/HOT``)."""
@@ -119,6 +125,7 @@ class DeletePartitionedTopic(
 
 AnyRequest = (
     UnloadRequest
+    | UnloadNamespace
     | SplitRequest
     | DrainBroker
     | CreateTenant

@@ -4,7 +4,6 @@ controller, forwarded by whichever broker receives them."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from ballast.controller.requests import (
     SetFailureDomain,
     SetIsolationPolicy,
     SplitRequest,
+    UnloadNamespace,
     UnloadRequest,
     UpdateTenant,
 )
@@ -230,9 +230,8 @@ class AdminApi:
         if forced(request):
             if not self.node.settings.get_bool("forceDeleteTenantAllowed"):
                 return reason(405, "Broker doesn't allow forced deletion of tenants")
-            if not self.node.settings.get_bool("forceDeleteNamespaceAllowed"):
-                # Pulsar deletes them through its own API, which asks this too.
-                return reason(405, "Broker doesn't allow forced deletion of namespaces")
+            # Each forced namespace deletion is asked as Pulsar asks its own API for it: the
+            # leader refuses it unless forceDeleteNamespaceAllowed.
             for name in await self.node.store.children(paths.tenant(tenant)):
                 namespace = f"{tenant}/{name}"
                 reply = await to_leader(self.node, DeleteNamespace(namespace=namespace, force=True))
@@ -296,9 +295,7 @@ class AdminApi:
         leader checks the store for persistent topics; the non-persistent ones live only on
         the brokers serving the bundles, so they are asked here first."""
         namespace = _namespace(request)
-        force = forced(request)
-        if force and not self.node.settings.get_bool("forceDeleteNamespaceAllowed"):
-            return reason(405, "Broker doesn't allow forced deletion of namespaces")
+        force = forced(request)  # the leader refuses it unless forceDeleteNamespaceAllowed
         if not force and await self.node.store.exists(paths.namespace_policies(namespace)):
             loaded = await loaded_topics(self.node, namespace)
             if isinstance(loaded, web.StreamResponse):
@@ -330,18 +327,10 @@ class AdminApi:
         return await namespace_topics(self.node, _namespace(request), domains)
 
     async def unload_namespace(self, request: web.Request) -> web.StreamResponse:
-        """``PUT .../{ns}/unload``: unload every bundle of the namespace that has an owner, as
-        Pulsar's ``unloadNamespace`` does; the first refusal is the answer."""
+        """``PUT .../{ns}/unload``: unload every owned bundle of the namespace, as Pulsar's
+        ``unloadNamespace`` does; answered when they have moved."""
         namespace = _namespace(request)
-        state = await load_namespace(self.node.store, namespace)
-        if state is None:
-            return reason(404, f"namespace {namespace} does not exist")
-        owned = [b for b in state.bundles.bundles if await self.node.owners.owner(b) is not None]
-        replies = await asyncio.gather(
-            *(to_leader(self.node, UnloadRequest(bundle=str(b))) for b in owned)
-        )
-        refused = next((r for r in replies if not r.ok), None)
-        return done(refused or RequestReply(ok=True))
+        return done(await to_leader(self.node, UnloadNamespace(namespace=str(namespace))))
 
     def _bundle(self, request: web.Request, *, named: bool = False) -> str:
         """``{namespace}/{range}``; with ``named`` (a split), the range may be LARGEST or HOT."""
