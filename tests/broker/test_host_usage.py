@@ -29,22 +29,13 @@ def test_nic_speed_override_wins() -> None:
     assert nic_speed_kbits(None) >= 0.0
 
 
-def test_the_first_cpu_reading_spans_a_second_not_milliseconds(
-    clock: Clock, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_the_first_cpu_reading_spans_a_second_not_milliseconds(clock: Clock) -> None:
     """A reading over the milliseconds after start-up read one busy core of two as 50 %, and
-    the report kept it for a minute."""
-    asked: list[float | None] = []
-
-    def cpu_percent(interval: float | None = None) -> float:
-        asked.append(interval)
-        return 3.0
-
-    monkeypatch.setattr(psutil, "cpu_percent", cpu_percent)
+    the report kept it for a minute: the broker waits out a second first, on its clock."""
     provider = PsutilHostUsage(clock)
-    assert asked == [None]  # the baseline
-    first = provider.sample(NamespaceBundleStats())
-    assert asked[1] == pytest.approx(PsutilHostUsage.MIN_CPU_WINDOW_S)  # the rest of a second
-    assert first.cpu.usage == 3.0 * (psutil.cpu_count() or 1)
-    provider.sample(NamespaceBundleStats())  # later ones measure since the last
-    assert asked[2:] == [None]
+    started = clock.monotonic()
+    await clock.sleep(0.25)
+    await provider.warm_up()
+    assert clock.monotonic() - started == pytest.approx(PsutilHostUsage.MIN_CPU_WINDOW_S)
+    await provider.warm_up()  # once the window has passed, at once
+    assert clock.monotonic() - started == pytest.approx(PsutilHostUsage.MIN_CPU_WINDOW_S)

@@ -96,8 +96,7 @@ class PsutilHostUsage:
     The first sample comes moments after the broker starts, and a CPU percent over a few
     milliseconds is noise (one busy core of two reads as 50 %) that the report would then
     carry until the next host-usage check, a minute later: placement would take the new
-    broker for loaded. So the first CPU measurement spans at least ``MIN_CPU_WINDOW_S``,
-    waiting out the rest of it once."""
+    broker for loaded. So the broker awaits :meth:`warm_up` before its first report."""
 
     continuous = False
     MIN_CPU_WINDOW_S = 1.0
@@ -108,18 +107,14 @@ class PsutilHostUsage:
         self._process = psutil.Process()
         psutil.cpu_percent(interval=None)  # the first call only sets the baseline
         self._started = self._last_time = clock.monotonic()
-        self._measured = False
         counters = psutil.net_io_counters()
         self._last_rx, self._last_tx = counters.bytes_recv, counters.bytes_sent
 
-    def _cpu_percent(self, now: float) -> float:
-        window = now - self._started
-        if not self._measured and window < self.MIN_CPU_WINDOW_S:
-            self._measured = True
-            # Blocks once, at start-up, for under a second: psutil measures over it.
-            return psutil.cpu_percent(interval=self.MIN_CPU_WINDOW_S - window)
-        self._measured = True
-        return psutil.cpu_percent(interval=None)
+    async def warm_up(self) -> None:
+        """Return once the first CPU measurement spans ``MIN_CPU_WINDOW_S``."""
+        waited = self._clock.monotonic() - self._started
+        if waited < self.MIN_CPU_WINDOW_S:
+            await self._clock.sleep(self.MIN_CPU_WINDOW_S - waited)
 
     def sample(self, traffic: NamespaceBundleStats) -> SystemResourceUsage:
         now = self._clock.monotonic()
@@ -135,7 +130,7 @@ class PsutilHostUsage:
         cores = psutil.cpu_count() or 1
         nic = nic_speed_kbits(self._override)
         return SystemResourceUsage(
-            cpu=ResourceUsage(usage=self._cpu_percent(now) * cores, limit=100.0 * cores),
+            cpu=ResourceUsage(usage=psutil.cpu_percent(interval=None) * cores, limit=100.0 * cores),
             memory=ResourceUsage(
                 usage=self._process.memory_info().rss / MIB,
                 limit=psutil.virtual_memory().total / MIB,

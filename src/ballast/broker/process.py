@@ -60,6 +60,15 @@ async def run_broker(
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)
+    # Made first, so that its first CPU measurement spans the connecting too.
+    usage: HostUsageProvider
+    if host_usage == "model":
+        usage = ModelledHostUsage(BrokerCapacity())
+    else:
+        usage = PsutilHostUsage(
+            clock,
+            nic_speed_override_gbps=ReportConfig.from_settings(settings).nic_speed_override_gbps,
+        )
     url = settings.get_str("metadataStoreUrl")
     log.info("broker %s connecting to the metadata store %s", identity.broker_id, url)
     stores = MetadataStores(clock)
@@ -77,14 +86,6 @@ async def run_broker(
         stores.close()
         return
     store = connecting.result()
-    usage: HostUsageProvider
-    if host_usage == "model":
-        usage = ModelledHostUsage(BrokerCapacity())
-    else:
-        usage = PsutilHostUsage(
-            clock,
-            nic_speed_override_gbps=ReportConfig.from_settings(settings).nic_speed_override_gbps,
-        )
     transport = HttpTransport()
     traffic = MeasuredTraffic(clock, settings.get_int("statsUpdateFrequencyInSecs"))
     node = BrokerNode(
@@ -104,6 +105,8 @@ async def run_broker(
     )
     await server.start()
     await binary.start()
+    if isinstance(usage, PsutilHostUsage):
+        await usage.warm_up()
     await node.start()
     log.info(
         "broker %s serving on %s and %s",
