@@ -336,6 +336,15 @@ async def test_a_tenant_body_is_checked_as_pulsar_does(clock: Clock) -> None:
         assert status == 412 and answer == {"reason": "Clusters do not exist: no"}
         assert (await api.call("POST", "/admin/v2/tenants/none", json=roles))[0] == 404
         assert (await api.call("GET", "/admin/v2/tenants/x"))[1] == roles
+        # A cluster its namespaces replicate to stays (Pulsar's canUpdateCluster).
+        assert (await api.call("PUT", "/admin/v2/namespaces/x/n"))[0] == 204
+        status, answer, _ = await api.call(
+            "POST", "/admin/v2/tenants/x", json={"allowedClusters": ["global"]}
+        )
+        assert status == 409 and "active namespaces are present in colos ['standalone']" in str(
+            answer
+        )
+        assert (await api.call("GET", "/admin/v2/tenants/x"))[1] == roles
 
 
 async def test_a_broker_is_in_one_failure_domain(clock: Clock) -> None:

@@ -63,6 +63,7 @@ from ballast.model.policies import (
     FailureDomain,
     IsolationPolicies,
     LocalPolicies,
+    NamespacePolicies,
     unload_patterns,
 )
 from ballast.model.split_algorithms import SPECIFIED_POSITIONS_DIVIDE
@@ -309,15 +310,36 @@ class AdminHandlers:
             validate_tenant(request.tenant)
         except InvalidNameError as exc:
             return failed(400, str(exc))
+        info = self._tenant_info(request)  # Pulsar checks the clusters first
+        if isinstance(info, RequestReply):
+            return info
         record = await self.c.store.get(paths.tenant(request.tenant))
         if record is None:
             return failed(404, f"tenant {request.tenant} does not exist")
-        info = self._tenant_info(request)
-        if isinstance(info, RequestReply):
-            return info
+        old = msgspec.json.decode(record.value or b"{}", type=TenantInfo)
+        removed = set(old.allowed_clusters) - set(info.allowed_clusters)
+        in_use = await self._clusters_in_use(request.tenant, removed)
+        if in_use:  # Pulsar's canUpdateCluster
+            return failed(
+                409,
+                "Failed to update the tenant because active namespaces are present in colos "
+                f"{sorted(in_use)}. Please delete those namespaces first",
+            )
         body = msgspec.json.encode(info)
         await self.c.fenced([SetValue(paths.tenant(request.tenant), body, record.stat.version)])
         return ok(f"tenant {request.tenant} updated")
+
+    async def _clusters_in_use(self, tenant: str, clusters: set[str]) -> set[str]:
+        """Which of ``clusters`` a namespace of ``tenant`` replicates to."""
+        used: set[str] = set()
+        if not clusters:
+            return used
+        for name in await self.c.store.children(paths.tenant(tenant)):
+            record = await self.c.store.get(f"{paths.tenant(tenant)}/{name}")
+            if record is not None and record.value:
+                policies = msgspec.json.decode(record.value, type=NamespacePolicies)
+                used |= clusters & set(policies.replication_clusters)
+        return used
 
     def _tenant_info(self, request: CreateTenant | UpdateTenant) -> TenantInfo | RequestReply:
         """The ``TenantInfo`` to store, or the refusal of its clusters (Pulsar's

@@ -147,7 +147,8 @@ def _policy(request: web.Request) -> str:
     )
 
 
-def _namespace(request: web.Request) -> NamespaceName:
+def namespace_of(request: web.Request) -> NamespaceName:
+    """The ``{tenant}/{namespace}`` of the path; 400 with the name's fault."""
     try:
         return NamespaceName.of(request.match_info["tenant"], request.match_info["namespace"])
     except InvalidNameError as exc:
@@ -249,7 +250,7 @@ class AdminApi:
         return web.json_response([f"{tenant}/{name}" for name in sorted(names)])
 
     async def create_namespace(self, request: web.Request) -> web.StreamResponse:
-        namespace = _namespace(request)
+        namespace = namespace_of(request)
         body = await _json_body(request) or {}
         if not isinstance(body, dict):  # Jackson reads Policies from an object only
             raise ApiError(400, 'body must be a JSON object (Policies), e.g. {"bundles": ...}')
@@ -280,7 +281,7 @@ class AdminApi:
         )
 
     async def get_policies(self, request: web.Request) -> web.StreamResponse:
-        namespace = _namespace(request)
+        namespace = namespace_of(request)
         record = await self.node.store.get(paths.namespace_policies(namespace))
         if record is None:
             return reason(404, f"namespace {namespace} does not exist")
@@ -294,7 +295,7 @@ class AdminApi:
         """Without ``force``, a namespace with topics is refused (409), as Pulsar does: the
         leader checks the store for persistent topics; the non-persistent ones live only on
         the brokers serving the bundles, so they are asked here first."""
-        namespace = _namespace(request)
+        namespace = namespace_of(request)
         force = forced(request)  # the leader refuses it unless forceDeleteNamespaceAllowed
         if not force and await self.node.store.exists(paths.namespace_policies(namespace)):
             loaded = await loaded_topics(self.node, namespace)
@@ -307,7 +308,7 @@ class AdminApi:
         )
 
     async def bundles(self, request: web.Request) -> web.StreamResponse:
-        namespace = _namespace(request)
+        namespace = namespace_of(request)
         state = await load_namespace(self.node.store, namespace)
         if state is None:
             return reason(404, f"namespace {namespace} does not exist")
@@ -324,17 +325,17 @@ class AdminApi:
         if mode not in ("PERSISTENT", "NON_PERSISTENT", "ALL"):
             return reason(400, f"mode {mode} is not PERSISTENT, NON_PERSISTENT or ALL")
         domains = [d for d in TopicDomain if mode in ("ALL", d.name)]
-        return await namespace_topics(self.node, _namespace(request), domains)
+        return await namespace_topics(self.node, namespace_of(request), domains)
 
     async def unload_namespace(self, request: web.Request) -> web.StreamResponse:
         """``PUT .../{ns}/unload``: unload every owned bundle of the namespace, as Pulsar's
         ``unloadNamespace`` does; answered when they have moved."""
-        namespace = _namespace(request)
+        namespace = namespace_of(request)
         return done(await to_leader(self.node, UnloadNamespace(namespace=str(namespace))))
 
     def _bundle(self, request: web.Request, *, named: bool = False) -> str:
         """``{namespace}/{range}``; with ``named`` (a split), the range may be LARGEST or HOT."""
-        namespace = _namespace(request)
+        namespace = namespace_of(request)
         text = request.match_info["bundle"]
         if named and text in SPLIT_NAMED_BUNDLES:
             return f"{namespace}/{text}"
@@ -377,7 +378,7 @@ class AdminApi:
     # -- policies ---------------------------------------------------------------------------
 
     async def get_anti_affinity(self, request: web.Request) -> web.StreamResponse:
-        namespace = _namespace(request)
+        namespace = namespace_of(request)
         record = await self.node.store.get(paths.local_policies(namespace))
         if (
             record is None
@@ -394,7 +395,7 @@ class AdminApi:
         return web.json_response(group)
 
     async def set_anti_affinity(self, request: web.Request) -> web.StreamResponse:
-        namespace = _namespace(request)
+        namespace = namespace_of(request)
         group = await _json_body(request)
         if not isinstance(group, str) or not group.strip():
             raise ApiError(412, "the anti-affinity group is a non-empty JSON string")
@@ -403,7 +404,7 @@ class AdminApi:
         )
 
     async def delete_anti_affinity(self, request: web.Request) -> web.StreamResponse:
-        namespace = _namespace(request)
+        namespace = namespace_of(request)
         return done(
             await to_leader(self.node, SetAntiAffinityGroup(namespace=str(namespace), group=None))
         )

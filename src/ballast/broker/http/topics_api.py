@@ -16,6 +16,7 @@ from ballast.broker.http.admin_api import (
     done,
     forced,
     loaded_topics,
+    namespace_of,
     namespace_topics,
     to_leader,
 )
@@ -129,7 +130,7 @@ class TopicsApi:
         """``GET /admin/v2/{persistent|non-persistent}/{tenant}/{namespace}/partitioned``: the
         namespace's partitioned topics of that domain."""
         domain = TopicDomain.parse(request.rel_url.raw_parts[3])  # a literal of the route
-        namespace = self._namespace(request)
+        namespace = namespace_of(request)
         if await self.node.store.exists(paths.namespace_policies(namespace)) is None:
             return reason(404, f"namespace {namespace} does not exist")
         listing = paths.namespace_partitioned_topics(namespace, domain)
@@ -143,13 +144,7 @@ class TopicsApi:
         """``GET /admin/v2/{persistent|non-persistent}/{tenant}/{namespace}``: the namespace's
         topics of that domain (pulsar-admin's ``topics list``)."""
         domain = TopicDomain.parse(request.rel_url.raw_parts[3])  # a literal of the route
-        return await namespace_topics(self.node, self._namespace(request), [domain])
-
-    def _namespace(self, request: web.Request) -> NamespaceName:
-        try:
-            return NamespaceName.of(request.match_info["tenant"], request.match_info["namespace"])
-        except InvalidNameError as exc:
-            raise ApiError(400, str(exc)) from None
+        return await namespace_topics(self.node, namespace_of(request), [domain])
 
     async def _loaded_partitions(self, topic: TopicName) -> list[str] | web.StreamResponse:
         """The partitions of ``topic`` loaded on some broker (only non-persistent topics are
