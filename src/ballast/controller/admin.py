@@ -64,6 +64,7 @@ from ballast.model.policies import (
     IsolationPolicies,
     LocalPolicies,
     NamespacePolicies,
+    isolation_policy_problem,
     unload_patterns,
 )
 from ballast.model.split_algorithms import SPECIFIED_POSITIONS_DIVIDE
@@ -479,6 +480,9 @@ class AdminHandlers:
         current: dict[str, Any] = {}
         if record is not None and record.value:
             current = msgspec.json.decode(record.value)
+        problem = None if request.policy is None else isolation_policy_problem(request.policy)
+        if problem is not None:
+            return failed(400, problem)
         if request.policy is None:
             if request.name not in current:
                 return failed(404, f"isolation policy {request.name} does not exist")

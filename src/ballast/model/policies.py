@@ -196,6 +196,35 @@ class IsolationPolicies(msgspec.Struct, frozen=True):
         return bool(self.policies)
 
 
+def isolation_policy_problem(raw: Mapping[str, Any]) -> str | None:
+    """Why a policy being set is refused, as Pulsar's ``NamespaceIsolationDataImpl.validate``
+    and ``MinAvailablePolicy`` refuse it; None when it may be set. (Stored policies are read
+    leniently, with defaults.)"""
+    failover = raw.get("auto_failover_policy")
+    missing = [
+        key
+        for key, present in (
+            ("namespaces", isinstance(raw.get("namespaces"), list) and raw["namespaces"]),
+            ("primary", isinstance(raw.get("primary"), list) and raw["primary"]),
+            ("secondary", isinstance(raw.get("secondary"), list)),
+            ("auto_failover_policy", isinstance(failover, dict)),
+        )
+        if not present
+    ]
+    if missing:
+        return (
+            f"an isolation policy needs {', '.join(missing)} (namespaces and primary: "
+            "non-empty lists of regexes; secondary: a list; auto_failover_policy: an object)"
+        )
+    parameters = failover.get("parameters") if isinstance(failover, dict) else None
+    if not isinstance(parameters, dict) or not {"min_limit", "usage_threshold"} <= set(parameters):
+        return (
+            "auto_failover_policy needs parameters min_limit and usage_threshold "
+            '(e.g. {"min_limit": "1", "usage_threshold": "80"})'
+        )
+    return None
+
+
 def unload_patterns(
     old: NamespaceIsolationPolicy | None, new: NamespaceIsolationPolicy
 ) -> list[str]:

@@ -431,35 +431,7 @@ class AdminApi:
         body = await _json_body(request)
         if not isinstance(body, dict):
             raise ApiError(400, "an isolation policy is a JSON object")
-        # Pulsar's NamespaceIsolationDataImpl.validate: a policy names namespaces and primary
-        # brokers, has a secondary list (empty or not) and an auto-failover policy.
-        failover = body.get("auto_failover_policy")
-        parameters = failover.get("parameters") if isinstance(failover, dict) else None
-        missing = [
-            key
-            for key, present in (
-                ("namespaces", isinstance(body.get("namespaces"), list) and body["namespaces"]),
-                ("primary", isinstance(body.get("primary"), list) and body["primary"]),
-                ("secondary", isinstance(body.get("secondary"), list)),
-                ("auto_failover_policy", isinstance(failover, dict)),
-            )
-            if not present
-        ]
-        if missing:
-            raise ApiError(
-                400,
-                f"an isolation policy needs {', '.join(missing)} (namespaces and primary: "
-                "non-empty lists of regexes; secondary: a list; auto_failover_policy: an object)",
-            )
-        # Pulsar's MinAvailablePolicy refuses parameters without both of its keys.
-        if not isinstance(parameters, dict) or not {"min_limit", "usage_threshold"} <= set(
-            parameters
-        ):
-            raise ApiError(
-                400,
-                "auto_failover_policy needs parameters min_limit and usage_threshold "
-                '(e.g. {"min_limit": "1", "usage_threshold": "80"})',
-            )
+        # The leader checks it as Pulsar's NamespaceIsolationDataImpl.validate does.
         return done(await to_leader(self.node, SetIsolationPolicy(name=name, policy=body)))
 
     async def delete_isolation_policy(self, request: web.Request) -> web.StreamResponse:
