@@ -194,6 +194,9 @@ async def test_setting_an_isolation_policy_unloads_what_it_moves(clock: Clock) -
         }
         status, body, _ = await api.call("POST", path, json=policy)
         assert status == 400 and "min_limit and usage_threshold" in body["reason"]  # type: ignore[index]
+        untyped = {**policy, "auto_failover_policy": {"parameters": {"min_limit": "1"}}}
+        status, body, _ = await api.call("POST", path, json=untyped)
+        assert status == 400 and "auto_failover_policy.policy_type" in body["reason"]  # type: ignore[index]
         policy["auto_failover_policy"] = {
             "policy_type": "min_available",
             "parameters": {"min_limit": "1", "usage_threshold": "80"},

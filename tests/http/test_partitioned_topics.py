@@ -33,6 +33,15 @@ async def test_a_partitioned_topic_is_created_raised_and_deleted(clock: Clock) -
         listing = "/admin/v2/non-persistent/t/ns/partitioned"
         assert (await api.call("GET", listing, broker=other))[1] == ["non-persistent://t/ns/orders"]
         assert (await api.call("GET", "/admin/v2/persistent/t/ns/partitioned"))[1] == []
+        # A v1 topic's count, as a client with an http:// URL asks for it.
+        v1 = "/admin/non-persistent/t/standalone/ns/orders/partitions"
+        assert (await api.call("GET", v1))[:2] == (200, {"partitions": 0})
+        # Ballast's ceiling: 2^31 persistent partitions, each recorded, held the leader.
+        huge = "/admin/v2/persistent/t/ns/huge/partitions"
+        assert await _reason(api, "PUT", huge, 2**31 - 1, other) == (
+            406,
+            "Number of partitions should be less than or equal to 10000",
+        )
         # Raised, never lowered; the same count is a no-op.
         assert await _reason(api, "POST", ORDERS, 2, other) == (
             422,

@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from ballast.controller.controller import Controller
 
 MAX_PARTITIONS_SETTING = "maxNumPartitionsPerPartitionedTopic"
+# Ballast's own ceiling, below any limit set: a persistent topic's partitions are recorded one
+# by one in the leader's queue, and 2^31 of them held it (and its memory) for good.
+PARTITIONS_CEILING = 10_000
 
 
 def partitioned_topic_name(text: str) -> TopicName | RequestReply:
@@ -66,7 +69,8 @@ class PartitionedTopicHandlers:
         if partitions <= 0:
             return failed(406, "Number of partitions should be more than 0")
         limit = self.c.settings.get_int(MAX_PARTITIONS_SETTING)
-        if 0 < limit < partitions:
+        limit = min(limit, PARTITIONS_CEILING) if limit > 0 else PARTITIONS_CEILING
+        if limit < partitions:
             if update:
                 return failed(
                     422,

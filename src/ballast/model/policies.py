@@ -208,6 +208,10 @@ def isolation_policy_problem(raw: Mapping[str, Any]) -> str | None:
             ("primary", isinstance(raw.get("primary"), list) and raw["primary"]),
             ("secondary", isinstance(raw.get("secondary"), list)),
             ("auto_failover_policy", isinstance(failover, dict)),
+            (
+                "auto_failover_policy.policy_type",
+                not isinstance(failover, dict) or failover.get("policy_type") is not None,
+            ),
         )
         if not present
     ]

@@ -66,6 +66,14 @@ def routes(node: BrokerNode) -> list[Route]:
             query=("checkAllowAutoCreation",),
         ),
         Route(
+            "GET",
+            "/admin/{domain}/{tenant}/{cluster}/{namespace}/{topic}/partitions",
+            topics.partitions_v1,
+            "Partitioned-topic metadata of a v1 topic",
+            "topics",
+            query=("checkAllowAutoCreation",),
+        ),
+        Route(
             "PUT",
             TOPIC + "/partitions",
             topics.create,

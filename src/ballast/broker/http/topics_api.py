@@ -82,7 +82,15 @@ class TopicsApi:
     async def partitions(self, request: web.Request) -> web.StreamResponse:
         """``GET .../{topic}/partitions``: the partitioned topic's partition count (0 for a
         plain topic), asked by clients before a lookup."""
-        topic = self._topic(request)
+        return await self._partitions_of(self._topic(request))
+
+    async def partitions_v1(self, request: web.Request) -> web.StreamResponse:
+        """``GET /admin/{domain}/{tenant}/{cluster}/{namespace}/{topic}/partitions``: the same
+        for a v1 topic (clients with an ``http://`` URL ask so for one)."""
+        raw = request.rel_url.raw_parts  # ('/', 'admin', domain, tenant, cluster, ns, topic, ..)
+        return await self._partitions_of(topic_from_parts(raw[2], list(raw[3:-1])))
+
+    async def _partitions_of(self, topic: TopicName) -> web.StreamResponse:
         return web.json_response({"partitions": await partitions_of(self.node.store, topic)})
 
     async def create(self, request: web.Request) -> web.StreamResponse:
