@@ -140,12 +140,9 @@ class AdminHandlers:
     async def _UnloadNamespace(self, request: UnloadNamespace) -> Any:  # noqa: N802
         """Every owned bundle of the namespace, at once (Pulsar's ``unloadNamespace``); the
         reply comes when all have moved. Bundles already moving are left to their move."""
-        try:
-            namespace = NamespaceName.parse(request.namespace)
-        except InvalidNameError as exc:
-            return failed(400, str(exc))
-        if namespace not in self.c.image.namespaces:
-            return failed(404, f"namespace {namespace} does not exist")
+        namespace = self._existing_namespace(request.namespace)
+        if isinstance(namespace, RequestReply):
+            return namespace
         moves = self._unload_owned(lambda ns: ns == namespace, "admin unload of its namespace")
         if not moves:
             return ok(f"{namespace} has no owned bundle to unload")
@@ -156,6 +153,17 @@ class AdminHandlers:
             return next((r for r in done if not r.ok), ok(f"unloaded {len(done)} bundles"))
 
         return asyncio.ensure_future(all_moved())
+
+    def _existing_namespace(self, text: str) -> NamespaceName | RequestReply:
+        """The namespace ``text`` names, or the refusal: 400 for a bad name, 404 for one the
+        cluster does not have."""
+        try:
+            namespace = NamespaceName.parse(text)
+        except InvalidNameError as exc:
+            return failed(400, str(exc))
+        if namespace not in self.c.image.namespaces:
+            return failed(404, f"namespace {namespace} does not exist")
+        return namespace
 
     def _start_unload(self, bundle: str, owner: str, why: str) -> int:
         """Start unloading an owned bundle; the move's id."""
@@ -230,13 +238,10 @@ class AdminHandlers:
         LARGEST holds the most persistent topics (the first to reach the count, listing the
         topics in order); HOT has the highest long-term throughput among bundles with topics.
         404 when no bundle qualifies, as Pulsar answers."""
-        try:
-            namespace = NamespaceName.parse(namespace_text)
-        except InvalidNameError as exc:
-            return failed(400, str(exc))
-        bundles = self.c.image.namespaces.get(namespace)
-        if bundles is None:
-            return failed(404, f"namespace {namespace} does not exist")
+        namespace = self._existing_namespace(namespace_text)
+        if isinstance(namespace, RequestReply):
+            return namespace
+        bundles = self.c.image.namespaces[namespace]
         found: BundleName | None = None
         if which == "LARGEST":
             counts: Counter[BundleName] = Counter()
@@ -453,12 +458,9 @@ class AdminHandlers:
     # -- policies -----------------------------------------------------------------------------
 
     async def _SetAntiAffinityGroup(self, request: SetAntiAffinityGroup) -> RequestReply:  # noqa: N802
-        try:
-            namespace = NamespaceName.parse(request.namespace)
-        except InvalidNameError as exc:
-            return failed(400, str(exc))
-        if namespace not in self.c.image.namespaces:
-            return failed(404, f"namespace {namespace} does not exist")
+        namespace = self._existing_namespace(request.namespace)
+        if isinstance(namespace, RequestReply):
+            return namespace
         path = paths.local_policies(namespace)
         record = await self.c.store.get(path)
         local = LocalPolicies()
