@@ -28,7 +28,8 @@ def spawn(
         exc = done.exception()
         if exc is None:
             return
-        log.error("task %s died", name, exc_info=exc)
+        if not isinstance(exc, KeyboardInterrupt):  # Ctrl-C: the process is stopping, not failing
+            log.error("task %s died", name, exc_info=exc)
         if on_death is not None:
             on_death(name, exc)
 

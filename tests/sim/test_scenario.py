@@ -194,6 +194,20 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
             "[metrics]\ntarget_sd = 0.1",
             r"metrics.target_sd: unknown key \(did you mean target_std\?\)",
         ),
+        # keys only asked about (optional ones) are suggested too
+        (
+            "[expect]\nfinal_std = 0.1",
+            r"expect.final_std: unknown key \(did you mean final_std_max",
+        ),
+        (
+            "[[events]]\nat = 1\nadd_broker = 1",
+            r"events\[0\]: needs exactly one of add_brokers, .*scale_rates "
+            r"\(events\[0\].add_broker is no key: did you mean add_brokers\?\)",
+        ),
+        (
+            "[[events]]\nat = 1\nadd_brokers = 1\nstop_brokers = 1",
+            r"events\[0\]: needs exactly one of .* \(it has add_brokers and stop_brokers\)",
+        ),
         (
             "[[namespaces]]\nname = 'n'\ntopics = 1\nanti_affinity_group = 5",
             r"namespaces\[0\].anti_affinity_group: expected a group name",
@@ -360,6 +374,12 @@ def test_errors_name_the_key(extra: str, message: str) -> None:
             "at = 1\nadd_brokers = 2\n[[events]]\nat = 2\nstop_brokers = [0, 1]\n"
             "[[events]]\nat = 3\nstop_brokers = [1]\n[[events]]\nat = 4\nstop_brokers = 2",
             r"events\[3\].stop_brokers: 2 brokers, but at most 1 are running at 4 s",
+        ),
+        # a count picks among the running brokers: after [0], it stops two others
+        (
+            "at = 1\nadd_brokers = 2\n[[events]]\nat = 2\nstop_brokers = [0]\n"
+            "[[events]]\nat = 3\nstop_brokers = 2\n[[events]]\nat = 4\nstop_brokers = 1",
+            r"events\[3\].stop_brokers: 1 brokers, but at most 0 are running at 4 s",
         ),
     ],
 )

@@ -255,6 +255,117 @@ def test_a_run_written_over_an_earlier_one_leaves_none_of_its_files(
     ]
 
 
+def test_a_run_removes_what_earlier_runs_left_in_out(ballast: Run, tmp_path: Path) -> None:
+    """A single run over a comparison kept the comparison files, saying another run's seed,
+    and the other strategies' folders; a folder that is not a run's is never touched."""
+    scenario, out = str(write(tmp_path)), tmp_path / "out"
+    compared = ballast("simulate", scenario, "--compare", "threshold,ballast", "--out", str(out))
+    assert compared.returncode == 0, compared.stderr
+    assert (out / "comparison.png").exists()
+    mine = out / "mine"
+    mine.mkdir()
+    (mine / "summary.json").write_text("{}", encoding="utf-8")
+    (mine / "notes.txt").write_text("keep", encoding="utf-8")
+    unplotted = ballast("simulate", scenario, "--compare", "threshold,ballast", "--no-plots",
+                        "--out", str(out))  # fmt: skip
+    assert unplotted.returncode == 0, unplotted.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "ballast", "comparison.json", "mine", "threshold",
+    ]  # fmt: skip
+    single = ballast("simulate", scenario, "--strategy", "ballast", "--seed", "2",
+                     "--out", str(out))  # fmt: skip
+    assert single.returncode == 0, single.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["ballast", "mine"]
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "summary.json"]
+    summary = json.loads((out / "ballast" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["seed"] == 2
+
+
+def test_a_broken_link_for_a_run_directory_is_refused_before_the_run(
+    ballast: Run, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "threshold").symlink_to(tmp_path / "nowhere")
+    done = ballast("simulate", str(write(tmp_path)), "--strategy", "threshold", "--out", str(out))
+    assert done.returncode == 2 and done.stdout == ""  # no run
+    assert f"{out / 'threshold'} is a broken symbolic link" in done.stderr
+
+
+def test_duration_cuts_a_run_short(ballast: Run, tmp_path: Path) -> None:
+    """--duration replaces the scenario's; the event at 1 min is left out with a note."""
+    out = tmp_path / "out"
+    done = ballast("simulate", str(write(tmp_path)), "--duration", "1m", "--json", "--no-plots",
+                   "--out", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "note: --duration 60 s leaves out 1 event(s) at or after it" in done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["durationS"] == 60 and summary["final"]["brokers"] == 2
+    assert pq.read_table(out / "threshold" / "timeline.parquet").num_rows == 4  # 0..60 s by 20
+    for bad, said in (("70", "not a whole number of 20 s steps"), ("0", "must be above 0"),
+                      ("soon", '"soon" is not a duration')):  # fmt: skip
+        refused = ballast("simulate", str(write(tmp_path)), "--duration", bad)
+        assert refused.returncode == 2 and "--duration: " in refused.stderr, bad
+        assert said in refused.stderr, refused.stderr
+
+
+def test_a_run_labelled_by_its_settings_is_not_named_for_a_profile_it_is_not(
+    ballast: Run, tmp_path: Path
+) -> None:
+    """ballast's shedding with the default placement was labelled "ballast", like the
+    profile, with other figures on the same seed."""
+    scenario = str(write(tmp_path))
+    shedding_only = ballast("simulate", scenario, "--json", "--no-plots",
+                            "--set", "loadBalancerLoadSheddingStrategy=ballast")  # fmt: skip
+    assert shedding_only.returncode == 0, shedding_only.stderr
+    assert json.loads(shedding_only.stdout)["strategy"] == "ballast+least_long_term_message_rate"
+    profiled = ballast("simulate", scenario, "--json", "--no-plots",
+                       "--set", "loadBalancerLoadSheddingStrategy=ballast",
+                       "--set", "loadBalancerLoadPlacementStrategy=ballast",
+                       "--set", "loadBalancerDistributeBundlesEvenlyEnabled=false")  # fmt: skip
+    assert json.loads(profiled.stdout)["strategy"] == "ballast"
+
+
+def test_a_setting_that_does_nothing_is_warned_about(ballast: Run, tmp_path: Path) -> None:
+    """The memory weight is ignored, as in Pulsar 3.0 on: a run that sets it says so."""
+    done = ballast("simulate", str(write(tmp_path)), "--duration", "20", "--json",
+                   "--set", "loadBalancerMemoryResourceWeight=1")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "warning: loadBalancerMemoryResourceWeight is deprecated: ignored" in done.stderr
+
+
+def test_loads_that_overflow_fail_the_run(ballast: Run, tmp_path: Path) -> None:
+    """A factor of 1e308 made infinite loads: NaN and Infinity in summary.json, exit 0."""
+    scenario = tmp_path / "huge.toml"
+    scenario.write_text(
+        TINY.replace("add_brokers = 1", "scale_rates = { factor = 1e308 }"), encoding="utf-8"
+    )
+    done = ballast("simulate", str(scenario), "--no-plots", "--out", str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert "the brokers' loads at 80 s are not finite numbers" in done.stderr
+    assert "RuntimeWarning" not in done.stderr and not (tmp_path / "out" / "threshold").exists()
+
+
+def test_an_interrupted_run_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ballast.cli import simulate as command
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, "simulate", interrupted)
+    try:
+        command.simulate_command(str(write(tmp_path)), plots=False)
+    except KeyboardInterrupt:  # escaping, it would stop the test session itself
+        pytest.fail("the interrupt escaped as a traceback")
+    except typer.Exit as stopped:
+        assert stopped.exit_code == 130
+    else:
+        pytest.fail("an interrupted run exited normally")
+    assert capsys.readouterr().err == "error: interrupted before the runs ended: nothing written\n"
+
+
 def test_library_names_resolve_from_any_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -355,3 +466,8 @@ def test_a_run_that_ends_without_brokers_says_so(ballast: Run, tmp_path: Path) -
     assert summary["final"]["brokers"] == 0
     assert summary["final"]["std"] is None and summary["final"]["ratio"] is None
     assert summary["convergenceS"] is None  # an empty cluster is not a balanced one
+    # nor in the timeline: figures an empty cluster has not are null there, not 0 and 1
+    timeline = pq.read_table(out / "threshold" / "timeline.parquet").to_pylist()
+    empty = [row for row in timeline if row["brokers"] == 0]
+    assert empty and all(row["std"] is None and row["ratio"] is None for row in empty)
+    assert all(row["std"] is not None for row in timeline if row["brokers"] > 0)

@@ -3,6 +3,7 @@ balance and cost, compare strategies. See ``docs/simulator.md``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sys
@@ -18,16 +19,17 @@ from rich.table import Table
 from ballast.cli.common import fail, output_console
 from ballast.model.config import ConfigError
 from ballast.sim.invariants import InvariantViolation
-from ballast.sim.output import FORMATS, run_paths, write_json, write_run
+from ballast.sim.output import FORMATS, remove_stale_runs, run_paths, write_json, write_run
 from ballast.sim.runner import (
     RunOptions,
     RunResult,
     SimulationError,
     effective_settings,
+    settings_warnings,
     simulate,
 )
 from ballast.sim.scenario import Scenario, load_scenario
-from ballast.sim.schema import ScenarioError
+from ballast.sim.schema import ScenarioError, parse_duration
 from ballast.sim.strategies import PROFILES, UnknownProfile, strategy_profile
 from ballast.sim.summary import failed_expectations, summarize
 
@@ -87,6 +89,14 @@ def _strategies(strategy: str | None, compare: str | None) -> list[str | None]:
     return names
 
 
+def _number_or(text: str) -> float | str:
+    """``text`` as a number of seconds where it is one (``90``), else as given (``"10m"``)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def _out_path(text: str) -> Path:
     """``--out`` as a path; an empty one is refused (it would be the current directory)."""
     if not text.strip():
@@ -99,6 +109,8 @@ def _prepare_out(out: Path) -> None:
     fails in a moment, not after a long simulation whose results would then be lost."""
     if out.exists() and not out.is_dir():
         fail(f"--out {out} is a file, not a directory")
+    if out.is_symlink() and not out.exists():
+        fail(f"--out {out} is a broken symbolic link")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -116,6 +128,11 @@ def _check_settings(
     """Each run's settings, before any run: a ``--set`` that a later strategy's profile
     contradicts fails now, not after the runs before it. The runs' strategy names."""
     labels: list[str] = []
+    try:
+        for warning in settings_warnings(loaded, overrides):
+            print(f"warning: {warning}", file=sys.stderr)
+    except ConfigError as exc:
+        fail(str(exc))
     for name in names:
         try:
             labels.append(
@@ -131,6 +148,8 @@ def _check_targets(out: Path, labels: list[str], fmt: str, *, plots: bool, compa
     a directory where a file goes, would otherwise fail the writing after the runs."""
     for label in labels:
         directory = out / label
+        if directory.is_symlink() and not directory.exists():
+            fail(f"cannot write to --out {out}: {directory} is a broken symbolic link")
         if directory.exists() and not directory.is_dir():
             fail(f"cannot write to --out {out}: {directory} is a file, not a directory")
     files = [path for label in labels for path in run_paths(out / label, fmt, plots=plots)]
@@ -152,6 +171,7 @@ def _write_outputs(
 ) -> None:
     for result, summary in zip(results, summaries, strict=True):
         write_run(result, summary, out / result.strategy, fmt=fmt, plots=plots)
+    remove_stale_runs(out, [r.strategy for r in results], compared=compared, plots=plots)
     if compared:
         write_json(summaries, out / "comparison.json")
         if plots:
@@ -204,6 +224,48 @@ def _print_table(scenario: Scenario, summaries: list[dict[str, Any]]) -> None:
     output_console().print(table)
 
 
+def _run_all(
+    loaded: Scenario, names: list[str | None], labels: list[str], base: RunOptions
+) -> tuple[list[RunResult], list[dict[str, Any]]]:
+    """Run each strategy in turn under a progress bar; the results and their summaries."""
+    results: list[RunResult] = []
+    summaries: list[dict[str, Any]] = []
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f} s"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,  # a log or a pipe gets no bar, not even its blank line
+    ) as progress:
+        for name, label in zip(names, labels, strict=True):
+            task = progress.add_task(f"{loaded.name} · {label}", total=loaded.duration_s)
+
+            def advance(now: float, _total: float, task: Any = task) -> None:
+                progress.update(task, completed=now)
+
+            options = dataclasses.replace(
+                base,
+                strategy=name,
+                progress=advance,
+                # side by side, each run keeps its own history (loadBalancerHistoryPath)
+                history_subdir=label if len(names) > 1 else None,
+            )
+            try:
+                result = simulate(loaded, options)
+            except ConfigError as exc:
+                fail(str(exc))
+            except InvariantViolation as exc:
+                fail(f"invariant broken ({label}): {exc}", code=1)
+            except SimulationError as exc:
+                fail(f"simulation failed ({label}): {exc}", code=1)
+            results.append(result)
+            summaries.append(summarize(result))
+    return results, summaries
+
+
 def simulate_command(
     scenario: Annotated[
         str,
@@ -229,6 +291,14 @@ def simulate_command(
     ] = None,
     seed: Annotated[
         int | None, typer.Option("--seed", min=0, help="Replace the scenario's seed (0 or more).")
+    ] = None,
+    duration: Annotated[
+        str | None,
+        typer.Option(
+            "--duration",
+            help='Run this long instead of the scenario\'s duration (90, "90s", "10m", "1h30m"; '
+            "a whole number of its steps); events from then on are left out.",
+        ),
     ] = None,
     overrides: Annotated[
         list[str] | None,
@@ -258,7 +328,10 @@ def simulate_command(
     if timeline_format not in FORMATS:
         fail(f"--format must be one of {', '.join(FORMATS)}")
     try:
-        loaded = load_scenario(find_scenario(scenario))
+        cut = None if duration is None else parse_duration(_number_or(duration), "--duration")
+        if cut is not None and cut <= 0:
+            raise ScenarioError("--duration: must be above 0")
+        loaded = load_scenario(find_scenario(scenario), duration_s=cut)
     except ScenarioError as exc:
         fail(str(exc))
     for note in loaded.notes:
@@ -270,44 +343,13 @@ def simulate_command(
         _prepare_out(out)
         _check_targets(out, labels, timeline_format, plots=plots, compared=compare is not None)
     logging.getLogger("ballast").setLevel(logging.ERROR)
-    results: list[RunResult] = []
-    summaries: list[dict[str, Any]] = []
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:.0f}/{task.total:.0f} s"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,  # a log or a pipe gets no bar, not even its blank line
-    ) as progress:
-        for name in names:
-            label = name or "settings"
-            task = progress.add_task(f"{loaded.name} · {label}", total=loaded.duration_s)
-
-            def advance(now: float, _total: float, task: Any = task) -> None:
-                progress.update(task, completed=now)
-
-            options = RunOptions(
-                strategy=name,
-                seed=seed,
-                overrides=tuple(overrides or ()),
-                check_invariants=check_invariants,
-                progress=advance,
-                # side by side, each run keeps its own history (loadBalancerHistoryPath)
-                history_subdir=label if len(names) > 1 else None,
-            )
-            try:
-                result = simulate(loaded, options)
-            except ConfigError as exc:
-                fail(str(exc))
-            except InvariantViolation as exc:
-                fail(f"invariant broken ({label}): {exc}", code=1)
-            except SimulationError as exc:
-                fail(f"simulation failed ({label}): {exc}", code=1)
-            results.append(result)
-            summaries.append(summarize(result))
+    base = RunOptions(
+        seed=seed, overrides=tuple(overrides or ()), check_invariants=check_invariants
+    )
+    try:
+        results, summaries = _run_all(loaded, names, labels, base)
+    except KeyboardInterrupt:
+        fail("interrupted before the runs ended: nothing written", code=130)
     if out is not None:
         try:
             _write_outputs(
@@ -318,6 +360,8 @@ def simulate_command(
             typer.echo(f"error: cannot write to --out {out}: {exc}", err=True)
             typer.echo(json.dumps(summaries, indent=2))
             raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            fail(f"interrupted while writing to --out {out}: its files are incomplete", code=130)
     if as_json:
         typer.echo(json.dumps(summaries if compare is not None else summaries[0], indent=2))
     else:

@@ -122,7 +122,12 @@ EVENT_KINDS = tuple(ACTION_NAMES.values())
 
 
 def check_events(
-    events: Sequence[Event], brokers: int | None, namespaces: Iterable[str], end_s: float
+    events: Sequence[Event],
+    brokers: int | None,
+    namespaces: Iterable[str],
+    end_s: float,
+    *,
+    past_end_allowed: bool = False,
 ) -> None:
     """Refuse (:class:`ScenarioError`) the events a run could not carry out as written: one
     at or after the end of the run (``end_s``, its last step: the run records it and stops),
@@ -133,13 +138,17 @@ def check_events(
     by count and by index (or ``all``) may be the same ones — only a selection that cannot be
     met is refused.
     ``brokers`` None: the brokers are not known from the events alone (a replayed history's
-    churn adds and stops more), so selections are not checked."""
+    churn adds and stops more), so selections are not checked. ``past_end_allowed``: events
+    at or after the end are passed over instead (a run cut short leaves them out)."""
     started = brokers if brokers is not None else 0
-    gone_by_count = 0  # brokers stopped for good by a count: which ones, only the run knows
+    # The fewest brokers that can be stopped for good by then. A count picks among the
+    # running brokers, so it adds to those already gone; indexes may name brokers a count
+    # picked, so they add only what no count can have covered.
+    gone = 0
     gone_by_index: set[int] = set()  # stopped for good by index, or by "all"
 
     def running() -> int:
-        return started - max(gone_by_count, len(gone_by_index))
+        return started - gone
 
     known = set(namespaces)
     order = sorted(range(len(events)), key=lambda i: events[i].at_s)  # stable: file order
@@ -147,6 +156,8 @@ def check_events(
         event = events[i]
         when = f"{event.at_s:g} s"
         if event.at_s >= end_s:
+            if past_end_allowed:
+                continue
             raise ScenarioError(f"events[{i}].at: {when} is not before the run's end ({end_s:g} s)")
         action = event.action
         if isinstance(action, CreateNamespace):
@@ -170,12 +181,13 @@ def check_events(
             continue
         if selection is None or brokers is None:
             continue
-        gone = isinstance(action, StopBrokers) or (
+        for_good = isinstance(action, StopBrokers) or (
             isinstance(action, CrashBrokers) and action.restart_after_s is None
         )
         if selection.everyone:
-            if gone:
+            if for_good:
                 gone_by_index.update(range(started))
+                gone = started
             continue
         if selection.indexes:
             late = [index for index in selection.indexes if index >= started]
@@ -184,12 +196,13 @@ def check_events(
                     f"{where}: no broker has index {late[0]} at {when} ({started} started by "
                     f"then, indexes 0 to {started - 1})"
                 )
-            if gone:  # one already down is passed over by the run, and counted once here
+            if for_good:  # one already down is passed over by the run, and counted once here
                 gone_by_index.update(selection.indexes)
+                gone = max(gone, len(gone_by_index))
             continue
         if selection.count > running():
             raise ScenarioError(
                 f"{where}: {selection.count} brokers, but at most {running()} are running at {when}"
             )
-        if gone:
-            gone_by_count += selection.count
+        if for_good:
+            gone += selection.count

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -146,15 +147,20 @@ class LoadFigures:
 
     @property
     def ratio(self) -> float:
-        """Achieved max load over the lower bound of the best possible max load."""
+        """Achieved max load over the lower bound of the best possible max load (NaN
+        without brokers: there is no max load to compare)."""
+        if self.brokers == 0:
+            return math.nan
         return self.maximum / self.bound if self.bound > 0 else 1.0
 
 
 def load_figures(broker_loads: Floats, cluster_mean: float, largest_bundle: float) -> LoadFigures:
     """Statistics of broker loads (population standard deviation) and the lower bound
-    ``max(cluster_mean, largest_bundle)``."""
+    ``max(cluster_mean, largest_bundle)``. Without brokers every figure but the bound is NaN:
+    an empty cluster is not a balanced one."""
     if broker_loads.size == 0:
-        return LoadFigures(0, 0.0, 0.0, 0.0, 0.0, max(cluster_mean, largest_bundle))
+        nan = math.nan
+        return LoadFigures(0, nan, nan, nan, nan, max(cluster_mean, largest_bundle))
     return LoadFigures(
         brokers=int(broker_loads.size),
         mean=float(np.mean(broker_loads)),

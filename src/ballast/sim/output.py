@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,12 @@ def _fields(cls: type) -> list[str]:
 
 
 def timeline_columns(result: RunResult) -> dict[str, list[Any]]:
-    return records_to_columns(result.steps, _fields(StepRecord))
+    """The steps' figures; a figure a step without brokers does not have (NaN) is null."""
+    columns = records_to_columns(result.steps, _fields(StepRecord))
+    return {
+        name: [None if isinstance(v, float) and math.isnan(v) else v for v in values]
+        for name, values in columns.items()
+    }
 
 
 def broker_columns(result: RunResult) -> dict[str, list[Any]]:
@@ -79,6 +85,36 @@ def run_paths(directory: Path, fmt: str, *, plots: bool) -> list[Path]:
     and decision tables, and the chart when ``plots``."""
     tables = [directory / f"{name}.{fmt}" for name in ("timeline", "brokers", "decisions")]
     return [directory / "summary.json", *tables, *([directory / "loads.png"] if plots else [])]
+
+
+def run_file_names() -> frozenset[str]:
+    """The names of every file :func:`write_run` may write, in any format."""
+    return frozenset(p.name for f in FORMATS for p in run_paths(Path(), f, plots=True))
+
+
+COMPARISON_FILES = ("comparison.json", "comparison.png")
+
+
+def remove_stale_runs(out: Path, labels: Sequence[str], *, compared: bool, plots: bool) -> None:
+    """Remove what earlier runs into ``out`` left that this one does not write: the
+    comparison files (without ``--compare``, or the chart with ``--no-plots``) and the
+    directories of strategies this run did not run — only a directory holding a
+    ``summary.json`` and nothing but a run's files, so that nothing else is ever touched."""
+    kept = {"comparison.json", *(["comparison.png"] if plots else [])} if compared else set()
+    for name in COMPARISON_FILES:
+        if name not in kept and (out / name).is_file():
+            (out / name).unlink()
+    names = run_file_names()
+    for directory in sorted(out.iterdir()):
+        if directory.name in labels or directory.is_symlink() or not directory.is_dir():
+            continue
+        entries = list(directory.iterdir())
+        if (directory / "summary.json").is_file() and all(
+            e.name in names and e.is_file() and not e.is_symlink() for e in entries
+        ):
+            for entry in entries:
+                entry.unlink()
+            directory.rmdir()
 
 
 def write_run(

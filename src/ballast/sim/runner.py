@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import math
 import random
 from collections.abc import Coroutine, Iterator, Mapping
 from dataclasses import replace
@@ -64,7 +65,7 @@ from ballast.sim.run_records import (
     StepRecord,
 )
 from ballast.sim.scenario import Scenario
-from ballast.sim.strategies import strategy_profile
+from ballast.sim.strategies import PROFILES, strategy_profile
 from ballast.sim.traffic import SimTraffic
 from ballast.sim.workload import Workload
 from ballast.tasks import spawn
@@ -102,7 +103,38 @@ def effective_settings(scenario: Scenario, options: RunOptions) -> tuple[Setting
                 f"loadBalancerLoadSheddingStrategy={shedding} contradicts the strategy "
                 f"{options.strategy}, which sheds with {profiled}"
             )
-    return settings, options.strategy or shedding
+    return settings, options.strategy or settings_label(settings)
+
+
+def settings_warnings(scenario: Scenario, overrides: tuple[str, ...]) -> tuple[str, ...]:
+    """What the scenario's settings and ``overrides`` deserve a word about (a deprecated key
+    that does nothing, say); the profiles set none such, so every run shares them."""
+    return load_settings(
+        overrides=[*scenario.settings_overrides(), *overrides], strict=True
+    ).warnings
+
+
+def settings_label(settings: Settings) -> str:
+    """The name of a run without ``--strategy``: the profile whose settings it has, or, where
+    it pairs them otherwise, its shedding and placement strategies (``ballast+
+    least_long_term_message_rate``, with ``+evenly`` or ``+unevenly`` where only
+    ``loadBalancerDistributeBundlesEvenlyEnabled`` differs) — never a profile's name for
+    a run that is not that profile."""
+    for name, profile in PROFILES.items():
+        parsed = load_settings(overrides=profile.overrides(), strict=True).settings
+        if all(settings[key] == parsed[key] for key in profile.settings):
+            return name
+    shedding = settings.get_str("loadBalancerLoadSheddingStrategy")
+    placement = settings.get_str("loadBalancerLoadPlacementStrategy")
+    label = f"{shedding}+{placement}"
+    if any(
+        label == f"{p.settings['loadBalancerLoadSheddingStrategy']}+"
+        f"{p.settings['loadBalancerLoadPlacementStrategy']}"
+        for p in PROFILES.values()
+    ):
+        evenly = settings.get_bool("loadBalancerDistributeBundlesEvenlyEnabled")
+        label += "+evenly" if evenly else "+unevenly"
+    return label
 
 
 def history_sink(settings: Settings, subdir: str | None) -> HistorySink | None:
@@ -431,6 +463,11 @@ class Simulation:
         figures = metrics.load_figures(
             values, metrics.mean_load(usage, self.weights), self._largest_bundle()
         )
+        if not math.isfinite(figures.bound) or (figures.brokers and not np.isfinite(values).all()):
+            raise SimulationError(
+                f"the brokers' loads at {now:g} s are not finite numbers: the scenario's rates, "
+                "sizes or factors are too large for the simulated hardware"
+            )
         fresh = self.result.decisions[self._seen_decisions :]
         self._seen_decisions = len(self.result.decisions)
         unowned = self.traffic.unowned_topic_seconds()
@@ -589,5 +626,7 @@ def simulate(scenario: Scenario, options: RunOptions | None = None) -> RunResult
     async def main(clock: Clock) -> RunResult:
         return await Simulation(scenario, chosen, clock).run()
 
-    with batch_collection():
+    # Overflowing figures are refused where they are recorded (Simulation.record), with an
+    # error naming the cause, not numpy's warnings.
+    with batch_collection(), np.errstate(over="ignore", invalid="ignore"):
         return run_virtual(main)

@@ -1,7 +1,7 @@
 """Scenario files: a cluster, its workload, timed events and the outcome expected, in TOML
 (read with the standard library's ``tomllib``). The full schema, with an example of every key,
 is in ``docs/simulator.md``; :func:`parse_scenario` validates a file and names the key of the
-first problem (``ScenarioError: events[2].add_brokers: expected a positive integer``).
+first problem (``ScenarioError: events[2].add_brokers: must be at least 1``).
 
 Durations are seconds (a number) or text with a unit: ``"90s"``, ``"5m"``, ``"2h"``, ``"1d"``,
 ``"1h30m"``. Every value is parsed here, once, into frozen dataclasses; nothing downstream
@@ -329,7 +329,8 @@ def _event(table: Table, tenant: str, base: BrokerCapacity) -> Event:
     at_s = table.duration("at")
     kinds = [k for k in EVENT_KINDS if table.has(k)]
     if len(kinds) != 1:
-        raise ScenarioError(f"{table.where}: needs exactly one of {', '.join(EVENT_KINDS)}")
+        found = f" (it has {' and '.join(kinds)})" if kinds else table.misspelt(EVENT_KINDS)
+        raise ScenarioError(f"{table.where}: needs exactly one of {', '.join(EVENT_KINDS)}{found}")
     kind = kinds[0]
     action: Action
     if kind == "add_brokers":
@@ -417,11 +418,16 @@ def _expectations(table: Table) -> Expectations:
 
 
 def parse_scenario(
-    data: Mapping[str, Any], *, name: str = "scenario", base_dir: Path | None = None
+    data: Mapping[str, Any],
+    *,
+    name: str = "scenario",
+    base_dir: Path | None = None,
+    duration_s: float | None = None,
 ) -> Scenario:
     """A scenario from parsed TOML; raises :class:`ScenarioError` naming the bad key. A
     ``[copy]`` table reads its source (relative paths from ``base_dir``, the scenario file's
-    directory)."""
+    directory). ``duration_s`` replaces the file's duration (``--duration``): the events it
+    leaves out, at or after the new end, are left out with a note."""
     root = Table(dict(data), "")
     tenant = root.text("tenant", "sim")
     try:
@@ -464,22 +470,39 @@ def parse_scenario(
     given = [
         _event(Table(item, f"events[{i}]"), tenant, capacity) for i, item in enumerate(raw_events)
     ]
-    duration_s, step_s = root.duration("duration"), root.duration("step", 10.0)
+    cut = duration_s is not None
+    if cut:
+        root.raw("duration")  # replaced, but still a key of the file
+    else:
+        duration_s = root.duration("duration")
+    assert duration_s is not None
+    step_s = root.duration("step", 10.0)
     if step_s <= 0:
         raise ScenarioError("step: must be above 0")
+    where = "--duration" if cut else "duration"
     steps = duration_s / step_s
     if steps < 1 or abs(steps - round(steps)) > 1e-9 * steps:
         # The run records a step at every multiple of step up to duration; a duration that
         # is not one (or a step longer than the run) would end the timeline elsewhere.
         fits = max(1, math.floor(steps)) * step_s
         raise ScenarioError(
-            f"duration: {duration_s:g} s is not a whole number of {step_s:g} s steps "
+            f"{where}: {duration_s:g} s is not a whole number of {step_s:g} s steps "
             f"(for example {fits:g} s)"
         )
     churn = read is not None and read.replays_churn(brokers)
     end_s = round(duration_s / step_s) * step_s  # the time of the run's last step
-    check_events(given, None if churn else brokers, (ns.name for ns in namespaces), end_s)
-    events = tuple(sorted(given, key=lambda event: event.at_s))
+    check_events(
+        given,
+        None if churn else brokers,
+        (ns.name for ns in namespaces),
+        end_s,
+        past_end_allowed=cut,
+    )
+    kept = [event for event in given if event.at_s < end_s]
+    if len(kept) < len(given):
+        left = len(given) - len(kept)
+        notes = (*notes, f"--duration {duration_s:g} s leaves out {left} event(s) at or after it")
+    events = tuple(sorted(kept, key=lambda event: event.at_s))
     if read is not None and read.changes:
         events, said = _with_churn(read, brokers, events, own)
         notes = (*notes, said)
@@ -529,8 +552,8 @@ def parse_scenario(
     return scenario
 
 
-def load_scenario(path: Path) -> Scenario:
-    """Read and validate a scenario file."""
+def load_scenario(path: Path, *, duration_s: float | None = None) -> Scenario:
+    """Read and validate a scenario file (``duration_s``: see :func:`parse_scenario`)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -538,4 +561,4 @@ def load_scenario(path: Path) -> Scenario:
         raise ScenarioError(f"{path}: {exc}{hint}") from None
     except OSError as exc:
         raise ScenarioError(f"{path}: {exc.strerror or exc}") from None
-    return parse_scenario(data, name=path.stem, base_dir=path.parent)
+    return parse_scenario(data, name=path.stem, base_dir=path.parent, duration_s=duration_s)

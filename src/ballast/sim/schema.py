@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -54,15 +55,18 @@ class Table:
         self.data: dict[str, Any] = data
         self.where = where
         self.used: set[str] = set()
+        self.known: set[str] = set()  # every key asked for, read or not: for "did you mean"
 
     def path(self, key: str) -> str:
         return f"{self.where}.{key}" if self.where else key
 
     def has(self, key: str) -> bool:
+        self.known.add(key)
         return key in self.data
 
     def raw(self, key: str, default: object = None) -> Any:
         self.used.add(key)
+        self.known.add(key)
         return self.data.get(key, default)
 
     def required(self, key: str, default: object) -> Any:
@@ -118,6 +122,21 @@ class Table:
     def finish(self) -> None:
         unknown = sorted(set(self.data) - self.used)
         if unknown:
-            meant = difflib.get_close_matches(unknown[0], sorted(self.used), 1)
-            hint = f" (did you mean {meant[0]}?)" if meant else ""
-            raise ScenarioError(f"{self.path(unknown[0])}: unknown key{hint}")
+            raise ScenarioError(f"{self.path(unknown[0])}: unknown key{self.hint(unknown[0])}")
+
+    def hint(self, key: str, candidates: Iterable[str] | None = None) -> str:
+        """`` (did you mean K?)`` for the known key (or candidate) nearest ``key``; empty if
+        none is near."""
+        pool = sorted(self.known if candidates is None else candidates)
+        meant = difflib.get_close_matches(key, pool, 1)
+        return f" (did you mean {meant[0]}?)" if meant else ""
+
+    def misspelt(self, candidates: Iterable[str]) -> str:
+        """`` (K is no key: did you mean C?)`` for the first key of the table that no one
+        asked for and that is near one of ``candidates``; empty if there is none."""
+        pool = sorted(candidates)
+        for key in sorted(set(self.data) - self.known):
+            meant = difflib.get_close_matches(key, pool, 1)
+            if meant:
+                return f" ({self.path(key)} is no key: did you mean {meant[0]}?)"
+        return ""
