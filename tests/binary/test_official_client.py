@@ -169,3 +169,50 @@ async def test_clients_produce_and_consume_exactly_once_in_every_bundle(clock: C
     finally:
         await close_all(closeables)
         await cluster.close()
+
+
+async def test_seek_on_a_non_persistent_topic_does_nothing_as_in_pulsar(clock: Clock) -> None:
+    """Pulsar's non-persistent subscription resets no cursor and answers success (its
+    ``resetCursor`` is a no-op), so code that seeks runs unchanged; Ballast refused it with
+    NotAllowedError. The last message id is refused by both."""
+    cluster = await start_cluster(clock, "t/seek", 1, brokers=1)
+    closeables: list[Any] = []
+    try:
+        client = await new_client(pulsar_url(next(iter(cluster.nodes.values()))))
+        closeables.append(client)
+        topic = "non-persistent://t/seek/topic"
+        consumer = await asyncio.to_thread(client.subscribe, topic, "s")
+        reader = await asyncio.to_thread(client.create_reader, topic, pulsar.MessageId.latest)
+        producer = await asyncio.to_thread(client.create_producer, topic, batching_enabled=False)
+        closeables[:0] = [producer, reader, consumer]
+        await asyncio.to_thread(producer.send, b"first")
+        first = await asyncio.to_thread(consumer.receive, 5000)
+        await asyncio.to_thread(consumer.seek, first.message_id())
+        await asyncio.to_thread(consumer.seek, int(clock.wall_ms()) - 60_000)
+        await asyncio.to_thread(reader.seek, pulsar.MessageId.earliest)
+        # nothing replayed (nothing is stored; the client drops what it had queued), and what
+        # comes next still arrives
+        await asyncio.to_thread(producer.send, b"second")
+        assert (await asyncio.to_thread(consumer.receive, 5000)).data() == b"second"
+        assert (await asyncio.to_thread(reader.read_next, 5000)).data() == b"second"
+        with pytest.raises(pulsar.NotAllowedError):
+            await asyncio.to_thread(consumer.get_last_message_id)
+    finally:
+        await close_all(closeables)
+        await cluster.close()
+
+
+async def test_a_topic_no_broker_can_serve_is_refused_at_once(clock: Clock) -> None:
+    """``.`` and ``..`` pass the client's name checks; answered InvalidTopicName, which the
+    client retries, they failed only at its operation timeout, with a bare Timeout."""
+    cluster = await start_cluster(clock, "t/dots", 1, brokers=1)
+    closeables: list[Any] = []
+    try:
+        client = await new_client(pulsar_url(next(iter(cluster.nodes.values()))))
+        closeables.append(client)
+        for name in (".", ".."):
+            with pytest.raises(pulsar.NotAllowedError):
+                await asyncio.to_thread(client.create_producer, f"non-persistent://t/dots/{name}")
+    finally:
+        await close_all(closeables)
+        await cluster.close()

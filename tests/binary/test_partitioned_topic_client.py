@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 import aiohttp
+import pulsar
 import pytest
 
 from ballast.clock import Clock
@@ -51,6 +52,17 @@ async def test_clients_use_every_partition_of_a_partitioned_topic(clock: Clock) 
             consumer = await asyncio.to_thread(
                 client.subscribe, TOPIC, "all", message_listener=_with_topic(inbox)
             )
+            # Failover consumers share the partitions, i % 2 (Pulsar's rule), sorted by name.
+            standby: dict[str, Inbox] = {"f1": Inbox(), "f2": Inbox()}
+            for name in ("f2", "f1"):
+                closeables.insert(
+                    0,
+                    await asyncio.to_thread(
+                        client.subscribe, TOPIC, "fo", consumer_name=name,
+                        consumer_type=pulsar.ConsumerType.Failover,
+                        message_listener=_with_topic(standby[name]),
+                    ),
+                )  # fmt: skip
             producer = await asyncio.to_thread(
                 client.create_producer, TOPIC, batching_enabled=False
             )
@@ -67,6 +79,16 @@ async def test_clients_use_every_partition_of_a_partitioned_topic(clock: Clock) 
                 lambda: len(inbox.received) >= MESSAGES, clock, timeout_s=20, what="every message"
             )
             assert missing_and_duplicates(sent.payloads, inbox.count()) == ([], [])
+            await eventually(
+                lambda: sum(len(b.received) for b in standby.values()) >= MESSAGES,
+                clock,
+                timeout_s=20,
+                what="every message to the failover subscription",
+            )
+            for name, partitions in (("f1", (0, 2)), ("f2", (1, 3))):
+                assert {t for t, _, _ in standby[name].received} == {
+                    names[i] for i in partitions
+                }, name
             # Keys spread the messages over every partition, each served by its bundle's owner.
             per_partition = Counter(name for name, _, _ in inbox.received)
             assert sorted(per_partition) == names
@@ -74,6 +96,9 @@ async def test_clients_use_every_partition_of_a_partitioned_topic(clock: Clock) 
                 owner = (await cluster.lookup(TopicName.parse(name))).broker_id
                 assert owner is not None
                 assert TopicName.parse(name) in cluster.binary[owner].topics.topics
+            # A partition past the count is no topic (Pulsar's BrokerService.getTopic).
+            with pytest.raises(pulsar.TopicNotFound):
+                await asyncio.to_thread(client.create_producer, f"{TOPIC}-partition-{PARTITIONS}")
             # Its partitions are loaded: no delete without force; with force the metadata goes.
             async with session.delete(admin) as response:
                 assert response.status == 412
@@ -85,6 +110,9 @@ async def test_clients_use_every_partition_of_a_partitioned_topic(clock: Clock) 
                 assert response.status == 204, await response.text()
             async with session.get(admin) as response:
                 assert await response.json() == {"partitions": 0}
+            # nor is a partition of no partitioned topic
+            with pytest.raises(pulsar.TopicNotFound):
+                await asyncio.to_thread(client.create_producer, f"{TOPIC}-x-partition-0")
     finally:
         await close_all(closeables)
         await cluster.close()

@@ -119,7 +119,7 @@ def test_clients_before_v6_get_the_section_without_checksum() -> None:
 
 
 def test_failover_activates_by_priority_then_name_and_tells_everyone() -> None:
-    subscription = Subscription("t", "s", SubType.FAILOVER, 0)
+    subscription = Subscription("non-persistent://t/n/x-partition-0", "s", SubType.FAILOVER, 0)
     b, a, low = consumer("b"), consumer("a"), consumer("z", priority=-1)
     for member in (b, a):
         subscription.add(member)
@@ -139,6 +139,42 @@ def test_failover_activates_by_priority_then_name_and_tells_everyone() -> None:
     assert (last(low), last(a), last(b)) == (True, False, False)
     subscription.remove(low)
     assert subscription.dispatch(SECTION, 1, no_key) is a and last(a) is True
+
+
+def active_on(topic: str, *members: Consumer) -> Consumer | None:
+    subscription = Subscription(topic, "s", SubType.FAILOVER, 0)
+    for member in members:
+        subscription.add(member)
+    return subscription.dispatch(SECTION, 1, no_key)
+
+
+def test_failover_shares_the_partitions_of_a_topic_among_its_consumers() -> None:
+    """Pulsar gives partition i to consumer i % n of the highest priority, sorted by name;
+    the lowest name took every partition."""
+    c2, c1, spare = consumer("c2"), consumer("c1"), consumer("a-spare", priority=1)
+    topic = "non-persistent://t/n/x-partition-{}"
+    actives = [active_on(topic.format(i), c2, spare, c1) for i in range(5)]
+    assert actives == [c1, c2, c1, c2, c1]  # the lower priority is never counted in n
+
+
+def test_failover_spreads_other_topics_over_a_ring_of_its_consumers() -> None:
+    """A topic that is not a partition goes to the owner of the first of 100 points per
+    consumer (the hash of name + j; a later consumer keeps a shared point) at or after the
+    topic's hash, wrapping around."""
+    members = [consumer("b"), consumer("a"), consumer("c")]
+    ordered = sorted(members, key=lambda m: m.name)
+    points: dict[int, Consumer] = {}
+    for member in ordered:
+        points.update({key_hash(f"{member.name}{j}".encode()): member for j in range(100)})
+    taken = Counter()
+    for i in range(60):
+        topic = f"non-persistent://t/n/topic-{i}"
+        wanted = key_hash(topic.encode())
+        at_or_after = [p for p in points if p >= wanted]
+        expected = points[min(at_or_after) if at_or_after else min(points)]
+        assert active_on(topic, *members) is expected, topic
+        taken[expected.name] += 1
+    assert set(taken) == {"a", "b", "c"}  # each consumer is active on some topics
 
 
 def test_shared_round_robins_over_consumers_with_permits_by_priority() -> None:

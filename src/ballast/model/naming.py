@@ -40,6 +40,12 @@ class InvalidTopicName(InvalidNameError):
     kind = "InvalidTopicName"
 
 
+class UnservableTopicName(InvalidTopicName):
+    """A topic name Pulsar's parser accepts but no broker can serve (``.`` and ``..``: path
+    steps in its URL and store path). Clients validate names as Pulsar does, so this is the
+    only refusal of a name they can meet from a broker."""
+
+
 class InvalidNamespaceName(InvalidNameError):
     kind = "InvalidNamespaceName"
 
@@ -282,7 +288,7 @@ class TopicName:
             raise InvalidTopicName(f'topic "" is empty in "{text}"')
         if local_name in (".", ".."):
             # Its URL and store path would step to another node (a redirect to it led nowhere).
-            raise InvalidTopicName(
+            raise UnservableTopicName(
                 f'topic "{local_name}" is not a name: "." and ".." are path steps in "{text}"'
             )
         if _SURROGATE.search(local_name):

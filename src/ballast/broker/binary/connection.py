@@ -431,11 +431,10 @@ class ServerConnection:
         )
 
     def _on_seek(self, command: Seek) -> None:
-        self._error(
-            command.request_id,
-            ServerError.NOT_ALLOWED_ERROR,
-            "Seek is not allowed on non-persistent topics",
-        )
+        if command.consumer_id not in self.consumers:
+            self._error(command.request_id, ServerError.METADATA_ERROR, "Consumer not found")
+            return
+        self.send_command(Success(request_id=command.request_id))
 
     def _on_get_last_message_id(self, command: GetLastMessageId) -> None:
         self._error(

@@ -28,7 +28,7 @@ from ballast.broker.caches import NamespaceNotFoundError
 from ballast.broker.lookup import AnswerKind, LookupErrorKind, LookupOptions, partitions_of
 from ballast.metadata.store import MetadataError
 from ballast.model.codec import ModelError
-from ballast.model.naming import InvalidNameError, NamespaceName, TopicName
+from ballast.model.naming import InvalidNameError, NamespaceName, TopicName, UnservableTopicName
 from ballast.protocol.checksum import crc32c
 from ballast.protocol.commands import (
     Error,
@@ -57,6 +57,15 @@ if TYPE_CHECKING:
 _SCHEME = re.compile(r"^(persistent|non-persistent)://")
 
 
+def name_refusal(exc: InvalidNameError) -> ServerError:
+    """The error for a topic name refused: InvalidTopicName as Pulsar answers, but
+    NotAllowedError for a name Pulsar accepts and Ballast cannot serve — the official clients
+    retry InvalidTopicName until their operation timeout, then fail with a bare Timeout."""
+    if isinstance(exc, UnservableTopicName):
+        return ServerError.NOT_ALLOWED_ERROR
+    return ServerError.INVALID_TOPIC_NAME
+
+
 async def partitioned_metadata(connection: ServerConnection, command: PartitionedMetadata) -> None:
     def failed(error: ServerError, message: str) -> PartitionedMetadataResponse:
         return PartitionedMetadataResponse(
@@ -69,7 +78,7 @@ async def partitioned_metadata(connection: ServerConnection, command: Partitione
     try:
         topic = TopicName.parse(command.topic)
     except InvalidNameError as exc:
-        connection.send_command(failed(ServerError.INVALID_TOPIC_NAME, str(exc)))
+        connection.send_command(failed(name_refusal(exc), str(exc)))
         return
     try:
         partitions = await partitions_of(connection.server.node.store, topic)
@@ -94,7 +103,7 @@ async def lookup(connection: ServerConnection, command: LookupTopic) -> None:
             LookupTopicResponse(
                 request_id=command.request_id,
                 response=LookupType.FAILED,
-                error=ServerError.INVALID_TOPIC_NAME,
+                error=name_refusal(exc),
                 message=str(exc),
             )
         )
@@ -212,7 +221,7 @@ async def create_producer(connection: ServerConnection, command: Producer) -> No
     try:
         name = TopicName.parse(command.topic)
     except InvalidNameError as exc:
-        _error(connection, command.request_id, ServerError.INVALID_TOPIC_NAME, str(exc))
+        _error(connection, command.request_id, name_refusal(exc), str(exc))
         return
     connection.pending.add(key)
     try:
@@ -277,7 +286,7 @@ async def subscribe(connection: ServerConnection, command: Subscribe) -> None:
         name = TopicName.parse(command.topic)
     except ValueError as exc:  # InvalidNameError is one
         error = (
-            ServerError.INVALID_TOPIC_NAME
+            name_refusal(exc)
             if isinstance(exc, InvalidNameError)
             else ServerError.NOT_ALLOWED_ERROR
         )

@@ -7,9 +7,12 @@ connection is not backed up; otherwise that subscription drops it. Nothing is st
 acknowledgements change nothing, and a subscription disappears with its last consumer.
 
 - Exclusive: one consumer; a second is refused (ConsumerBusy).
-- Failover: one active consumer — the one with the highest priority (lowest level), ties by
-  consumer name (the order Pulsar sorts them in) — told by ACTIVE_CONSUMER_CHANGE, as is every
-  other consumer, whenever it changes.
+- Failover: one active consumer, chosen as Pulsar's ``AbstractDispatcherSingleActiveConsumer``
+  does among the consumers of the highest priority (lowest level), sorted by name: for a
+  partition, consumer ``partition % n``; for any other topic, the owner of the first point at
+  or after the topic name's hash on a ring of 100 points per consumer. So the consumers of a
+  partitioned topic, or of many topics, share the partitions or topics. Every consumer is told
+  by ACTIVE_CONSUMER_CHANGE whenever the active one changes.
 - Shared: round-robin over the consumers with permits, highest priority level first.
 - Key_Shared: by key hash (:mod:`ballast.broker.binary.keys`), AUTO_SPLIT or STICKY; all
   consumers of a subscription use the same mode.
@@ -19,14 +22,18 @@ Concurrency contract: one event loop; dispatch is synchronous.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import bisect
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ballast.broker.binary.keys import (
+    POINTS_PER_CONSUMER,
     ConsistentHashSelector,
     RangeConflictError,
     StickyRangeSelector,
+    key_hash,
 )
+from ballast.model.naming import partition_index
 from ballast.protocol.commands import ActiveConsumerChange, Command, ServerError, SubType
 from ballast.protocol.fast import message_header
 from ballast.protocol.frames import without_checksum
@@ -128,6 +135,20 @@ class SubscribeRefused(Exception):
 KeyHash = Callable[[], int]
 
 
+def failover_ring_index(names: Sequence[str], topic: str) -> int:
+    """Which of the consumers ``names`` (sorted as Pulsar sorts them) is active on a topic
+    that is not a partition: a ring of :data:`POINTS_PER_CONSUMER` points per consumer, the
+    hash of ``name + j``, a later consumer taking a point two share; the topic name's hash
+    goes to the first point at or after it, wrapping around."""
+    ring: dict[int, int] = {}
+    for index, name in enumerate(names):
+        for j in range(POINTS_PER_CONSUMER):
+            ring[key_hash(f"{name}{j}".encode())] = index
+    points = sorted(ring)
+    at = bisect.bisect_left(points, key_hash(topic.encode()))
+    return ring[points[at if at < len(points) else 0]]
+
+
 class Subscription:
     """One subscription of a topic and its consumers, in the order they joined."""
 
@@ -142,6 +163,7 @@ class Subscription:
         self._round_robin: list[int] = []
         self._ring: ConsistentHashSelector[Consumer] | None = None
         self._sticky: StickyRangeSelector[Consumer] = StickyRangeSelector()
+        self._partition = partition_index(topic)
         self.dropped = 0
 
     @property
@@ -200,12 +222,24 @@ class Subscription:
         if self.sub_type == SubType.KEY_SHARED and self.key_shared_mode != KeySharedMode.STICKY:
             self._ring = ConsistentHashSelector((c.name, c) for c in self.consumers)
         if self.sub_type in (SubType.EXCLUSIVE, SubType.FAILOVER):
-            active = min(self.consumers, key=lambda c: (c.priority, c.name), default=None)
+            active = self._pick_active()
             if active is not self._active:
                 self._active = active
                 if self.sub_type == SubType.FAILOVER and active is not None:
                     for consumer in self.consumers:
                         self._notify(consumer)
+
+    def _pick_active(self) -> Consumer | None:
+        """Pulsar's ``pickAndScheduleActiveConsumer`` (an exclusive subscription has one
+        consumer, so it picks that one)."""
+        if not self.consumers:
+            return None
+        # Java's List.sort is stable and compares names by UTF-16 code unit
+        ordered = sorted(self.consumers, key=lambda c: (c.priority, c.name.encode("utf-16-be")))
+        top = [c for c in ordered if c.priority == ordered[0].priority]
+        if self._partition >= 0:
+            return top[self._partition % len(top)]
+        return top[failover_ring_index([c.name for c in top], self.topic)]
 
     def _notify(self, consumer: Consumer) -> None:
         if consumer.link.protocol_version >= V_ACTIVE_CONSUMER_CHANGE:

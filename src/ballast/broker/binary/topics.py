@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from ballast.broker.binary.keys import key_hash
 from ballast.broker.binary.subscriptions import Consumer, Link, Subscription
 from ballast.broker.caches import NamespaceNotFoundError
+from ballast.broker.lookup import partitions_of
 from ballast.broker.topics import ServedChange
 from ballast.broker.traffic import MeasuredTraffic, TopicMeter
 from ballast.clock import Clock
@@ -182,6 +183,8 @@ class TopicService:
                 "yet; use non-persistent:// topics",
             )
         try:
+            if topic.is_partition and topic not in self.topics:
+                await self._check_partition(topic)
             if await self.node.open_topic(topic):
                 return self._topic(topic)
             if await self._transfer_to_me(topic):
@@ -197,6 +200,19 @@ class TopicService:
             f"Namespace bundle for topic ({topic}) not served by this instance: "
             f"{self.node.broker_id}. Please redo the lookup.",
         )
+
+    async def _check_partition(self, topic: TopicName) -> None:
+        """TopicRefused (TopicNotFound) for a partition its partitioned topic does not have:
+        Pulsar's ``BrokerService.getTopic`` serves a non-persistent ``…-partition-N`` only
+        while the partitioned topic has more than N partitions (a name past the count, or of
+        no partitioned topic, would be a stray topic no partitioned client reads)."""
+        partitions = await partitions_of(self.node.store, topic.partitioned_parent)
+        if topic.partition_index >= partitions:
+            having = f"has {partitions} partitions" if partitions else "is not a partitioned topic"
+            raise TopicRefused(
+                ServerError.TOPIC_NOT_FOUND,
+                f"Topic {topic} does not exist: {topic.partitioned_parent} {having}",
+            )
 
     async def _transfer_to_me(self, topic: TopicName) -> bool:
         node = self.node
