@@ -206,6 +206,12 @@ def test_history_keys_need_a_history(tmp_path: Path) -> None:
         copy_of(source, "replay_brokers = false\n")
 
 
+def test_brokers_are_replayed_only_with_the_history(tmp_path: Path) -> None:
+    """replay = false copies the first snapshot: a replay_brokers beside it was ignored."""
+    with pytest.raises(ScenarioError, match=r"copy\.replay_brokers: needs replay = true"):
+        copy_of(write_history(tmp_path), "replay = false\nreplay_brokers = true\n")
+
+
 def test_a_bad_history_is_a_named_error(tmp_path: Path) -> None:
     root = write_history(tmp_path)
     first = sorted((root / "bundles").rglob("*.parquet"))[0]

@@ -194,6 +194,11 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
             "[metrics]\ntarget_sd = 0.1",
             r"metrics.target_sd: unknown key \(did you mean target_std\?\)",
         ),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\n[[events]]\nat = 1\n"
+            "create_namespace = { name = 'n', topics = 1 }",
+            r"namespaces: sim/n is defined twice",
+        ),
         # keys only asked about (optional ones) are suggested too
         (
             "[expect]\nfinal_std = 0.1",
@@ -392,6 +397,7 @@ def test_events_a_run_could_not_carry_out_are_refused(events: str, message: str)
     ("top", "message"),
     [
         ('duration = "1m"\nstep = "2m"', r"duration: 60 s is not a whole number of 120 s steps"),
+        ('duration = 0\nstep = "2m"', r"duration: must be above 0 \(at least one step of 120 s\)"),
         (
             'duration = "1m"\nstep = "7s"',
             r"60 s is not a whole number of 7 s steps \(for example 56 s\)",

@@ -182,6 +182,9 @@ def _copy(table: Table, tenant: str, base_dir: Path | None) -> _Copied:
         parsed = read_source(path)
         copied = copy_load(parsed.snapshot, spec, tenant)
         return _Copied(copied, (*copied.notes(shown), *parsed.warnings))
+    if not spec.replay and table.has("replay_brokers"):
+        # without the replay the history's first snapshot is copied: no churn to replay
+        raise ScenarioError(f"{table.path('replay_brokers')}: needs replay = true")
     # Imported here: the history reader brings pyarrow and PySpark's types (a second to
     # load), which only a history source needs.
     from ballast.sim.history_source import read_history
@@ -481,6 +484,8 @@ def parse_scenario(
         raise ScenarioError("step: must be above 0")
     where = "--duration" if cut else "duration"
     steps = duration_s / step_s
+    if duration_s <= 0:
+        raise ScenarioError(f"{where}: must be above 0 (at least one step of {step_s:g} s)")
     if steps < 1 or abs(steps - round(steps)) > 1e-9 * steps:
         # The run records a step at every multiple of step up to duration; a duration that
         # is not one (or a step longer than the run) would end the timeline elsewhere.
@@ -547,8 +552,10 @@ def parse_scenario(
     names = [ns.name for ns in namespaces] + [
         e.action.namespace.name for e in events if isinstance(e.action, CreateNamespace)
     ]
-    if len(set(names)) != len(names):
-        raise ScenarioError("namespaces: a namespace is defined twice")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        # a [[namespaces]] table, a create_namespace event or a copied namespace
+        raise ScenarioError(f"namespaces: {twice[0]} is defined twice")
     return scenario
 
 
