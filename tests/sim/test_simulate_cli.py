@@ -81,12 +81,21 @@ def test_compare_writes_every_output(ballast: Run, tmp_path: Path) -> None:
             "timeline.parquet",
             "brokers.parquet",
             "decisions.parquet",
+            "cycles.parquet",
             "loads.png",
         }
         timeline = pq.read_table(folder / "timeline.parquet")
         assert timeline.num_rows == 13 and "std" in timeline.column_names
         decisions = pq.read_table(folder / "decisions.parquet").to_pydict()
         assert "lookup" in decisions["origin"]
+        # every shedding cycle (one a minute), with why it moved nothing where it did not
+        cycles = pq.read_table(folder / "cycles.parquet").to_pylist()
+        assert [c["t_s"] for c in cycles] == [60.0, 120.0, 180.0, 240.0]
+        assert all(c["leader"] == "broker-000:8080" for c in cycles)
+        assert {c["outcome"] for c in cycles} <= {"Success", "Skip"}
+        assert all(c["reason"] and c["detail"] for c in cycles if c["outcome"] == "Skip")
+        shedding = sum(1 for o in decisions["origin"] if o == "shedding")
+        assert sum(c["moves"] for c in cycles) >= shedding
     assert (out / "comparison.png").exists()
     assert len(json.loads((out / "comparison.json").read_text())) == 2
 
@@ -249,6 +258,7 @@ def test_a_run_written_over_an_earlier_one_leaves_none_of_its_files(
     assert second.returncode == 0, second.stderr
     assert sorted(p.name for p in (out / "threshold").iterdir()) == [
         "brokers.parquet",
+        "cycles.parquet",
         "decisions.parquet",
         "summary.json",
         "timeline.parquet",

@@ -45,7 +45,7 @@ from ballast.controller.commands import (
     UnloadBundle,
 )
 from ballast.controller.controller import Controller
-from ballast.controller.decision_log import DecisionListener
+from ballast.controller.decision_log import CycleListener, DecisionListener
 from ballast.controller.history import HistorySink
 from ballast.controller.requests import ClusterTransport, DrainBroker
 from ballast.coordination.election import LeaderElection, LeaderInfo, Leadership, read_leader
@@ -156,6 +156,7 @@ class BrokerNode:
         self.ownership.add_lost_listener(self._on_bundle_lost)
         # Told of every decision of this broker's controllers (attach before start).
         self.decision_listeners: list[DecisionListener] = []
+        self.cycle_listeners: list[CycleListener] = []  # and of every shedding cycle
         self.stopped = False  # stop() began: no longer a member to route clients to
         self.closed = False  # its session is gone: it takes no more commands
 
@@ -317,6 +318,7 @@ class BrokerNode:
             leader_id=self.broker_id,
             registry=self.registry,
             decision_listeners=self.decision_listeners,
+            cycle_listeners=self.cycle_listeners,
             history=self._history,
         )
         spawn(f"controller-start-{self.broker_id}", self.controller.start())

@@ -34,7 +34,12 @@ from ballast.balance.split import run_split_cycle
 from ballast.clock import Clock
 from ballast.controller.admin import AdminHandlers
 from ballast.controller.channel import ControllerChannel
-from ballast.controller.decision_log import DecisionListener, DecisionLog
+from ballast.controller.decision_log import (
+    CycleListener,
+    DecisionListener,
+    DecisionLog,
+    cycle_entry,
+)
 from ballast.controller.event_types import (
     AdoptOrphans,
     MembershipEvent,
@@ -108,8 +113,10 @@ class Controller:
         registry: BrokerRegistry,
         decision_listeners: Sequence[DecisionListener] = (),
         history: HistorySink | None = None,
+        cycle_listeners: Sequence[CycleListener] = (),
     ) -> None:
         """``decision_listeners`` hear every decision as :attr:`log_decision` records it;
+        ``cycle_listeners`` the outcome of every shedding cycle (:func:`cycle_entry`);
         ``history`` (setting ``loadBalancerHistoryPath``) receives the leader's view of the
         cluster every shedding cycle."""
         self.leadership = leadership
@@ -145,6 +152,7 @@ class Controller:
         self.last_shedding: dict[str, Any] = {}
         self._parsed_reports: dict[str, tuple[int, int | None, LocalBrokerData]] = {}
         self._remembered = b""
+        self.cycle_listeners = cycle_listeners
         self.decisions = DecisionLog(clock, decision_listeners)
         self.decisions_log = self.decisions.entries  # the recent ones, oldest first
         self.log_decision = self.decisions.record
@@ -505,6 +513,10 @@ class Controller:
         self.strategy_state = result.strategy_state
         self.placement_state = result.placement_state
         self.last_shedding = dict(result.stats)
+        if self.cycle_listeners:
+            entry = cycle_entry(now_ms, self.leader_id, len(result.decisions), result.stats)
+            for listener in self.cycle_listeners:
+                listener(entry)
         for bundle in result.expired_unloaded_bundles:
             self.image.recently_unloaded_bundles.pop(bundle, None)
         for broker in result.expired_unloaded_brokers:

@@ -10,6 +10,24 @@ from typing import Any
 from ballast.clock import Clock
 
 DecisionListener = Callable[[Mapping[str, Any]], None]
+CycleListener = Callable[[Mapping[str, Any]], None]
+"""Hears the outcome of every shedding cycle of a leader (:func:`cycle_entry`)."""
+
+
+def cycle_entry(at_ms: int, leader: str, moves: int, stats: Mapping[str, Any]) -> dict[str, Any]:
+    """One shedding cycle for its listeners: when, whose, how many moves it proposed, and its
+    outcome as the cycle reports it (``Success``, or ``Skip`` with the reason and detail —
+    the strategy's own where it gave one: ``HitCount``, ``CoolDown``, ``NoLoadData``...), so
+    that a cycle that moved nothing says why."""
+    return {
+        "at": at_ms,
+        "leader": leader,
+        "moves": moves,
+        "outcome": str(stats.get("outcome", "")),
+        "reason": str(stats.get("reason", "")),
+        "detail": str(stats.get("detail", "")),
+    }
+
 
 KEPT = 1000  # at most this many entries; the older half goes when it is reached
 

@@ -7,6 +7,8 @@
   flowing through it), the load its last report claims, bundles, topics, rate, throughput;
 - ``decisions.parquet``: every decision of the leaders (assignments, transfers, unloads,
   splits) with its time, origin and reason;
+- ``cycles.parquet``: every shedding cycle of the leaders with the moves it proposed and its
+  outcome, so that a cycle that moved nothing says why;
 - ``loads.png``: every broker's load over time with the moves marked (:mod:`.plots`).
 
 Column names are snake_case with units (``t_s``); every file is a pure function of the run, so
@@ -27,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ballast.sim.metrics import Decision
-from ballast.sim.runner import BrokerRecord, RunResult, StepRecord
+from ballast.sim.runner import BrokerRecord, CycleRecord, RunResult, StepRecord
 
 FORMATS = ("parquet", "csv")
 
@@ -57,6 +59,10 @@ def decision_columns(result: RunResult) -> dict[str, list[Any]]:
     return records_to_columns(result.decisions, _fields(Decision))
 
 
+def cycle_columns(result: RunResult) -> dict[str, list[Any]]:
+    return records_to_columns(result.cycles, _fields(CycleRecord))
+
+
 def write_table(columns: Mapping[str, list[Any]], path: Path, fmt: str) -> Path:
     """Write ``columns`` to ``path`` (its suffix replaced by the format's)."""
     target = path.with_suffix(f".{fmt}")
@@ -83,7 +89,9 @@ def write_json(value: Any, path: Path) -> Path:
 def run_paths(directory: Path, fmt: str, *, plots: bool) -> list[Path]:
     """The files :func:`write_run` writes into ``directory``: the summary, the timeline, broker
     and decision tables, and the chart when ``plots``."""
-    tables = [directory / f"{name}.{fmt}" for name in ("timeline", "brokers", "decisions")]
+    tables = [
+        directory / f"{name}.{fmt}" for name in ("timeline", "brokers", "decisions", "cycles")
+    ]
     return [directory / "summary.json", *tables, *([directory / "loads.png"] if plots else [])]
 
 
@@ -135,11 +143,12 @@ def write_run(
         write_table(timeline_columns(result), paths[1], fmt),
         write_table(broker_columns(result), paths[2], fmt),
         write_table(decision_columns(result), paths[3], fmt),
+        write_table(cycle_columns(result), paths[4], fmt),
     ]
     if plots:
         from ballast.sim.plots import plot_run  # matplotlib loads only when charts are drawn
 
-        written.append(plot_run(result, paths[4]))
+        written.append(plot_run(result, paths[5]))
     every = {p for f in FORMATS for p in run_paths(directory, f, plots=True)}
     for stale in sorted(every - set(written)):
         stale.unlink(missing_ok=True)

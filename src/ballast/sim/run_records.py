@@ -77,6 +77,19 @@ class BrokerRecord:
     leader: bool
 
 
+@dataclass(frozen=True, slots=True)
+class CycleRecord:
+    """One shedding cycle of a leader: how many moves it proposed, and its outcome
+    (``Success``, or ``Skip`` with the reason and its detail)."""
+
+    t_s: float
+    leader: str
+    moves: int
+    outcome: str
+    reason: str
+    detail: str
+
+
 @dataclass(slots=True)
 class RunResult:
     scenario: Scenario
@@ -86,6 +99,7 @@ class RunResult:
     steps: list[StepRecord] = field(default_factory=list)
     brokers: list[BrokerRecord] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
+    cycles: list[CycleRecord] = field(default_factory=list)
     event_times: list[tuple[float, str]] = field(default_factory=list)
     broker_starts: dict[str, list[float]] = field(default_factory=dict)
     lookups: int = 0

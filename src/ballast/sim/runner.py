@@ -58,6 +58,7 @@ from ballast.sim.metrics import Capacities, Decision
 from ballast.sim.namespace_spec import NamespaceSpec
 from ballast.sim.run_records import (
     BrokerRecord,
+    CycleRecord,
     Progress,
     RunOptions,
     RunResult,
@@ -72,6 +73,7 @@ from ballast.tasks import spawn
 
 __all__ = [
     "BrokerRecord",
+    "CycleRecord",
     "Progress",
     "RunOptions",
     "RunResult",
@@ -210,6 +212,7 @@ class Simulation:
         self._all_nodes.append(node)
         self.clients.attach(node)
         node.decision_listeners.append(self._on_decision)
+        node.cycle_listeners.append(self._on_cycle)
 
     def _on_decision(self, entry: Mapping[str, Any]) -> None:
         self.result.decisions.append(
@@ -221,6 +224,18 @@ class Simulation:
                 destination=entry.get("destination"),
                 origin=str(entry.get("origin", "")),
                 reason=str(entry["reason"]),
+            )
+        )
+
+    def _on_cycle(self, entry: Mapping[str, Any]) -> None:
+        self.result.cycles.append(
+            CycleRecord(
+                t_s=(int(entry["at"]) - self._start_wall_ms) / 1000,
+                leader=str(entry["leader"]),
+                moves=int(entry["moves"]),
+                outcome=str(entry["outcome"]),
+                reason=str(entry["reason"]),
+                detail=str(entry["detail"]),
             )
         )
 
