@@ -19,6 +19,8 @@ import pytest
 from ballast.broker.cluster import LocalCluster
 from ballast.clock import Clock
 from ballast.model.naming import TopicName
+from ballast.protocol import commands as c
+from ballast.protocol.frames import FrameReader, decode_frame, encode_frame
 from tests.support.official_client import (
     Inbox,
     Sent,
@@ -197,6 +199,21 @@ async def test_seek_on_a_non_persistent_topic_does_nothing_as_in_pulsar(clock: C
         assert (await asyncio.to_thread(reader.read_next, 5000)).data() == b"second"
         with pytest.raises(pulsar.NotAllowedError):
             await asyncio.to_thread(consumer.get_last_message_id)
+        # a seek to neither a message nor a time is refused, as Pulsar refuses it
+        node = next(iter(cluster.nodes.values()))
+        reader_, writer = await asyncio.open_connection("127.0.0.1", node.identity.broker_port)
+        try:
+            writer.write(encode_frame(c.Connect(client_version="raw", protocol_version=20)))
+            writer.write(encode_frame(c.Seek(consumer_id=1, request_id=7)))
+            frames, got = FrameReader(), []
+            while not any(isinstance(x, c.Error) for x in got):
+                data = await asyncio.wait_for(reader_.read(4096), timeout=10)
+                got.extend(decode_frame(frame).command for frame in frames.feed(data))
+            (error,) = [x for x in got if isinstance(x, c.Error)]
+            assert (error.request_id, error.error) == (7, c.ServerError.METADATA_ERROR)
+            assert error.message == "Message id and message publish time were not present"
+        finally:
+            writer.close()
     finally:
         await close_all(closeables)
         await cluster.close()

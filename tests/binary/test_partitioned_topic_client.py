@@ -110,9 +110,10 @@ async def test_clients_use_every_partition_of_a_partitioned_topic(clock: Clock) 
                 assert response.status == 204, await response.text()
             async with session.get(admin) as response:
                 assert await response.json() == {"partitions": 0}
-            # nor is a partition of no partitioned topic
-            with pytest.raises(pulsar.TopicNotFound):
-                await asyncio.to_thread(client.create_producer, f"{TOPIC}-x-partition-0")
+            # nor is a partition of no partitioned topic, or of no topic at all
+            for stray in (f"{TOPIC}-x-partition-0", f"non-persistent://{NAMESPACE}/-partition-0"):
+                with pytest.raises(pulsar.TopicNotFound):
+                    await asyncio.to_thread(client.create_producer, stray)
     finally:
         await close_all(closeables)
         await cluster.close()

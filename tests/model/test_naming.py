@@ -49,6 +49,14 @@ def test_v2_parts() -> None:
     assert str(topic.namespace) == "my-tenant/my-ns"
 
 
+@pytest.mark.parametrize("local", ["-partition-0", ".-partition-1", "..-partition-2"])
+def test_a_partition_of_no_topic_is_its_own_parent(local: str) -> None:
+    """What precedes the suffix is no topic name: parsing it raised, and a broker opening
+    the partition failed the request without an answer."""
+    topic = TopicName.parse(f"non-persistent://t/n/{local}")
+    assert topic.is_partition and topic.partitioned_parent == topic
+
+
 def test_v1_parts_and_the_slash_quirk() -> None:
     legacy = TopicName.parse("persistent://t/c/ns/a/b/1")
     assert (legacy.tenant, legacy.cluster, legacy.namespace_portion) == ("t", "c", "ns")

@@ -280,12 +280,18 @@ def test_a_run_removes_what_earlier_runs_left_in_out(ballast: Run, tmp_path: Pat
                         "--out", str(out))  # fmt: skip
     assert unplotted.returncode == 0, unplotted.stderr
     assert sorted(p.name for p in out.iterdir()) == [
-        "ballast", "comparison.json", "mine", "threshold",
+        ".ballast-simulate.json", "ballast", "comparison.json", "mine", "threshold",
     ]  # fmt: skip
+    kept = out / "threshold-seed-11"  # a copy of a run's folder, under another name
+    kept.mkdir()
+    for result in (out / "threshold").iterdir():
+        (kept / result.name).write_bytes(result.read_bytes())
     single = ballast("simulate", scenario, "--strategy", "ballast", "--seed", "2",
                      "--out", str(out))  # fmt: skip
     assert single.returncode == 0, single.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["ballast", "mine"]
+    assert sorted(p.name for p in out.iterdir() if p.name != ".ballast-simulate.json") == [
+        "ballast", "mine", "threshold-seed-11",
+    ]  # fmt: skip
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "summary.json"]
     summary = json.loads((out / "ballast" / "summary.json").read_text(encoding="utf-8"))
     assert summary["seed"] == 2
@@ -334,6 +340,12 @@ def test_a_run_labelled_by_its_settings_is_not_named_for_a_profile_it_is_not(
                        "--set", "loadBalancerLoadPlacementStrategy=ballast",
                        "--set", "loadBalancerDistributeBundlesEvenlyEnabled=false")  # fmt: skip
     assert json.loads(profiled.stdout)["strategy"] == "ballast"
+    # nor is a profile given by name whose placement --set replaces
+    other_placement = "loadBalancerLoadPlacementStrategy=least_resource_usage_with_weight"
+    placed = ballast("simulate", scenario, "--json", "--no-plots", "--strategy", "threshold",
+                     "--set", other_placement)  # fmt: skip
+    assert placed.returncode == 0, placed.stderr
+    assert json.loads(placed.stdout)["strategy"] == "threshold+least_resource_usage_with_weight"
 
 
 def test_a_setting_that_does_nothing_is_warned_about(ballast: Run, tmp_path: Path) -> None:
@@ -345,15 +357,25 @@ def test_a_setting_that_does_nothing_is_warned_about(ballast: Run, tmp_path: Pat
 
 
 def test_loads_that_overflow_fail_the_run(ballast: Run, tmp_path: Path) -> None:
-    """A factor of 1e308 made infinite loads: NaN and Infinity in summary.json, exit 0."""
-    scenario = tmp_path / "huge.toml"
-    scenario.write_text(
+    """A factor of 1e308 made infinite loads: NaN and Infinity in summary.json, exit 0. Such a
+    number is refused now; factors that compound past a double's range fail the run."""
+    huge = tmp_path / "huge.toml"
+    huge.write_text(
         TINY.replace("add_brokers = 1", "scale_rates = { factor = 1e308 }"), encoding="utf-8"
     )
+    refused = ballast("simulate", str(huge), "--no-plots")
+    assert refused.returncode == 2
+    assert "events[0].scale_rates.factor: must be at most 1e+15" in refused.stderr
+    compounding = "\n".join(
+        f"[[events]]\nat = {10 + i}\nscale_rates = {{ factor = 1e15 }}" for i in range(25)
+    )
+    scenario = tmp_path / "compounding.toml"
+    scenario.write_text(TINY.split("[[events]]", maxsplit=1)[0] + compounding, encoding="utf-8")
     done = ballast("simulate", str(scenario), "--no-plots", "--out", str(tmp_path / "out"))
-    assert done.returncode == 1
-    assert "the brokers' loads at 80 s are not finite numbers" in done.stderr
-    assert "RuntimeWarning" not in done.stderr and not (tmp_path / "out" / "threshold").exists()
+    assert done.returncode == 1, done.stderr
+    assert "loads at 40 s are not finite numbers" in done.stderr
+    assert "RuntimeWarning" not in done.stderr
+    assert not (tmp_path / "out" / "threshold").exists()
 
 
 def test_an_interrupted_run_says_so(

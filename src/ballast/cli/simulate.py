@@ -20,14 +20,8 @@ from ballast.cli.common import fail, output_console
 from ballast.model.config import ConfigError
 from ballast.sim.invariants import InvariantViolation
 from ballast.sim.output import FORMATS, remove_stale_runs, run_paths, write_json, write_run
-from ballast.sim.runner import (
-    RunOptions,
-    RunResult,
-    SimulationError,
-    effective_settings,
-    settings_warnings,
-    simulate,
-)
+from ballast.sim.run_settings import effective_settings, settings_warnings
+from ballast.sim.runner import RunOptions, RunResult, SimulationError, simulate
 from ballast.sim.scenario import Scenario, load_scenario
 from ballast.sim.schema import ScenarioError, parse_duration
 from ballast.sim.strategies import PROFILES, UnknownProfile, strategy_profile

@@ -41,9 +41,9 @@ class InvalidTopicName(InvalidNameError):
 
 
 class UnservableTopicName(InvalidTopicName):
-    """A topic name Pulsar's parser accepts but no broker can serve (``.`` and ``..``: path
-    steps in its URL and store path). Clients validate names as Pulsar does, so this is the
-    only refusal of a name they can meet from a broker."""
+    """A topic name Pulsar's parser accepts but Ballast cannot serve (``.`` and ``..``: path
+    steps in its URLs and store paths). Clients validate names as Pulsar does, so this is the
+    only refusal of a name they can meet from a Ballast broker."""
 
 
 class InvalidNamespaceName(InvalidNameError):
@@ -339,11 +339,16 @@ class TopicName:
 
     @property
     def partitioned_parent(self) -> TopicName:
-        """The partitioned topic this partition belongs to (itself if not a partition)."""
+        """The partitioned topic this partition belongs to: itself if not a partition, or if
+        what precedes the suffix names no topic (``-partition-0``, ``.-partition-1``), which
+        no partitioned topic can have."""
         if not self.is_partition:
             return self
         whole = str(self)
-        return TopicName.parse(whole[: whole.rindex(PARTITIONED_TOPIC_SUFFIX)])
+        try:
+            return TopicName.parse(whole[: whole.rindex(PARTITIONED_TOPIC_SUFFIX)])
+        except InvalidNameError:
+            return self
 
     @property
     def encoded_local_name(self) -> str:

@@ -219,10 +219,19 @@ class ConsumerStatsResponse(Command, frozen=True, kw_only=True):
 
 
 class Seek(Command, frozen=True, kw_only=True):
+    """A consumer's reset to a message or a publish time (one of the two must be given)."""
+
     TYPE = CommandType.SEEK
     consumer_id: int
     request_id: int
-    FIELDS = (F(1, "consumer_id", UINT64, required=True), F(2, "request_id", UINT64, required=True))
+    message_id: MessageIdData | None = None
+    message_publish_time: int | None = None
+    FIELDS = (
+        F(1, "consumer_id", UINT64, required=True),
+        F(2, "request_id", UINT64, required=True),
+        F(3, "message_id", MESSAGE, MessageIdData),
+        F(4, "message_publish_time", UINT64),
+    )
 
 
 class GetLastMessageId(Command, frozen=True, kw_only=True):

@@ -143,6 +143,9 @@ class LoadFigures:
 
     @property
     def max_over_mean(self) -> float:
+        """The heaviest broker over the mean (0 at no load; NaN without brokers)."""
+        if self.brokers == 0:
+            return math.nan
         return self.maximum / self.mean if self.mean > 0 else 0.0
 
     @property

@@ -103,26 +103,40 @@ def run_file_names() -> frozenset[str]:
 COMPARISON_FILES = ("comparison.json", "comparison.png")
 
 
+MANIFEST = ".ballast-simulate.json"
+"""In ``--out``: the run folders the last ``ballast simulate`` wrote there."""
+
+
 def remove_stale_runs(out: Path, labels: Sequence[str], *, compared: bool, plots: bool) -> None:
-    """Remove what earlier runs into ``out`` left that this one does not write: the
-    comparison files (without ``--compare``, or the chart with ``--no-plots``) and the
-    directories of strategies this run did not run — only a directory holding a
-    ``summary.json`` and nothing but a run's files, so that nothing else is ever touched."""
+    """Remove what the last run into ``out`` left that this one does not write: the
+    comparison files (without ``--compare``, or the chart with ``--no-plots``) and the run
+    folders its manifest lists that this run did not write — a folder only while it holds
+    nothing but a run's files, so that a copy or a folder of the user's is never touched.
+    Then record this run's folders. One run at a time into the same ``out``."""
     kept = {"comparison.json", *(["comparison.png"] if plots else [])} if compared else set()
     for name in COMPARISON_FILES:
         if name not in kept and (out / name).is_file():
             (out / name).unlink()
     names = run_file_names()
-    for directory in sorted(out.iterdir()):
-        if directory.name in labels or directory.is_symlink() or not directory.is_dir():
+    for label in sorted(set(_manifest_runs(out / MANIFEST)) - set(labels)):
+        directory = out / label
+        if directory.is_symlink() or not directory.is_dir() or directory.parent != out:
             continue
         entries = list(directory.iterdir())
-        if (directory / "summary.json").is_file() and all(
-            e.name in names and e.is_file() and not e.is_symlink() for e in entries
-        ):
+        if all(e.name in names and e.is_file() and not e.is_symlink() for e in entries):
             for entry in entries:
                 entry.unlink()
             directory.rmdir()
+    write_json({"runs": list(labels)}, out / MANIFEST)
+
+
+def _manifest_runs(path: Path) -> list[str]:
+    """The run folders a manifest lists; none if there is no readable one."""
+    try:
+        runs = json.loads(path.read_text(encoding="utf-8")).get("runs", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [r for r in runs if isinstance(r, str) and r and "/" not in r and r not in (".", "..")]
 
 
 def write_run(

@@ -32,14 +32,12 @@ from ballast.broker.identity import BrokerIdentity
 from ballast.broker.node import BrokerNode
 from ballast.broker.topics import NamespaceTopicIndex
 from ballast.clock import Clock, run_virtual
-from ballast.controller.history import HistorySink, inline
 from ballast.controller.requests import CreateNamespace as CreateNamespaceRequest
 from ballast.controller.requests import CreateTenant, SetAntiAffinityGroup
 from ballast.metadata.store import MetadataStore
-from ballast.model.config import ConfigError, Settings, load_settings, resource_weights
+from ballast.model.config import resource_weights
 from ballast.model.loaddata.usage import ResourceWeights
 from ballast.model.naming import TopicName
-from ballast.pipeline.leader_sink import HistoryPathError, leader_history_sink
 from ballast.sim import metrics
 from ballast.sim.clients import SimClients
 from ballast.sim.events import (
@@ -65,8 +63,8 @@ from ballast.sim.run_records import (
     SimulationError,
     StepRecord,
 )
+from ballast.sim.run_settings import effective_settings, history_sink
 from ballast.sim.scenario import Scenario
-from ballast.sim.strategies import PROFILES, strategy_profile
 from ballast.sim.traffic import SimTraffic
 from ballast.sim.workload import Workload
 from ballast.tasks import spawn
@@ -87,67 +85,6 @@ __all__ = [
 def broker_identity(index: int) -> BrokerIdentity:
     """The ``index``-th broker of a simulation (``broker-000:8080``, ...)."""
     return BrokerIdentity(f"broker-{index:03d}", 8080, 6650)
-
-
-def effective_settings(scenario: Scenario, options: RunOptions) -> tuple[Settings, str]:
-    """The run's settings (scenario, then the strategy's profile, then ``overrides``) and
-    the strategy's name."""
-    overrides = list(scenario.settings_overrides())
-    if options.strategy is not None:
-        overrides += strategy_profile(options.strategy).overrides()
-    overrides += list(options.overrides)
-    settings = load_settings(overrides=overrides, strict=True).settings
-    shedding = settings.get_str("loadBalancerLoadSheddingStrategy")
-    if options.strategy is not None:
-        profiled = strategy_profile(options.strategy).settings["loadBalancerLoadSheddingStrategy"]
-        if shedding != profiled:  # the run would be named for a strategy it did not run
-            raise ConfigError(
-                f"loadBalancerLoadSheddingStrategy={shedding} contradicts the strategy "
-                f"{options.strategy}, which sheds with {profiled}"
-            )
-    return settings, options.strategy or settings_label(settings)
-
-
-def settings_warnings(scenario: Scenario, overrides: tuple[str, ...]) -> tuple[str, ...]:
-    """What the scenario's settings and ``overrides`` deserve a word about (a deprecated key
-    that does nothing, say); the profiles set none such, so every run shares them."""
-    return load_settings(
-        overrides=[*scenario.settings_overrides(), *overrides], strict=True
-    ).warnings
-
-
-def settings_label(settings: Settings) -> str:
-    """The name of a run without ``--strategy``: the profile whose settings it has, or, where
-    it pairs them otherwise, its shedding and placement strategies (``ballast+
-    least_long_term_message_rate``, with ``+evenly`` or ``+unevenly`` where only
-    ``loadBalancerDistributeBundlesEvenlyEnabled`` differs) — never a profile's name for
-    a run that is not that profile."""
-    for name, profile in PROFILES.items():
-        parsed = load_settings(overrides=profile.overrides(), strict=True).settings
-        if all(settings[key] == parsed[key] for key in profile.settings):
-            return name
-    shedding = settings.get_str("loadBalancerLoadSheddingStrategy")
-    placement = settings.get_str("loadBalancerLoadPlacementStrategy")
-    label = f"{shedding}+{placement}"
-    if any(
-        label == f"{p.settings['loadBalancerLoadSheddingStrategy']}+"
-        f"{p.settings['loadBalancerLoadPlacementStrategy']}"
-        for p in PROFILES.values()
-    ):
-        evenly = settings.get_bool("loadBalancerDistributeBundlesEvenlyEnabled")
-        label += "+evenly" if evenly else "+unevenly"
-    return label
-
-
-def history_sink(settings: Settings, subdir: str | None) -> HistorySink | None:
-    """The leader's load history as a running cluster keeps it (``loadBalancerHistoryPath``;
-    None when empty), written inline: on virtual time a write takes no simulated time, and
-    every cycle's snapshot is written (none skipped), so the same seed gives the same
-    history. Raises :class:`ConfigError` if the directory cannot be made."""
-    try:
-        return leader_history_sink(settings, subdir=subdir, run_blocking=inline)
-    except HistoryPathError as exc:
-        raise ConfigError(str(exc)) from None
 
 
 class Simulation:
@@ -473,12 +410,16 @@ class Simulation:
         brokers = [n.broker_id for n in nodes]
         indexes = [self._broker_index(b) for b in brokers]
         sums = self.traffic.sums_by(self.traffic.connected_to, len(self.ids))
-        usage = self._usage(indexes, sums)
-        values = metrics.loads(usage, self.weights)
-        figures = metrics.load_figures(
-            values, metrics.mean_load(usage, self.weights), self._largest_bundle()
-        )
-        if not math.isfinite(figures.bound) or (figures.brokers and not np.isfinite(values).all()):
+        with np.errstate(over="ignore", invalid="ignore"):  # refused below, with the cause
+            usage = self._usage(indexes, sums)
+            values = metrics.loads(usage, self.weights)
+            figures = metrics.load_figures(
+                values, metrics.mean_load(usage, self.weights), self._largest_bundle()
+            )
+        measured = (figures.mean, figures.std, figures.maximum, figures.ratio)
+        if not math.isfinite(figures.bound) or (
+            figures.brokers and not all(math.isfinite(v) for v in measured)
+        ):
             raise SimulationError(
                 f"the brokers' loads at {now:g} s are not finite numbers: the scenario's rates, "
                 "sizes or factors are too large for the simulated hardware"
@@ -641,7 +582,5 @@ def simulate(scenario: Scenario, options: RunOptions | None = None) -> RunResult
     async def main(clock: Clock) -> RunResult:
         return await Simulation(scenario, chosen, clock).run()
 
-    # Overflowing figures are refused where they are recorded (Simulation.record), with an
-    # error naming the cause, not numpy's warnings.
-    with batch_collection(), np.errstate(over="ignore", invalid="ignore"):
+    with batch_collection():
         return run_virtual(main)

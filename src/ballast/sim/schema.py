@@ -45,6 +45,11 @@ def parse_duration(value: object, where: str) -> float:
     raise ScenarioError(f'{where}: "{value}" is not a duration (e.g. 90, "90s", "5m", "1h30m")')
 
 
+MAX_NUMBER = 1e15
+"""The largest number a scenario may give (a rate, a size, a factor, a capacity): far past
+any cluster, and small enough that the products of a few stay finite."""
+
+
 class Table:
     """A TOML table being read: typed getters that name the key on error, and a check that
     no unknown key is left."""
@@ -93,6 +98,8 @@ class Table:
             raise ScenarioError(f"{self.path(key)}: expected a finite number, not {value}")
         if value < minimum:
             raise ScenarioError(f"{self.path(key)}: must be at least {minimum:g}")
+        if value > MAX_NUMBER:  # products of a few such would overflow a double
+            raise ScenarioError(f"{self.path(key)}: must be at most {MAX_NUMBER:g}")
         return float(value)
 
     def integer(
@@ -124,11 +131,9 @@ class Table:
         if unknown:
             raise ScenarioError(f"{self.path(unknown[0])}: unknown key{self.hint(unknown[0])}")
 
-    def hint(self, key: str, candidates: Iterable[str] | None = None) -> str:
-        """`` (did you mean K?)`` for the known key (or candidate) nearest ``key``; empty if
-        none is near."""
-        pool = sorted(self.known if candidates is None else candidates)
-        meant = difflib.get_close_matches(key, pool, 1)
+    def hint(self, key: str) -> str:
+        """`` (did you mean K?)`` for the known key nearest ``key``; empty if none is near."""
+        meant = difflib.get_close_matches(key, sorted(self.known), 1)
         return f" (did you mean {meant[0]}?)" if meant else ""
 
     def misspelt(self, candidates: Iterable[str]) -> str:

@@ -214,8 +214,11 @@ class Workload:
         return new_names
 
     def scale_rates(self, topics: Ints, factor: float) -> None:
-        """Multiply the rates of ``topics`` by ``factor`` from now on."""
-        self.scale[topics] *= factor
+        """Multiply the rates of ``topics`` by ``factor`` from now on. Factors that compound
+        past a double's range make infinite rates, which the run refuses where it measures
+        them (``Simulation.record``), so numpy's warning is not wanted here."""
+        with np.errstate(over="ignore"):
+            self.scale[topics] *= factor
 
     def scale_sizes(self, topics: Ints, factor: float) -> None:
         """Multiply the message sizes of ``topics`` by ``factor`` from now on (at least a

@@ -431,6 +431,15 @@ class ServerConnection:
         )
 
     def _on_seek(self, command: Seek) -> None:
+        """Success and nothing else: a non-persistent subscription has no cursor to reset
+        (Pulsar's ``NonPersistentSubscription.resetCursor`` is a no-op)."""
+        if command.message_id is None and command.message_publish_time is None:
+            self._error(
+                command.request_id,
+                ServerError.METADATA_ERROR,
+                "Message id and message publish time were not present",
+            )
+            return
         if command.consumer_id not in self.consumers:
             self._error(command.request_id, ServerError.METADATA_ERROR, "Consumer not found")
             return

@@ -230,6 +230,9 @@ async def create_producer(connection: ServerConnection, command: Producer) -> No
         connection.pending.discard(key)
         _error(connection, command.request_id, refused.error, refused.message)
         return
+    except BaseException:  # a failure of its own: a retry must not meet "already being created"
+        connection.pending.discard(key)
+        raise
     # No await from here on: the bundle cannot leave between the check and the attach.
     if key not in connection.pending or connection.closed:
         topics.release(topic)  # the client closed it meanwhile
@@ -307,6 +310,9 @@ async def subscribe(connection: ServerConnection, command: Subscribe) -> None:
         connection.pending.discard(key)
         _error(connection, command.request_id, refused.error, refused.message)
         return
+    except BaseException:  # a failure of its own: a retry must not meet "already being created"
+        connection.pending.discard(key)
+        raise
     # No await from here on (see create_producer).
     if key not in connection.pending or connection.closed:
         topics.release(topic)

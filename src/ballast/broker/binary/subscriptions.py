@@ -8,11 +8,11 @@ acknowledgements change nothing, and a subscription disappears with its last con
 
 - Exclusive: one consumer; a second is refused (ConsumerBusy).
 - Failover: one active consumer, chosen as Pulsar's ``AbstractDispatcherSingleActiveConsumer``
-  does among the consumers of the highest priority (lowest level), sorted by name: for a
-  partition, consumer ``partition % n``; for any other topic, the owner of the first point at
-  or after the topic name's hash on a ring of 100 points per consumer. So the consumers of a
-  partitioned topic, or of many topics, share the partitions or topics. Every consumer is told
-  by ACTIVE_CONSUMER_CHANGE whenever the active one changes.
+  does among the consumers of the highest priority (lowest level), sorted by name: consumer
+  ``partition % n`` — a topic that is not a partition counts as partition 0, as Pulsar's
+  ``NonPersistentSubscription`` counts it (its hash ring is for persistent topics). So the
+  consumers of a partitioned topic share its partitions. Every consumer is told by
+  ACTIVE_CONSUMER_CHANGE whenever the active one changes.
 - Shared: round-robin over the consumers with permits, highest priority level first.
 - Key_Shared: by key hash (:mod:`ballast.broker.binary.keys`), AUTO_SPLIT or STICKY; all
   consumers of a subscription use the same mode.
@@ -22,16 +22,13 @@ Concurrency contract: one event loop; dispatch is synchronous.
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Protocol
 
 from ballast.broker.binary.keys import (
-    POINTS_PER_CONSUMER,
     ConsistentHashSelector,
     RangeConflictError,
     StickyRangeSelector,
-    key_hash,
 )
 from ballast.model.naming import partition_index
 from ballast.protocol.commands import ActiveConsumerChange, Command, ServerError, SubType
@@ -135,20 +132,6 @@ class SubscribeRefused(Exception):
 KeyHash = Callable[[], int]
 
 
-def failover_ring_index(names: Sequence[str], topic: str) -> int:
-    """Which of the consumers ``names`` (sorted as Pulsar sorts them) is active on a topic
-    that is not a partition: a ring of :data:`POINTS_PER_CONSUMER` points per consumer, the
-    hash of ``name + j``, a later consumer taking a point two share; the topic name's hash
-    goes to the first point at or after it, wrapping around."""
-    ring: dict[int, int] = {}
-    for index, name in enumerate(names):
-        for j in range(POINTS_PER_CONSUMER):
-            ring[key_hash(f"{name}{j}".encode())] = index
-    points = sorted(ring)
-    at = bisect.bisect_left(points, key_hash(topic.encode()))
-    return ring[points[at if at < len(points) else 0]]
-
-
 class Subscription:
     """One subscription of a topic and its consumers, in the order they joined."""
 
@@ -163,7 +146,8 @@ class Subscription:
         self._round_robin: list[int] = []
         self._ring: ConsistentHashSelector[Consumer] | None = None
         self._sticky: StickyRangeSelector[Consumer] = StickyRangeSelector()
-        self._partition = partition_index(topic)
+        # Pulsar's NonPersistentSubscription: "for non partition topics, assume index 0"
+        self._partition = max(partition_index(topic), 0)
         self.dropped = 0
 
     @property
@@ -237,9 +221,7 @@ class Subscription:
         # Java's List.sort is stable and compares names by UTF-16 code unit
         ordered = sorted(self.consumers, key=lambda c: (c.priority, c.name.encode("utf-16-be")))
         top = [c for c in ordered if c.priority == ordered[0].priority]
-        if self._partition >= 0:
-            return top[self._partition % len(top)]
-        return top[failover_ring_index([c.name for c in top], self.topic)]
+        return top[self._partition % len(top)]
 
     def _notify(self, consumer: Consumer) -> None:
         if consumer.link.protocol_version >= V_ACTIVE_CONSUMER_CHANGE:
