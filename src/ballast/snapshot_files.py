@@ -27,11 +27,14 @@ def read_dump_directory(directory: Path) -> dict[str, bytes]:
 
 
 def read_snapshot_path(path: Path) -> ParsedSnapshot:
-    """The snapshot at ``path`` (a dump directory or a file), with the dump's warnings before
+    """The snapshot at ``path`` (a dump directory — its ``loadbalance/`` directory where it
+    has one — or a file), with the dump's warnings before
     the snapshot's. Raises :class:`OSError` if it cannot be read, and what
     :func:`~ballast.balance.snapshot_json.parse_snapshot` raises if it does not parse."""
     if not path.is_dir():
         return parse_snapshot(path.read_bytes())
+    if (path / "loadbalance").is_dir():  # a dump of the store's root, as the importer takes
+        path = path / "loadbalance"
     obj, warnings = dump_to_object(read_dump_directory(path))
     parsed = snapshot_from_object(obj)
     return ParsedSnapshot(parsed.snapshot, parsed.state, (*warnings, *parsed.warnings))

@@ -129,6 +129,11 @@ def test_dump_directory_gives_the_same_decisions(ballast: Run, tmp_path: Path) -
     from_file = ok(ballast("decide", "shed", str(source), *args))
     assert summary(from_dir["decisions"]) == summary(from_file["decisions"])
     assert len(from_dir["decisions"]) == 2
+    # a dump of the store's root holds the tree under loadbalance/, as the importer reads it
+    root = tmp_path / "root"
+    write_dump(root / "loadbalance", json.loads(source.read_text()))
+    from_root = ok(ballast("decide", "shed", str(root), *args))
+    assert summary(from_root["decisions"]) == summary(from_file["decisions"])
 
 
 def test_seed002_sample_reports(ballast: Run, tmp_path: Path) -> None:

@@ -389,3 +389,23 @@ def test_generate_never_writes_over_a_history(ballast: Ballast, history: Path) -
     assert "already holds a history (brokers/, bundles/, topics/)" in again.stderr
     assert "--replace" in again.stderr
     assert {p: p.stat().st_mtime_ns for p in history.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.spark
+def test_a_history_file_not_of_its_table_is_named(
+    ballast: Ballast, history: Path, tmp_path: Path
+) -> None:
+    """A corrupt file gave a Java stack and "internal error"; a file lacking a column read as
+    nulls in it: wrong averages, exit 0."""
+    copy = tmp_path / "history"
+    shutil.copytree(history, copy)
+    hour = next((copy / "bundles").glob("date=*/hour=*"))
+    stray = hour / "zz-stray.parquet"
+    stray.write_bytes(b"not parquet at all")
+    done = ballast(
+        "pipeline", "time-averages", "--history", str(copy), "--out", str(tmp_path / "o")
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert f"error: {stray} is not a readable Parquet file" in done.stderr
+    assert "Traceback" not in done.stderr and "\tat org.apache" not in done.stderr
+    assert not (tmp_path / "o" / "bundle_averages").exists()

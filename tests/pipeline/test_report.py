@@ -231,6 +231,16 @@ def test_render_report_writes_charts_and_escaped_tables() -> None:
     assert page.index("a:1") < page.index("&lt;b&gt;:1")
     assert "90.0%" in page and "1,234.5" in page
     assert "1970-01-01 00:00 to 1970-01-01 00:02 UTC, 3 snapshots" in page
+    # two clusters whose names make the same file name keep charts of their own
+    _, twice = render_report(
+        [
+            ClusterReport(name, over_time, brokers, namespaces, series, tuple(times))
+            for name in ("east/1", "east_1")
+        ],
+        "two",
+    )
+    assert sorted(twice) == sorted([*images, "east_1-2-imbalance.png", "east_1-2-namespaces.png",
+                                    "east_1-2-usage.png"])  # fmt: skip
 
 
 def test_a_report_of_one_snapshot_names_it_in_the_singular() -> None:

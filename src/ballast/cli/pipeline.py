@@ -10,7 +10,11 @@ command). Each command prints a JSON summary.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
+import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -61,11 +65,20 @@ SetOption = Annotated[
 
 def _user_errors() -> tuple[type[Exception], ...]:
     """Errors that mean bad input (exit 2 with the reason), not a bug."""
+    from ballast.pipeline.file_check import HistoryFileError
     from ballast.pipeline.history import HistoryError
     from ballast.pipeline.sparkio import PathError, SchemaMismatch
     from ballast.pipeline.transforms.split import UnsupportedAlgorithm
 
-    return (HistoryError, JobError, PathError, SpecError, SchemaMismatch, UnsupportedAlgorithm)
+    return (
+        HistoryError,
+        HistoryFileError,
+        JobError,
+        PathError,
+        SpecError,
+        SchemaMismatch,
+        UnsupportedAlgorithm,
+    )
 
 
 def parse_time_ms(text: str) -> int:
@@ -124,17 +137,76 @@ def check_output_early(
 
 @contextmanager
 def spark_session(master: str | None, conf: list[str] | None) -> Iterator[SparkSession]:
-    from ballast.pipeline.session import SessionOptions, SparkUnavailable, build_session
+    """A Spark session for one command, stopped after it. What Spark fails (an unreadable
+    file, a master that stops answering) ends the command with one line, exit 1; Ctrl-C with
+    one line, exit 130. Spark's own log stays quiet unless BALLAST_DEBUG is set: the line
+    says the cause, where Spark would print every task's Java stack."""
+    from ballast.pipeline.session import (
+        SessionOptions,
+        SparkUnavailable,
+        build_session,
+        job_failure,
+    )
 
     options = SessionOptions(master=master, conf=parse_conf(conf))
+    debug = bool(os.environ.get("BALLAST_DEBUG"))
+    previous = signal.signal(signal.SIGINT, _quiet_interrupt) if not debug else None
     try:
-        spark = build_session(options)
-    except SparkUnavailable as exc:
-        fail(str(exc))
-    try:
-        yield spark
+        try:
+            spark = build_session(options)
+        except SparkUnavailable as exc:
+            fail(str(exc))
+        except Exception as exc:  # the JVM started, its context did not (a master refusing)
+            reason = job_failure(exc)
+            if reason is None or debug:
+                raise
+            fail(f"Spark did not start (master {master or 'local'}): {reason}")
+        if not debug:
+            spark.sparkContext.setLogLevel("OFF")
+        interrupted = False
+        try:
+            yield spark
+        except KeyboardInterrupt:
+            interrupted = True
+            _stop_quietly(spark)
+            fail(
+                "interrupted: the job stopped before its end (its results may be missing "
+                "or partial)",
+                code=130,
+            )
+        except Exception as exc:
+            reason = job_failure(exc)
+            if reason is None or debug:
+                raise
+            hint = ""
+            if "stopped SparkContext" in reason and (master or "").startswith("spark://"):
+                hint = (
+                    f" (the master {master} stopped answering or is none: its port is the "
+                    "master's, 7077 by default, not its web UI's)"
+                )
+            fail(f"Spark failed the job: {reason}{hint}", code=1)
+        finally:
+            if not interrupted:
+                spark.stop()
     finally:
-        spark.stop()
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _quiet_interrupt(_signum: int, _frame: object) -> None:
+    """Ctrl-C during a Spark job: py4j logs and prints what each interrupted call to the JVM
+    was doing; the command says it was interrupted, in one line, instead."""
+    logging.disable(logging.CRITICAL)
+    raise KeyboardInterrupt
+
+
+def _stop_quietly(spark: SparkSession) -> None:
+    """Stop a session whose gateway an interrupt may have broken mid-call."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            spark.stop()
+        except Exception:  # a broken gateway: the JVM exits with this process
+            pass
 
 
 @pipeline_app.command("import")

@@ -212,12 +212,24 @@ def _span(snapshot_ms: Sequence[int]) -> str:
     return f"{span}, {count} snapshot{'' if count == 1 else 's'}"
 
 
+def _unique(slug: str, taken: set[str]) -> str:
+    """``slug``, or ``slug-2``, ``slug-3``... where another cluster's name made it already
+    (``a/b`` and ``a_b`` both make ``a_b``): each cluster's charts keep files of their own."""
+    unique, n = slug, 1
+    while unique in taken:
+        n += 1
+        unique = f"{slug}-{n}"
+    taken.add(unique)
+    return unique
+
+
 def render_report(reports: Sequence[ClusterReport], title: str) -> tuple[str, dict[str, bytes]]:
     """The HTML page and the PNG files it links (name -> bytes)."""
     images: dict[str, bytes] = {}
     sections: list[str] = []
+    taken: set[str] = set()
     for report in reports:
-        slug = _slug(report.cluster)
+        slug = _unique(_slug(report.cluster), taken)
         # A chart only where there are rows to draw: a history may hold bundle rows alone.
         charts: dict[str, bytes] = {}
         if not report.over_time.empty:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from py4j.protocol import Py4JError
+from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import IllegalArgumentException, PySparkRuntimeError
 from pyspark.sql import SparkSession
 
@@ -247,6 +247,37 @@ def _java_root_cause(exc: Exception) -> str | None:
         return None if origin is None else str(origin.getMessage() or "").strip() or None
     except Py4JError:
         return None
+
+
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Invalid|File|Interrupt)\w*: ")
+
+
+def job_failure(exc: BaseException) -> str | None:
+    """One line for a job that Spark failed (an unreadable file, a column of another type, a
+    master that stopped answering), or None if ``exc`` is no Spark failure: a Python task's
+    last line (``pyarrow.lib.ArrowInvalid: Parquet magic bytes not found ...``), else the
+    innermost Java cause, else the exception's first line."""
+    from pyspark.errors.exceptions.captured import CapturedException, PythonException
+
+    if isinstance(exc, PythonException):
+        # the task's traceback ends with "module.Class: message", maybe followed by more
+        # lines of that message (an Arrow schema...): the last line that names an exception
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        named = [line for line in lines if _EXCEPTION_LINE.match(line)]
+        return (named or lines or [type(exc).__name__])[-1].strip()
+    if isinstance(exc, CapturedException):
+        first = root_cause(str(exc))
+        deepest = _java_root_cause(exc)
+        return first if deepest is None or deepest in first else f"{first} ({deepest})"
+    if isinstance(exc, Py4JJavaError):
+        origin: Any = exc.java_exception
+        try:
+            while origin.getCause() is not None:
+                origin = origin.getCause()
+            return str(origin.toString()).splitlines()[0]
+        except Py4JError:
+            return str(exc).splitlines()[0]
+    return None
 
 
 def root_cause(text: str) -> str:

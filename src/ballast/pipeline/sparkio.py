@@ -18,8 +18,10 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ballast.pipeline.file_check import check_table_files
 from ballast.pipeline.local_paths import missing_history
 from ballast.pipeline.schema import PARTITION_NAMES, Table
+from ballast.pipeline.taskio import local_root
 
 MS_PER_DAY = 86_400_000
 MS_PER_HOUR = 3_600_000
@@ -68,6 +70,9 @@ def read_history(spark: SparkSession, root: str, table: Table) -> DataFrame:
     (Spark would read it as Parquet and fail with a Java stack)."""
     schema = table.spark_schema(with_partitions=table.partitioned)
     path = table_path(root, table)
+    local = local_root(spark, path)
+    if local is not None and local.is_dir():
+        check_table_files(local, table)
     try:
         reader = spark.read.schema(schema).option("basePath", path)
         frame = reader.option("pathGlobFilter", "*.parquet").parquet(path)

@@ -195,6 +195,11 @@ def file_groups(files: Sequence[Path], parallelism: int) -> list[list[Path]]:
     return groups
 
 
+class UnreadableFile(ValueError):
+    """A history file a task cannot read as the table it belongs to: not Parquet, cut
+    short, or without a column the job reads."""
+
+
 def read_in_tasks(
     spark: SparkSession,
     files: Sequence[Path],
@@ -221,13 +226,24 @@ def read_in_tasks(
         for batch in batches:
             for index in batch.column("id").to_pylist():
                 for path in groups[index]:
-                    metadata = pq.read_metadata(path)
-                    encoded = [
-                        c
-                        for c in strings
-                        if c not in plain_if_distinct or stores_repeats(metadata, c)
-                    ]
-                    rows = pq.read_table(path, columns=list(columns), read_dictionary=encoded)
+                    try:
+                        metadata = pq.read_metadata(path)
+                        lacking = [c for c in columns if c not in metadata.schema.names]
+                        if lacking:
+                            raise UnreadableFile(
+                                f"{path}: no column {', '.join(lacking)} (a file of another "
+                                "table or of another schema)"
+                            )
+                        encoded = [
+                            c
+                            for c in strings
+                            if c not in plain_if_distinct or stores_repeats(metadata, c)
+                        ]
+                        rows = pq.read_table(path, columns=list(columns), read_dictionary=encoded)
+                    except (pa.ArrowException, OSError) as exc:
+                        # the driver sees the task's last line: name the file in it
+                        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                        raise UnreadableFile(f"{path}: {first or type(exc).__name__}") from None
                     yield from compute(rows).to_batches()
 
     ids = spark.range(0, len(groups), numPartitions=max(1, len(groups)))

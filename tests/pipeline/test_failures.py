@@ -1,0 +1,118 @@
+"""What a job says when its input or Spark fails it: a history file that is not its table's
+(named, with the column or the reason), a task's exception in one line, Ctrl-C in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import typer
+from pyspark.sql import SparkSession
+
+from ballast.cli import pipeline as command
+from ballast.pipeline.file_check import HistoryFileError, check_table_files
+from ballast.pipeline.schema import BUNDLES
+
+
+def bundle_rows(**replaced: pa.Array) -> pa.Table:
+    """One row of the bundles table, with columns replaced or (given None) left out."""
+    columns: dict[str, pa.Array] = {}
+    for column in BUNDLES.columns:
+        kind = column.type.arrow()
+        value: Any = "x" if pa.types.is_string(kind) else 1
+        if pa.types.is_list(kind):
+            value = []
+        columns[column.name] = pa.array([value], type=kind)
+    for name, array in replaced.items():
+        if array is None:
+            del columns[name]
+        else:
+            columns[name] = array
+    return pa.table(columns)
+
+
+def test_a_table_of_its_own_files_passes(tmp_path: Path) -> None:
+    (tmp_path / "date=2026-01-01" / "hour=0").mkdir(parents=True)
+    pq.write_table(bundle_rows(), tmp_path / "date=2026-01-01" / "hour=0" / "part-0.parquet")
+    check_table_files(tmp_path, BUNDLES)
+
+
+@pytest.mark.parametrize(
+    ("file", "said"),
+    [
+        (b"garbage, not Parquet", "is not a readable Parquet file: Parquet magic bytes not found"),
+        (bundle_rows(topics=None), "has no column topics: not a file of the bundles table"),
+        (
+            bundle_rows(msg_rate_in=pa.array(["fast"])),
+            "column msg_rate_in holds string, not double",
+        ),
+    ],
+)
+def test_a_file_not_of_the_table_is_named(tmp_path: Path, file: Any, said: str) -> None:
+    """Spark read such a file with the table's schema: a column it lacks as nulls (wrong
+    averages, exit 0), the rest as a Java stack and "internal error"."""
+    (tmp_path / "hour=0").mkdir()
+    pq.write_table(bundle_rows(), tmp_path / "hour=0" / "a.parquet")
+    bad = tmp_path / "hour=0" / "b.parquet"
+    if isinstance(file, bytes):
+        bad.write_bytes(file)
+    else:
+        pq.write_table(file, bad)
+    with pytest.raises(HistoryFileError, match=said) as refused:
+        check_table_files(tmp_path, BUNDLES)
+    assert str(refused.value).startswith(str(bad))
+
+
+@pytest.mark.spark
+def test_a_task_failure_is_one_line(spark: SparkSession) -> None:
+    """The driver's PythonException carries the task's whole traceback; the line that names
+    the exception is the reason, not what follows it (an Arrow schema, say)."""
+    from pyspark.errors.exceptions.captured import AnalysisException, PythonException
+
+    from ballast.pipeline.session import job_failure
+
+    task = PythonException(
+        desc='Traceback (most recent call last):\n  File "t.py", line 1, in read\n'
+        "ballast.pipeline.taskio.UnreadableFile: /h/f.parquet: no match\nfield: string\n",
+        stackTrace="",
+    )
+    assert job_failure(task) == "ballast.pipeline.taskio.UnreadableFile: /h/f.parquet: no match"
+    analysis = AnalysisException(desc="[X] what went wrong\nand more", stackTrace="")
+    assert job_failure(analysis) == "[X] what went wrong"
+    assert job_failure(ValueError("ours")) is None  # not Spark's: a bug, left to main
+
+
+class FakeSession:
+    def __init__(self) -> None:
+        self.stopped = 0
+        self.sparkContext = self
+
+    def setLogLevel(self, level: str) -> None:
+        self.level = level
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+
+def test_ctrl_c_in_a_job_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = FakeSession()
+    monkeypatch.setattr("ballast.pipeline.session.build_session", lambda _options: session)
+    monkeypatch.delenv("BALLAST_DEBUG", raising=False)
+    try:
+        with command.spark_session(None, None):
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:  # escaping, it would stop the test session itself
+        pytest.fail("the interrupt escaped as a traceback")
+    except typer.Exit as stopped:
+        assert stopped.exit_code == 130
+    assert "error: interrupted: the job stopped before its end" in capsys.readouterr().err
+    assert session.stopped == 1 and session.level == "OFF"  # Spark's log quiet, session stopped
+    # any other ending stops the session too, and a bug is left to the last line of defence
+    with pytest.raises(ZeroDivisionError), command.spark_session(None, None):
+        raise ZeroDivisionError
+    assert session.stopped == 2
