@@ -34,12 +34,7 @@ from ballast.balance.split import run_split_cycle
 from ballast.clock import Clock
 from ballast.controller.admin import AdminHandlers
 from ballast.controller.channel import ControllerChannel
-from ballast.controller.decision_log import (
-    CycleListener,
-    DecisionListener,
-    DecisionLog,
-    cycle_entry,
-)
+from ballast.controller.decision_log import CycleListener, DecisionListener, DecisionLog
 from ballast.controller.event_types import (
     AdoptOrphans,
     MembershipEvent,
@@ -115,10 +110,9 @@ class Controller:
         history: HistorySink | None = None,
         cycle_listeners: Sequence[CycleListener] = (),
     ) -> None:
-        """``decision_listeners`` hear every decision as :attr:`log_decision` records it;
-        ``cycle_listeners`` the outcome of every shedding cycle (:func:`cycle_entry`);
-        ``history`` (setting ``loadBalancerHistoryPath``) receives the leader's view of the
-        cluster every shedding cycle."""
+        """``decision_listeners`` hear every decision (:attr:`log_decision`), ``cycle_listeners``
+        every shedding cycle's outcome; ``history`` (``loadBalancerHistoryPath``) receives
+        the leader's view of the cluster every shedding cycle."""
         self.leadership = leadership
         self.epoch = leadership.epoch
         self.election = election
@@ -152,8 +146,7 @@ class Controller:
         self.last_shedding: dict[str, Any] = {}
         self._parsed_reports: dict[str, tuple[int, int | None, LocalBrokerData]] = {}
         self._remembered = b""
-        self.cycle_listeners = cycle_listeners
-        self.decisions = DecisionLog(clock, decision_listeners)
+        self.decisions = DecisionLog(clock, decision_listeners, cycle_listeners)
         self.decisions_log = self.decisions.entries  # the recent ones, oldest first
         self.log_decision = self.decisions.record
         self.history = HistoryRecorder(history) if history is not None else None
@@ -513,10 +506,7 @@ class Controller:
         self.strategy_state = result.strategy_state
         self.placement_state = result.placement_state
         self.last_shedding = dict(result.stats)
-        if self.cycle_listeners:
-            entry = cycle_entry(now_ms, self.leader_id, len(result.decisions), result.stats)
-            for listener in self.cycle_listeners:
-                listener(entry)
+        self.decisions.cycle(self.leader_id, len(result.decisions), result.stats)
         for bundle in result.expired_unloaded_bundles:
             self.image.recently_unloaded_bundles.pop(bundle, None)
         for broker in result.expired_unloaded_brokers:

@@ -35,10 +35,23 @@ KEPT = 1000  # at most this many entries; the older half goes when it is reached
 class DecisionLog:
     """Recent decisions, oldest first, and the listeners that hear every one."""
 
-    def __init__(self, clock: Clock, listeners: Sequence[DecisionListener] = ()) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        listeners: Sequence[DecisionListener] = (),
+        cycle_listeners: Sequence[CycleListener] = (),
+    ) -> None:
         self._clock = clock
         self._listeners = listeners
+        self._cycle_listeners = cycle_listeners
         self.entries: list[dict[str, Any]] = []
+
+    def cycle(self, leader: str, moves: int, stats: Mapping[str, Any]) -> None:
+        """Tell the cycle listeners of a shedding cycle (:func:`cycle_entry`)."""
+        if self._cycle_listeners:
+            entry = cycle_entry(self._clock.wall_ms(), leader, moves, stats)
+            for listener in self._cycle_listeners:
+                listener(entry)
 
     def record(
         self,
