@@ -366,6 +366,12 @@ def generate_command(
     except SpecError as exc:
         fail(str(exc))
     check_output_early(None, out, master, conf)
+    if not replace:
+        from ballast.pipeline.local_paths import local_history_held
+
+        held = local_history_held(out, master=master, conf=parse_conf(conf), environ=os.environ)
+        if held is not None:
+            fail(held)  # at once, before a JVM starts (Spark's check says the same)
     with spark_session(master, conf) as spark:
         try:
             summary = generate(spark, spec, out, replace=replace)

@@ -28,6 +28,23 @@ def missing_history(root: str, tables: Sequence[str], root_exists: bool) -> str:
     return f"no history at {root}: the path {where}"
 
 
+def history_held(root: str, held: Sequence[str]) -> str:
+    """The message for a writer of a history whose ``root`` already holds the tables
+    ``held`` (without ``--replace``, it would write over a history given by mistake)."""
+    names = ", ".join(f"{name}/" for name in held)
+    return f"{root} already holds a history ({names}); give --replace to write over it"
+
+
+def local_history_held(
+    root: str, *, master: str | None, conf: Mapping[str, str], environ: Mapping[str, str]
+) -> str | None:
+    """:func:`history_held` for a ``root`` surely on this machine that holds a history's
+    tables, found before a JVM starts; None otherwise (then Spark's check says it)."""
+    local = surely_local(root, master=master, conf=conf, environ=environ)
+    held = [name for name in RAW_TABLES if local is not None and (local / name).exists()]
+    return history_held(root, held) if held else None
+
+
 def history_at_out(out: str, held: Sequence[str]) -> str:
     """The message for a job's ``--out`` that is itself a history (it holds ``held``)."""
     names = ", ".join(f"{name}/" for name in held)

@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ballast.pipeline.file_check import check_table_files
-from ballast.pipeline.local_paths import missing_history
+from ballast.pipeline.local_paths import history_held, missing_history
 from ballast.pipeline.schema import PARTITION_NAMES, Table
 from ballast.pipeline.taskio import local_root
 
@@ -97,11 +97,9 @@ def refuse_history(spark: SparkSession, root: str, tables: Sequence[Table]) -> N
     replaces tables would otherwise delete a history (say, one a leader wrote) given by
     mistake."""
     exists = _exists_on(spark, root)
-    held = [f"{t.name}/" for t in tables if exists(table_path(root, t))]
+    held = [t.name for t in tables if exists(table_path(root, t))]
     if held:
-        raise PathError(
-            f"{root} already holds a history ({', '.join(held)}); give --replace to write over it"
-        )
+        raise PathError(history_held(root, held))
 
 
 def require_output_root(spark: SparkSession, path: str) -> None:
