@@ -241,10 +241,10 @@ def _java_root_cause(exc: Exception) -> str | None:
     """The message of the innermost cause of a captured Java exception (PySpark keeps the
     Java object; its text may leave the JVM stack, and with it the causes, out)."""
     origin: Any = getattr(exc, "_origin", None)
+    if origin is None:
+        return None
     try:
-        while origin is not None and origin.getCause() is not None:
-            origin = origin.getCause()
-        return None if origin is None else str(origin.getMessage() or "").strip() or None
+        return str(_innermost(origin).getMessage() or "").strip() or None
     except Py4JError:
         return None
 
@@ -270,14 +270,18 @@ def job_failure(exc: BaseException) -> str | None:
         deepest = _java_root_cause(exc)
         return first if deepest is None or deepest in first else f"{first} ({deepest})"
     if isinstance(exc, Py4JJavaError):
-        origin: Any = exc.java_exception
         try:
-            while origin.getCause() is not None:
-                origin = origin.getCause()
-            return str(origin.toString()).splitlines()[0]
+            return str(_innermost(exc.java_exception).toString()).splitlines()[0]
         except Py4JError:
             return str(exc).splitlines()[0]
     return None
+
+
+def _innermost(origin: Any) -> Any:
+    """The innermost cause of a Java exception (a py4j object)."""
+    while origin.getCause() is not None:
+        origin = origin.getCause()
+    return origin
 
 
 def root_cause(text: str) -> str:

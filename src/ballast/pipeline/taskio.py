@@ -196,8 +196,9 @@ def file_groups(files: Sequence[Path], parallelism: int) -> list[list[Path]]:
 
 
 class UnreadableFile(ValueError):
-    """A history file a task cannot read as the table it belongs to: not Parquet, cut
-    short, or without a column the job reads."""
+    """A history file a task cannot read as the table it belongs to. The files come from a
+    frame :func:`~ballast.pipeline.sparkio.read_history` read, which checked them
+    (:mod:`ballast.pipeline.file_check`); this names a file that changed since."""
 
 
 def read_in_tasks(
@@ -228,12 +229,6 @@ def read_in_tasks(
                 for path in groups[index]:
                     try:
                         metadata = pq.read_metadata(path)
-                        lacking = [c for c in columns if c not in metadata.schema.names]
-                        if lacking:
-                            raise UnreadableFile(
-                                f"{path}: no column {', '.join(lacking)} (a file of another "
-                                "table or of another schema)"
-                            )
                         encoded = [
                             c
                             for c in strings

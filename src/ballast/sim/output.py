@@ -120,7 +120,7 @@ def remove_stale_runs(out: Path, labels: Sequence[str], *, compared: bool, plots
     names = run_file_names()
     for label in sorted(set(_manifest_runs(out / MANIFEST)) - set(labels)):
         directory = out / label
-        if directory.is_symlink() or not directory.is_dir() or directory.parent != out:
+        if directory.is_symlink() or not directory.is_dir():
             continue
         entries = list(directory.iterdir())
         if all(e.name in names and e.is_file() and not e.is_symlink() for e in entries):

@@ -151,10 +151,14 @@ class Simulation:
         node.decision_listeners.append(self._on_decision)
         node.cycle_listeners.append(self._on_cycle)
 
+    def _since_start(self, entry: Mapping[str, Any]) -> float:
+        """Seconds from the run's start to a leader's entry (its ``at``, wall ms)."""
+        return (int(entry["at"]) - self._start_wall_ms) / 1000
+
     def _on_decision(self, entry: Mapping[str, Any]) -> None:
         self.result.decisions.append(
             Decision(
-                t_s=(int(entry["at"]) - self._start_wall_ms) / 1000,
+                t_s=self._since_start(entry),
                 action=str(entry["action"]),
                 bundle=str(entry["bundle"]),
                 source=entry.get("broker"),
@@ -167,7 +171,7 @@ class Simulation:
     def _on_cycle(self, entry: Mapping[str, Any]) -> None:
         self.result.cycles.append(
             CycleRecord(
-                t_s=(int(entry["at"]) - self._start_wall_ms) / 1000,
+                t_s=self._since_start(entry),
                 leader=str(entry["leader"]),
                 moves=int(entry["moves"]),
                 outcome=str(entry["outcome"]),
