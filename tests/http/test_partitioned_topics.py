@@ -8,7 +8,7 @@ import pytest
 
 from ballast.clock import Clock
 from ballast.metadata import paths
-from ballast.model.naming import TopicName
+from ballast.model.naming import NamespaceName, TopicName
 from tests.support.http_api import Api, api_for, follower
 
 pytestmark = [pytest.mark.real_time, pytest.mark.integration]
@@ -35,7 +35,18 @@ async def test_a_partitioned_topic_is_created_raised_and_deleted(clock: Clock) -
         assert (await api.call("GET", "/admin/v2/persistent/t/ns/partitioned"))[1] == []
         # A v1 topic's count, as a client with an http:// URL asks for it.
         v1 = "/admin/non-persistent/t/standalone/ns/orders/partitions"
+        assert (await _reason(api, "GET", v1, None, other))[0] == 404  # no such namespace
+        v1_namespace = NamespaceName.parse("t/standalone/ns")
+        store = next(iter(api.cluster.nodes.values())).store
+        await store.put(paths.namespace_policies(v1_namespace), b"{}")
         assert (await api.call("GET", v1))[:2] == (200, {"partitions": 0})
+        # A topic of a namespace that does not exist is not a plain topic: 404, as Pulsar
+        # answers after reading the namespace's policies.
+        missing = "/admin/v2/persistent/t/nope/orders/partitions"
+        assert await _reason(api, "GET", missing, None, other) == (
+            404,
+            "namespace t/nope does not exist",
+        )
         # Ballast's ceiling: 2^31 persistent partitions, each recorded, held the leader.
         huge = "/admin/v2/persistent/t/ns/huge/partitions"
         assert await _reason(api, "PUT", huge, 2**31 - 1, other) == (

@@ -91,7 +91,15 @@ class TopicsApi:
         return await self._partitions_of(topic_from_parts(raw[2], list(raw[3:-1])))
 
     async def _partitions_of(self, topic: TopicName) -> web.StreamResponse:
-        return web.json_response({"partitions": await partitions_of(self.node.store, topic)})
+        """The count, or a 404 for a topic of a namespace that does not exist (Pulsar checks
+        the namespace's policies before it reads the metadata)."""
+        count = await partitions_of(self.node.store, topic)
+        if (
+            count == 0
+            and await self.node.store.exists(paths.namespace_policies(topic.namespace)) is None
+        ):
+            return reason(404, f"namespace {topic.namespace} does not exist")
+        return web.json_response({"partitions": count})
 
     async def create(self, request: web.Request) -> web.StreamResponse:
         """``PUT .../{topic}/partitions`` with the count as the body."""
