@@ -425,6 +425,14 @@ async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
         assert (await api.call("GET", path))[1] == policy  # the refused one replaced nothing
         assert (await api.call("DELETE", path))[0] == 204
         assert (await api.call("GET", path))[0] == 404
+        # Pulsar deletes a missing policy without complaint, and tells an unknown cluster by
+        # 404 for the list, 412 for one policy.
+        assert (await api.call("DELETE", path))[0] == 204
+        elsewhere = "/admin/v2/clusters/elsewhere/namespaceIsolationPolicies"
+        assert (await api.call("GET", elsewhere))[0] == 404
+        for method in ("GET", "DELETE"):
+            assert (await api.call(method, f"{elsewhere}/iso"))[0] == 412
+        assert (await api.call("POST", f"{elsewhere}/iso", json=policy))[0] == 412
         domain = "/admin/v2/clusters/standalone/failureDomains/rack1"
         brokers = list(api.cluster.nodes)[:2]
         assert (await api.call("POST", domain, json={"brokers": brokers}))[0] == 204

@@ -487,7 +487,7 @@ class AdminHandlers:
             return failed(400, problem)
         if request.policy is None:
             if request.name not in current:
-                return failed(404, f"isolation policy {request.name} does not exist")
+                return ok()  # Pulsar deletes a missing policy without complaint (204)
             current.pop(request.name)
         else:
             current[request.name] = request.policy

@@ -409,16 +409,21 @@ class AdminApi:
             await to_leader(self.node, SetAntiAffinityGroup(namespace=str(namespace), group=None))
         )
 
-    def _cluster(self, request: web.Request) -> str:
+    def _cluster(self, request: web.Request, missing: int = 404) -> str:
+        """The path's cluster, which must be this one; else ``missing`` (Pulsar answers 404 or
+        412 depending on the endpoint)."""
         cluster = request.match_info["cluster"]
         if cluster != self.node.settings.get_str("clusterName"):
-            raise ApiError(404, f"cluster {cluster} does not exist")
+            raise ApiError(missing, f"cluster {cluster} does not exist")
         return cluster
 
     async def get_isolation_policies(self, request: web.Request) -> web.StreamResponse:
-        record = await self.node.store.get(paths.isolation_policies(self._cluster(request)))
+        # Pulsar: 404 for the list of an unknown cluster, 412 for one policy of it.
+        listing = "policy" not in request.match_info
+        cluster = self._cluster(request, 404 if listing else 412)
+        record = await self.node.store.get(paths.isolation_policies(cluster))
         policies = json.loads(record.value) if record is not None and record.value else {}
-        if "policy" not in request.match_info:
+        if listing:
             return web.json_response(policies)
         name = _policy(request)
         if name not in policies:
@@ -426,7 +431,7 @@ class AdminApi:
         return web.json_response(policies[name])
 
     async def set_isolation_policy(self, request: web.Request) -> web.StreamResponse:
-        self._cluster(request)
+        self._cluster(request, 412)
         name = _policy(request)
         body = await _json_body(request)
         if not isinstance(body, dict):
@@ -435,7 +440,7 @@ class AdminApi:
         return done(await to_leader(self.node, SetIsolationPolicy(name=name, policy=body)))
 
     async def delete_isolation_policy(self, request: web.Request) -> web.StreamResponse:
-        self._cluster(request)
+        self._cluster(request, 412)
         return done(
             await to_leader(self.node, SetIsolationPolicy(name=_policy(request), policy=None))
         )
