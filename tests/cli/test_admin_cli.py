@@ -47,6 +47,11 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
         return ballast("admin", "--url", cluster_url, *args)
 
     assert admin("tenants", "create", "acme").stdout.strip() == "ok"
+    # Without --allowed-clusters, every cluster (the API refuses none, as Pulsar's does).
+    assert get_json(f"{cluster_url}/admin/v2/tenants/acme", 10) == {
+        "adminRoles": [],
+        "allowedClusters": ["standalone"],
+    }
     assert admin("tenants", "update", "acme", "--admin-roles", "ops,dev").returncode == 0
     updated = admin("tenants", "update", "acme", "--allowed-clusters", "standalone,global")
     assert updated.returncode == 0, updated.stderr

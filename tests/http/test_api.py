@@ -142,7 +142,7 @@ async def test_bad_requests_get_pulsar_status_codes(clock: Clock) -> None:
             ("PUT", "/admin/v2/namespaces/t/missing/0x00000000_0xffffffff/unload", 404),
             ("PUT", "/admin/v2/namespaces/pulsar/127.0.0.1:1234", 412),  # a heartbeat namespace
             ("DELETE", "/admin/v2/namespaces/pulsar/127.0.0.1:1234", 412),
-            ("PUT", "/admin/v2/tenants/t", 409),
+            ("PUT", "/admin/v2/tenants/t", 412),  # clusters are checked first: none given
             ("DELETE", "/admin/v2/tenants/t", 409),
             ("GET", "/admin/v2/no/such/path", 404),
             ("GET", "/admin/v2/brokers/othercluster", 404),
@@ -152,6 +152,9 @@ async def test_bad_requests_get_pulsar_status_codes(clock: Clock) -> None:
             assert status == expected, (method, path, status, body)
             assert isinstance(body, dict) and isinstance(body.get("reason"), str), (path, body)
             assert body["reason"]
+        again = {"allowedClusters": ["standalone"]}
+        status, body, _ = await api.call("PUT", "/admin/v2/tenants/t", json=again)
+        assert status == 409, body
 
 
 async def test_a_namespace_is_unloaded_and_its_topics_listed_per_domain(clock: Clock) -> None:
@@ -316,6 +319,8 @@ async def test_a_tenant_body_is_checked_as_pulsar_does(clock: Clock) -> None:
             ({"adminRoles": [1, None]}, 400, "adminRoles[0]"),
             ({"allowedClusters": ["nope", "other"]}, 412, "Clusters do not exist: nope, other"),
             ({"allowedClusters": ["standalone", " "]}, 412, "Clusters can not be empty"),
+            ({}, 412, "Clusters can not be empty"),
+            ({"adminRoles": ["ops"], "allowedClusters": []}, 412, "Clusters can not be empty"),
             ([1], 400, "a tenant body is a JSON object"),
         ]
         for body, status, why in cases:
@@ -333,11 +338,17 @@ async def test_a_tenant_body_is_checked_as_pulsar_does(clock: Clock) -> None:
         roles = {"adminRoles": ["ops"], "allowedClusters": ["standalone"]}
         assert (await api.call("POST", "/admin/v2/tenants/x", json=roles, broker=1))[0] == 204
         assert (await api.call("GET", "/admin/v2/tenants/x"))[1] == roles
+        no_clusters = {"adminRoles": ["ops"]}
+        assert (await api.call("POST", "/admin/v2/tenants/x", json=no_clusters))[0] == 412
+        assert (await api.call("GET", "/admin/v2/tenants/x"))[1] == roles
         status, answer, _ = await api.call(
             "POST", "/admin/v2/tenants/x", json={"allowedClusters": ["no"]}
         )
         assert status == 412 and answer == {"reason": "Clusters do not exist: no"}
         assert (await api.call("POST", "/admin/v2/tenants/none", json=roles))[0] == 404
+        assert (await api.call("GET", "/admin/v2/tenants/x"))[1] == roles
+        no_clusters = {"adminRoles": ["ops"]}
+        assert (await api.call("POST", "/admin/v2/tenants/x", json=no_clusters))[0] == 412
         assert (await api.call("GET", "/admin/v2/tenants/x"))[1] == roles
         # A cluster its namespaces replicate to stays (Pulsar's canUpdateCluster).
         assert (await api.call("PUT", "/admin/v2/namespaces/x/n"))[0] == 204
@@ -347,6 +358,9 @@ async def test_a_tenant_body_is_checked_as_pulsar_does(clock: Clock) -> None:
         assert status == 409 and "active namespaces are present in colos ['standalone']" in str(
             answer
         )
+        assert (await api.call("GET", "/admin/v2/tenants/x"))[1] == roles
+        no_clusters = {"adminRoles": ["ops"]}
+        assert (await api.call("POST", "/admin/v2/tenants/x", json=no_clusters))[0] == 412
         assert (await api.call("GET", "/admin/v2/tenants/x"))[1] == roles
 
 

@@ -126,7 +126,10 @@ async def serve_namespace(
     lookup that fails are tried again, as a client does, for up to 30 s; any other answer
     than success fails the test."""
     first = brokers[0].url
-    await _put_through_elections(session, clock, f"{first}/admin/v2/tenants/t", {})
+    status, clusters = await get(session, f"{first}/admin/v2/clusters")
+    assert status == 200, clusters
+    tenant = {"allowedClusters": clusters}  # every cluster, as pulsar-admin fills in
+    await _put_through_elections(session, clock, f"{first}/admin/v2/tenants/t", tenant)
     await _put_through_elections(
         session,
         clock,

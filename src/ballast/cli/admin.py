@@ -218,9 +218,15 @@ def _tenant_info(allowed_clusters: str | None) -> dict[str, list[str]]:
 def tenants_create(
     ctx: typer.Context, tenant: str, allowed_clusters: AllowedClustersOption = None
 ) -> None:
-    """Create a tenant."""
+    """Create a tenant, allowed on every cluster unless --allowed-clusters says which."""
     path = f"/admin/v2/tenants/{_tenant(tenant)}"
-    show(ctx, call(ctx, "PUT", path, _tenant_info(allowed_clusters)))
+    info = _tenant_info(allowed_clusters)
+    if allowed_clusters is None:  # as pulsar-admin: every cluster (the API wants at least one)
+        clusters = call(ctx, "GET", "/admin/v2/clusters")
+        info["allowedClusters"] = (
+            [c for c in clusters if isinstance(c, str)] if isinstance(clusters, list) else []
+        )
+    show(ctx, call(ctx, "PUT", path, info))
 
 
 @tenants_app.command("update")

@@ -155,6 +155,13 @@ def namespace_of(request: web.Request) -> NamespaceName:
         raise ApiError(400, str(exc)) from None
 
 
+def _require_clusters(info: _TenantBody) -> None:
+    """Pulsar's ``validateClusters``: a ``TenantInfo`` names at least one allowed cluster over
+    the API (pulsar-admin, and ``ballast admin``, fill in every cluster when none is given)."""
+    if not info.allowed_clusters:
+        raise ApiError(412, "Clusters can not be empty")
+
+
 async def _tenant_body(request: web.Request) -> _TenantBody:
     body = await _json_body(request) or {}
     if not isinstance(body, dict):
@@ -198,6 +205,7 @@ class AdminApi:
     async def create_tenant(self, request: web.Request) -> web.StreamResponse:
         tenant = _tenant(request)
         info = await _tenant_body(request)
+        _require_clusters(info)
         return done(
             await to_leader(
                 self.node,
@@ -213,6 +221,7 @@ class AdminApi:
         """``POST /admin/v2/tenants/{tenant}``: its ``TenantInfo`` replaced by the body's."""
         tenant = _tenant(request)
         info = await _tenant_body(request)
+        _require_clusters(info)
         return done(
             await to_leader(
                 self.node,
