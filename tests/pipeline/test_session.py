@@ -9,6 +9,7 @@ import pytest
 
 from ballast.metadata.zkserver import free_port
 from ballast.pipeline.session import (
+    QUIET_LOG,
     SessionOptions,
     SparkUnavailable,
     check_master,
@@ -63,6 +64,10 @@ def test_java_is_found_here_and_missing_java_is_explained(
     assert version is not None and version >= 17
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))  # no bin/java there
     assert java_major_version() is None
+    with pytest.raises(SparkUnavailable, match=f"JAVA_HOME is {tmp_path}, which holds no Java"):
+        require_java()
+    monkeypatch.delenv("JAVA_HOME")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java on PATH either
     with pytest.raises(SparkUnavailable, match="Java is not installed"):
         require_java()
 
@@ -116,8 +121,12 @@ def test_the_class_archive_is_used_only_when_there_and_not_overridden(
     assert option not in session_conf(SessionOptions(class_archive=None))
     mine = SessionOptions(class_archive=archive, conf={option: "-Dmine=1"})
     assert session_conf(mine)[option] == "-Dmine=1"  # the caller's options replace it
+    quiet = session_conf(SessionOptions(class_archive=archive, quiet_start=True))[option]
+    assert quiet == f"-XX:SharedArchiveFile={archive} -Dlog4j2.configurationFile={QUIET_LOG}"
+    assert "rootLogger.level = error" in QUIET_LOG.read_text()
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40000")  # spark-submit started the JVM
     assert option not in session_conf(SessionOptions(class_archive=archive))
+    assert option not in session_conf(SessionOptions(class_archive=archive, quiet_start=True))
 
 
 def test_the_root_cause_of_a_captured_java_exception_is_its_last_cause() -> None:

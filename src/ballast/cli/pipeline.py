@@ -148,8 +148,8 @@ def spark_session(master: str | None, conf: list[str] | None) -> Iterator[SparkS
         job_failure,
     )
 
-    options = SessionOptions(master=master, conf=parse_conf(conf))
     debug = bool(os.environ.get("BALLAST_DEBUG"))
+    options = SessionOptions(master=master, conf=parse_conf(conf), quiet_start=not debug)
     previous = signal.signal(signal.SIGINT, _quiet_interrupt) if not debug else None
     try:
         try:

@@ -115,6 +115,12 @@ class SessionOptions:
     conf: Mapping[str, str] = field(default_factory=dict)
     app_name: str = APP_NAME
     class_archive: Path | None = field(default_factory=default_archive)
+    # Start the driver with errors only in its log (QUIET_LOG), without Spark's banner.
+    quiet_start: bool = False
+
+
+# The driver's log4j2 configuration for a quiet start (SessionOptions.quiet_start).
+QUIET_LOG = Path(__file__).with_name("quiet-log4j2.properties")
 
 
 def launched_by_spark_submit() -> bool:
@@ -171,6 +177,12 @@ def java_major_version() -> int | None:
 def require_java() -> None:
     """Spark 4 needs Java 17 or 21; say so plainly instead of a JVM launch failure."""
     major = java_major_version()
+    java_home = os.environ.get("JAVA_HOME")
+    if major is None and java_home:
+        raise SparkUnavailable(
+            f"JAVA_HOME is {java_home}, which holds no Java (no runnable bin/java): point it "
+            "at a Java 17 or 21 installation, or unset it to use the java on PATH"
+        )
     if major is None:
         raise SparkUnavailable(
             "Java is not installed (Spark needs Java 17 or 21): install it, e.g. "
@@ -188,12 +200,20 @@ def session_conf(options: SessionOptions) -> dict[str, str]:
         conf.update(local_conf(os.cpu_count() or 1, machine_memory_bytes()))
     if options.master is not None:
         conf["spark.master"] = options.master
-    if not launched_by_spark_submit() and options.class_archive is not None:
-        # The JVM this process starts maps the recorded classes in (class_archive); a
-        # driver option the caller gives replaces this one.
-        java_options = archive_java_options(options.class_archive)
-        if java_options is not None:
-            conf["spark.driver.extraJavaOptions"] = java_options
+    if not launched_by_spark_submit():
+        # The JVM this process starts maps the recorded classes in (class_archive) and, for a
+        # quiet start, reads QUIET_LOG; driver options the caller gives replace these.
+        archive = options.class_archive
+        java_options = [
+            option
+            for option in (
+                None if archive is None else archive_java_options(archive),
+                f"-Dlog4j2.configurationFile={QUIET_LOG}" if options.quiet_start else None,
+            )
+            if option is not None
+        ]
+        if java_options:
+            conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
     conf.update(options.conf)
     return conf
 
