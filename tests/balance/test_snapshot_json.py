@@ -226,3 +226,34 @@ def test_a_load_record_a_metadata_dump_holds_as_text_is_refused_not_dropped() ->
         with pytest.raises(ModelError, match=f"not JSON .the dump holds it as {kind}") as caught:
             parse_snapshot(json.dumps(dump))
         assert caught.value.path == '$.records["/loadbalance/brokers/10.0.0.2:8080"]'
+    # A broken entry of a load record is refused too, not left out with its broker.
+    for entry, why in (
+        ("oops", "a record is an object"),
+        ({"text": ""}, "an empty load record"),
+        ({"yaml": 1}, "a record without json, text or base64"),
+    ):
+        dump = {"root": "/", "records": {"/loadbalance/brokers/10.0.0.2:8080": entry}}
+        with pytest.raises(ModelError, match=why) as caught:
+            parse_snapshot(json.dumps(dump))
+        assert caught.value.path == '$.records["/loadbalance/brokers/10.0.0.2:8080"]'
+
+
+def test_two_files_of_one_record_and_an_empty_snapshot_are_refused() -> None:
+    """``brokers/b1`` and ``brokers/b1.json`` in one dump: which is the report is unknown, so
+    neither is taken silently."""
+    files = {"brokers/b1": json.dumps(BROKER).encode(), "brokers/b1.json": b"{}"}
+    with pytest.raises(ModelError, match=r"brokers/b1 and brokers/b1\.json are both the record"):
+        dump_to_object(files)
+    for empty in ("", "  \n", b"\xef\xbb\xbf"):
+        with pytest.raises(ModelError, match="the snapshot is empty"):
+            parse_snapshot(empty)
+
+
+def test_a_namespace_given_by_its_count_is_held_to_the_creation_limit() -> None:
+    """A count alone makes every boundary; 2^31 - 1 of them would exhaust memory."""
+    root = {"brokers": {"b1": {}}, "namespaces": {"a/b": {"numBundles": 2**31 - 1}}}
+    with pytest.raises(ModelError, match="more than a namespace can be created with") as caught:
+        parse_snapshot(json.dumps(root))
+    assert caught.value.path == '$.namespaces["a/b"].numBundles'
+    root["namespaces"] = {"a/b": {"numBundles": 4}}
+    assert parse_snapshot(json.dumps(root)).snapshot.namespaces["a/b"].count == 4

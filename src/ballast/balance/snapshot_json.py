@@ -64,6 +64,8 @@ def parse_snapshot(data: bytes | str) -> ParsedSnapshot:
         data = data.removeprefix("\ufeff")
     else:
         data = data.removeprefix(b"\xef\xbb\xbf")
+    if not data.strip():
+        raise ModelError("$", "the snapshot is empty (no JSON at all)")
     try:
         obj = msgspec.json.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
@@ -249,20 +251,31 @@ def metadata_dump_to_object(dump: Mapping[str, Any]) -> tuple[dict[str, Any], li
     records = _object(dump.get("records"), "$.records")
     values: dict[str, Any] = {}
     for path, entry in records.items():
-        if not path.startswith(LOADBALANCE_ROOT) or not isinstance(entry, dict):
+        if not path.startswith(LOADBALANCE_ROOT):
             continue
         relative = path[len(LOADBALANCE_ROOT) :]
         section, _, name = relative.partition("/")
         if section not in _DUMP_PARTS or not name:
             continue
+        where = f"$.records{key_path(path)}"
+        if not isinstance(entry, dict):
+            raise ModelError(where, f'{path}: a record is an object ({{"json": ...}})')
         if "json" in entry:
             values[relative] = entry["json"]
-        elif entry.get("text") != "":  # "" is a node above the records (a tenant, a namespace)
-            raise ModelError(
-                f"$.records{key_path(path)}",
-                f"{path}: a load record that is not JSON (the dump holds it as "
-                f"{'text' if 'text' in entry else 'base64'})",
-            )
+            continue
+        # Only bundle-data has nodes above its records: bundle-data/TENANT and
+        # bundle-data/TENANT/NAMESPACE, empty.
+        above = section == "bundle-data" and name.count("/") < 2
+        if above and entry.get("text") == "":
+            continue
+        held = next((kind for kind in ("text", "base64") if kind in entry), None)
+        if held is None:
+            raise ModelError(where, f"{path}: a record without json, text or base64")
+        if held == "text" and entry["text"] == "":
+            raise ModelError(where, f"{path}: an empty load record")
+        raise ModelError(
+            where, f"{path}: a load record that is not JSON (the dump holds it as {held})"
+        )
     return _assemble_dump(values, lambda _relative, _where, value: value)
 
 
@@ -288,6 +301,7 @@ def _assemble_dump(
     ``value_of(relative, json_path, entry)`` makes the decoded value of), and warnings."""
     obj: dict[str, dict[str, Any]] = {part: {} for part in _DUMP_PARTS.values()}
     warnings: list[str] = []
+    origin: dict[tuple[str, str], str] = {}  # (section, name) -> the entry it came from
     for relative in sorted(entries):
         parts = relative.split("/")
         section = _DUMP_PARTS.get(parts[0])
@@ -297,7 +311,11 @@ def _assemble_dump(
         name = "/".join(parts[1:])
         if name.endswith(".json"):
             name = name[: -len(".json")]
-        obj[section][name] = value_of(relative, f"$.{section}{key_path(name)}", entries[relative])
+        where = f"$.{section}{key_path(name)}"
+        first = origin.setdefault((section, name), relative)
+        if first != relative:  # b1 and b1.json: which one is the report?
+            raise ModelError(where, f"{first} and {relative} are both the record of {name}")
+        obj[section][name] = value_of(relative, where, entries[relative])
     if not any(obj.values()):  # nothing of a load snapshot: not a dump (or of the wrong path)
         sections = ", ".join(f"{part}/" for part in _DUMP_PARTS)
         raise ModelError("$", f"no /loadbalance entries ({sections}) in the dump")

@@ -19,6 +19,7 @@ from ballast.model.bundles import (
     equal_boundaries,
     java_long_decode,
     validate_boundaries,
+    validate_created_bundles,
 )
 from ballast.model.codec import ModelError
 from ballast.model.naming import NamespaceName
@@ -37,6 +38,8 @@ class BundlesData(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         """The namespace's bundles; ModelError (naming ``path``) if the data disagree."""
         if self.boundaries is None:
             try:
+                # a count alone makes a namespace as creating one does, within its limit
+                validate_created_bundles(self.num_bundles or 1)
                 return NamespaceBundles(namespace, equal_boundaries(self.num_bundles or 1))
             except InvalidBundle as exc:
                 raise ModelError(f"{path}.numBundles", exc.args[0]) from None
