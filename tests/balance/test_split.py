@@ -61,6 +61,16 @@ def test_rates_are_long_term_and_fewer_than_two_topics_never_split() -> None:
     }
     bundles = {B[0]: hot_short, B[1]: cold_long, B[2]: data(rate=1e6)}
     assert split(snapshot(brokers, bundles)) == [B[0]]
+    # The one-topic bundle past a limit is told, not left out without a word.
+    found = find_bundles_to_split(snapshot(brokers, bundles), CONFIG)
+    why = "one topic: a bundle is cut between topics"
+    assert found.stats["refused"] == [{"bundle": B[2], "broker": "b1", "why": why}]
+    del bundles[B[0]]  # nothing else past a limit: no split, and why
+    alone = find_bundles_to_split(snapshot(brokers, bundles), CONFIG).stats
+    assert (alone["reason"], alone["detail"]) == (
+        "NoBundles",
+        "no bundle past a limit can be split",
+    )
 
 
 def test_sessions_check_is_disabled_at_zero() -> None:
@@ -105,12 +115,29 @@ def test_cycle_needs_two_brokers_and_a_splittable_current_bundle() -> None:
     hot = {half: stats(topics=2000)}
     one = snapshot({"b1": report(stats=hot)})
     assert find_bundles_to_split(one, CONFIG).decisions != ()
-    assert run_split_cycle(one, CONFIG).decisions == ()
+    alone = run_split_cycle(one, CONFIG)
+    assert alone.decisions == ()
+    assert alone.stats == {
+        "outcome": "Skip",
+        "reason": "NoBrokers",
+        "detail": "fewer than two brokers",
+    }
     two = snapshot({"b1": report(stats=hot), "b2": report()})
     assert names(run_split_cycle(two, CONFIG).decisions) == [half]
+    assert run_split_cycle(two, CONFIG).stats == {"outcome": "Success", "refused": []}
     tiny = B[5]  # one hash wide
     unsplittable = snapshot({"b1": report(stats={tiny: stats(topics=2000)}), "b2": report()})
-    assert run_split_cycle(unsplittable, CONFIG).decisions == ()
+    cut = run_split_cycle(unsplittable, CONFIG)
+    assert cut.decisions == ()
+    assert (cut.stats["reason"], cut.stats["detail"]) == (
+        "NoBundles",
+        "no chosen bundle can be split",
+    )
+    assert cut.stats["refused"] == [
+        {"bundle": tiny, "broker": "b1", "why": "bundle cannot be split further"}
+    ]
+    quiet = run_split_cycle(snapshot({"b1": report(), "b2": report()}), CONFIG).stats
+    assert (quiet["outcome"], quiet["reason"]) == ("Skip", "Balanced")  # the strategy's reason
     moved_on = snapshot(
         {"b1": report(stats=hot), "b2": report()},
         namespaces={"t/n": NamespaceBundles.equal(NamespaceName("t", "n"), 4)},
@@ -118,6 +145,11 @@ def test_cycle_needs_two_brokers_and_a_splittable_current_bundle() -> None:
     assert run_split_cycle(moved_on, CONFIG).decisions == ()
     disabled = SplitConfig.from_settings(settings(loadBalancerAutoBundleSplitEnabled=False))
     assert run_split_cycle(two, disabled).decisions == ()
+    assert run_split_cycle(two, disabled).stats == {
+        "outcome": "Skip",
+        "reason": "Balanced",
+        "detail": "auto bundle split is disabled",
+    }
 
 
 # Values on both sides of each default limit (1000 topics, 1000 sessions, 30000 msg/s,

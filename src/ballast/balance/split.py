@@ -87,6 +87,7 @@ def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitR
     chosen: dict[str, tuple[BrokerId, Reason]] = {}
     added: dict[str, int] = {}
     refused: list[JsonValue] = []
+    at_limit = False  # a bundle was refused for its namespace's bundle limit
     bundles = snapshot.bundles
     # A first pass that only skips: a bundle within every limit (nearly all of them, and the
     # leader checks all after every update) is passed over without building its reasons;
@@ -100,14 +101,18 @@ def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitR
     for broker, data in snapshot.brokers.items():
         for bundle, bundle_stats in data.local_data.last_stats.items():
             topics = bundle_stats.topics
-            if topics < 2:
-                continue
             if (
                 quick
                 and topics <= max_topics
                 and bundle_stats.consumer_count + bundle_stats.producer_count <= max_sessions
                 and bundle not in over
             ):
+                continue
+            if topics < 2:
+                # Pulsar skips it (a split cuts between topics); one past a limit is told.
+                if topics == 1 and _exceeded(bundle_stats, bundles.get(bundle), config):
+                    why = "one topic: a bundle is cut between topics"
+                    refused.append({"bundle": bundle, "broker": broker, "why": why})
                 continue
             exceeded = _exceeded(bundle_stats, bundles.get(bundle), config)
             if not exceeded:
@@ -126,13 +131,18 @@ def find_bundles_to_split(snapshot: LoadSnapshot, config: SplitConfig) -> SplitR
                     f"(maximum {config.max_bundles})"
                 )
                 refused.append({"bundle": bundle, "broker": broker, "why": why})
+                at_limit = True
     decisions = tuple(
         Split(bundle_name(bundle), broker, config.default_algorithm, reason)
         for bundle, (broker, reason) in chosen.items()
     )
-    if refused:
+    if at_limit:
         stats = outcome(
             bool(decisions), ReasonKind.MAX_BUNDLES, "every bundle past a limit was refused"
+        )
+    elif refused:
+        stats = outcome(
+            bool(decisions), ReasonKind.NO_BUNDLES, "no bundle past a limit can be split"
         )
     else:
         stats = outcome(bool(decisions), ReasonKind.BALANCED, "no bundle is past a split limit")
@@ -144,10 +154,11 @@ def run_split_cycle(snapshot: LoadSnapshot, config: SplitConfig) -> SplitResult:
     nothing when auto split is disabled or fewer than two brokers are known; a chosen bundle is
     dropped when it cannot be cut any more or (if the namespace's boundaries are known) is no
     longer one of its bundles."""
+    # The kinds and details the shedding cycle gives when it does not run.
     if not config.enabled:
-        return SplitResult((), {"outcome": "Skip", "detail": "auto bundle split is disabled"})
+        return SplitResult((), outcome(False, ReasonKind.BALANCED, "auto bundle split is disabled"))
     if len(snapshot.brokers) <= 1:
-        return SplitResult((), {"outcome": "Skip", "detail": "fewer than two brokers"})
+        return SplitResult((), outcome(False, ReasonKind.NO_BROKERS, "fewer than two brokers"))
     found = find_bundles_to_split(snapshot, config)
     kept: list[Split] = []
     previous = found.stats.get("refused")
@@ -162,5 +173,10 @@ def run_split_cycle(snapshot: LoadSnapshot, config: SplitConfig) -> SplitResult:
             kept.append(split)
             continue
         refused.append({"bundle": str(split.bundle), "broker": split.broker, "why": why})
-    stats: dict[str, JsonValue] = {"outcome": "Success" if kept else "Skip", "refused": refused}
-    return SplitResult(tuple(kept), stats)
+    if kept:
+        head = outcome(True, ReasonKind.BALANCED)
+    elif found.decisions:
+        head = outcome(False, ReasonKind.NO_BUNDLES, "no chosen bundle can be split")
+    else:  # the strategy's own reason: nothing past a limit, or refused by the bundle limit
+        head = {key: value for key, value in found.stats.items() if key != "refused"}
+    return SplitResult(tuple(kept), {**head, "refused": refused})
