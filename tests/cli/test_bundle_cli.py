@@ -138,6 +138,7 @@ def test_split_errors_exit_2(ballast: Run, tmp_path: Path) -> None:
         ["0x0_0x1"],
         ["0x0_0x10", "--parts", "2", "--positions", "0x5"],
         ["0x0_0x10", "--algorithm", "halves"],
+        ["0x0_0x10", "--algorithm", "range_equally_divide", "--positions", "0x5"],  # unused
         [
             "0x0_0xffffffff",
             "--algorithm",

@@ -225,6 +225,11 @@ def split_command(
             )
             if chosen == SPECIFIED_POSITIONS_DIVIDE and positions is None:
                 raise InvalidBundle("specified_positions_divide needs --positions")
+            if chosen != SPECIFIED_POSITIONS_DIVIDE and positions is not None:
+                fail(
+                    f"--positions goes alone or with --algorithm {SPECIFIED_POSITIONS_DIVIDE}; "
+                    f"{chosen} does not use them"
+                )
             found = run(request)
             cut_points, reason = found.points, found.reason
         children = split_boundaries(parent, cut_points) if cut_points else ()
