@@ -485,3 +485,23 @@ async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
         status, _, _ = await api.call("DELETE", "/admin/v2/namespaces/t/b")
         assert status == 204
         assert (await api.call("GET", "/admin/v2/namespaces/t"))[1] == ["t/a", "t/c"]
+
+
+async def test_owned_namespaces_of_another_broker_redirect_to_its_registered_url(
+    clock: Clock,
+) -> None:
+    """Pulsar's ``maybeRedirectToBroker``: a registered broker's URL, never one made of the
+    path (which was an open redirect), and 404 for a broker or cluster that is not there."""
+    async for api in api_for(clock):
+        ids = list(api.cluster.nodes)
+        path = f"/admin/v2/brokers/standalone/{ids[1]}/ownedNamespaces"
+        status, _, response = await api.call("GET", path, redirects=False)
+        assert status == 307
+        assert response.headers["Location"] == f"{api.urls[1]}{path}"
+        assert (await api.call("GET", path))[0] == 200  # followed, answered by the broker
+        for other in ("evil.example.com", "bad%2Fx", "127.0.0.1:1"):
+            elsewhere = f"/admin/v2/brokers/standalone/{other}/ownedNamespaces"
+            status, body, _ = await api.call("GET", elsewhere, redirects=False, encoded=True)
+            assert status == 404 and "not found in available brokers" in str(body), body
+        own = f"/admin/v2/brokers/nosuchcluster/{ids[0]}/ownedNamespaces"
+        assert (await api.call("GET", own))[0] == 404

@@ -147,10 +147,18 @@ class LookupApi:
 
     async def owned_namespaces(self, request: web.Request) -> web.StreamResponse:
         """``GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces``: the bundles this broker
-        owns, by namespace (Pulsar's ``NamespaceOwnershipStatus`` per bundle)."""
+        owns, by namespace (Pulsar's ``NamespaceOwnershipStatus`` per bundle). Another broker's
+        is a redirect to its registered web service URL, as Pulsar's ``maybeRedirectToBroker``
+        answers; a broker that is not registered is 404, and so is another cluster."""
+        cluster = request.match_info["cluster"]
+        if cluster != self.node.settings.get_str("clusterName"):
+            return reason(404, f"cluster {cluster} does not exist")
         broker = request.match_info["broker"]
         if broker != self.node.broker_id:
-            raise web.HTTPTemporaryRedirect(f"http://{broker}{request.rel_url}")
+            urls = self.node.lookups.known_urls(broker)
+            if urls is None or not urls.http_url:
+                return reason(404, f"Broker id '{broker}' not found in available brokers.")
+            raise web.HTTPTemporaryRedirect(f"{urls.http_url}{request.rel_url}")
         owned: dict[str, dict[str, object]] = {}
         for bundle, state in sorted(self.node.ownership.owned().items()):
             owned[str(bundle)] = {
