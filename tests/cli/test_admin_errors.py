@@ -20,8 +20,16 @@ ANSWERS = {
 }
 
 
+# A path whose answer never comes in the time the client gives it (held until the server
+# closes).
+SLOW = "/admin/v2/clusters"
+RELEASE = threading.Event()
+
+
 class _Errors(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
+        if self.path == SLOW:
+            RELEASE.wait(30)
         status, body = ANSWERS.get(self.path, (404, b""))
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
@@ -37,9 +45,11 @@ def server_url() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Errors)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    RELEASE.clear()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
+        RELEASE.set()
         server.shutdown()
         server.server_close()
 
@@ -66,3 +76,16 @@ def test_a_bad_url_is_blamed_on_where_it_came_from(ballast: Run) -> None:
     assert 'BALLAST_ADMIN_URL "x" is not a valid URL' in from_env.stderr
     given = ballast("admin", "--url", "y", "tenants", "list")
     assert given.returncode == 2 and '--url "y" is not a valid URL' in given.stderr
+
+
+def test_an_answer_late_past_the_timeout_is_told_as_such(ballast: Run, server_url: str) -> None:
+    """The request was delivered: say it was not answered in time, not that the server could
+    not be reached (a change may still complete)."""
+    late = ballast("admin", "--url", server_url, "--timeout", "0.5", "brokers", "list")
+    assert late.returncode == 1, late.stderr
+    assert late.stderr.strip() == (
+        f"error: {server_url} did not answer within 0.5 s; the request may still complete "
+        "(check before repeating it)"
+    )
+    refused = ballast("admin", "--url", server_url, "--timeout", "0", "tenants", "list")
+    assert refused.returncode == 2 and "--timeout" in refused.stderr

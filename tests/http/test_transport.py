@@ -3,6 +3,7 @@ to deliver — a command retried for ever would hold up every later command to t
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -16,8 +17,12 @@ from tests.support.live import distinct_free_ports
 pytestmark = [pytest.mark.real_time, pytest.mark.integration]
 
 
-async def _serving(status: int, body: bytes) -> AsyncIterator[str]:
+async def _serving(status: int, body: bytes, *, late: bool = False) -> AsyncIterator[str]:
+    held = asyncio.Event()
+
     async def answer(_request: web.Request) -> web.Response:
+        if late:
+            await held.wait()  # never set: the answer never comes
         return web.Response(status=status, body=body, content_type="application/json")
 
     app = web.Application()
@@ -62,5 +67,16 @@ async def test_a_server_error_is_still_a_failure_to_deliver(status: int) -> None
         try:
             with pytest.raises(TransportError):
                 await transport.send(broker, COMMAND)
+        finally:
+            await transport.close()
+
+
+async def test_a_late_answer_is_named_as_such() -> None:
+    """Not an empty reason after the URL (a timeout's text is empty)."""
+    async for broker in _serving(200, b"{}", late=True):
+        transport = HttpTransport(timeout_s=0.3)
+        try:
+            with pytest.raises(TransportError, match=r"no answer within 0\.3 s"):
+                await transport.call_leader(broker, CreateTenant(tenant="t"))
         finally:
             await transport.close()

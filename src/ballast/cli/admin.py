@@ -4,20 +4,17 @@ the redirects."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import itertools
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from http import HTTPStatus
-from typing import Annotated, Any
+from typing import Annotated
 
-import aiohttp
 import typer
 
-from ballast.cli.common import fail, print_json, read_text_arg, url_problem
+from ballast.cli.admin_client import ANSWER_TIMEOUT_S, DEFAULT_URL, AdminTarget, call, show
+from ballast.cli.common import fail, read_text_arg, url_problem
 from ballast.model.bundles import (
     SPLIT_NAMED_BUNDLES,
     BundleRange,
@@ -51,16 +48,6 @@ admin_app.add_typer(topics_app, name="topics")
 admin_app.add_typer(stats_app, name="broker-stats")
 admin_app.add_typer(isolation_app, name="isolation")
 
-DEFAULT_URL = "http://127.0.0.1:8080"
-# Longest error text shown from an answer without a reason.
-REASON_LENGTH = 200
-
-
-@dataclass(frozen=True, slots=True)
-class AdminTarget:
-    url: str
-    as_json: bool
-
 
 @admin_app.callback()
 def admin_options(
@@ -70,6 +57,14 @@ def admin_options(
         typer.Option("--url", help=f"A broker's web URL (env BALLAST_ADMIN_URL; {DEFAULT_URL})."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="Seconds to wait for each answer (a change may still complete after it).",
+            min=0.001,
+        ),
+    ] = ANSWER_TIMEOUT_S,
 ) -> None:
     """Administer a running cluster through its HTTP API (like pulsar-admin)."""
     from_env = os.environ.get("BALLAST_ADMIN_URL") if url is None else None
@@ -78,75 +73,7 @@ def admin_options(
     if problem is not None:
         given = "BALLAST_ADMIN_URL" if from_env else "--url"
         fail(f'{given} "{chosen}" is not a valid URL: {problem}')
-    ctx.obj = AdminTarget(chosen, as_json)
-
-
-def call(
-    ctx: typer.Context,
-    method: str,
-    path: str,
-    body: Any = None,
-    params: dict[str, str] | None = None,
-) -> Any:
-    """One HTTP call; the JSON answer (None for 204). Errors exit 1 with Pulsar's reason.
-    ``path`` is made of checked names only; values a user typed go in ``params``, which are
-    escaped."""
-    target: AdminTarget = ctx.obj
-
-    async def run() -> tuple[int, Any]:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.request(
-                method,
-                target.url + path,
-                json=body,
-                params=params,
-                timeout=aiohttp.ClientTimeout(total=60),
-            ) as response,
-        ):
-            if response.status == 204:
-                return 204, None
-            text = await response.text()
-            try:
-                return response.status, json.loads(text) if text else None
-            except json.JSONDecodeError:
-                return response.status, text
-
-    try:
-        status, answer = asyncio.run(run())
-    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-        fail(f"cannot reach {target.url}: {exc}", code=1)
-    if status >= 400:
-        fail(f"{status}: {_reason(status, answer)}", code=1)
-    return answer
-
-
-def _reason(status: int, answer: Any) -> str:
-    """Pulsar's ``reason`` of an error answer, or else its text (cut short: a server that is
-    not Pulsar's may answer a page), or else the status's standard phrase."""
-    why = answer.get("reason") if isinstance(answer, dict) else answer
-    if why:
-        text = str(why).strip()
-        return text if len(text) <= REASON_LENGTH else text[: REASON_LENGTH - 3] + "..."
-    try:
-        return f"{HTTPStatus(status).phrase} (no reason given)"
-    except ValueError:
-        return "no reason given"
-
-
-def show(ctx: typer.Context, answer: Any, *, ok: str = "ok") -> None:
-    target: AdminTarget = ctx.obj
-    if target.as_json:
-        print_json(answer if answer is not None else {"ok": True})
-    elif answer is None:
-        typer.echo(ok)
-    elif isinstance(answer, list):
-        for item in answer:
-            typer.echo(item)
-    elif isinstance(answer, str):
-        typer.echo(answer)
-    else:
-        print_json(answer)
+    ctx.obj = AdminTarget(chosen, as_json, timeout)
 
 
 def _namespace(text: str) -> NamespaceName:

@@ -52,8 +52,11 @@ class HttpTransport:
                 ):
                     raise TransportError(f"{url} answered {response.status}")
                 return response.status, data
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise TransportError(f"{url}: {exc}") from None
+        except TimeoutError:
+            seconds = self._timeout.total
+            raise TransportError(f"{url}: no answer within {seconds:g} s") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise TransportError(f"{url}: {exc or type(exc).__name__}") from None
 
     async def send(self, broker_id: str, command: AnyCommand) -> CommandReply:
         status, data = await self._post(

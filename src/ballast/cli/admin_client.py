@@ -1,0 +1,102 @@
+"""The HTTP half of ``ballast admin``: where it sends its calls, how long it waits, and how it
+shows their answers and errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+
+import aiohttp
+import typer
+
+from ballast.cli.common import fail, print_json
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+# Longest error text shown from an answer without a reason.
+REASON_LENGTH = 200
+# How long a call waits for its answer by default (pulsar-admin's default read timeout).
+ANSWER_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class AdminTarget:
+    url: str
+    as_json: bool
+    timeout_s: float = ANSWER_TIMEOUT_S
+
+
+def call(
+    ctx: typer.Context,
+    method: str,
+    path: str,
+    body: Any = None,
+    params: dict[str, str] | None = None,
+) -> Any:
+    """One HTTP call; the JSON answer (None for 204). Errors exit 1 with Pulsar's reason.
+    ``path`` is made of checked names only; values a user typed go in ``params``, which are
+    escaped."""
+    target: AdminTarget = ctx.obj
+
+    async def run() -> tuple[int, Any]:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.request(
+                method,
+                target.url + path,
+                json=body,
+                params=params,
+                timeout=aiohttp.ClientTimeout(total=target.timeout_s),
+            ) as response,
+        ):
+            if response.status == 204:
+                return 204, None
+            text = await response.text()
+            try:
+                return response.status, json.loads(text) if text else None
+            except json.JSONDecodeError:
+                return response.status, text
+
+    try:
+        status, answer = asyncio.run(run())
+    except TimeoutError:
+        fail(
+            f"{target.url} did not answer within {target.timeout_s:g} s; the request may still "
+            "complete (check before repeating it)",
+            code=1,
+        )
+    except (aiohttp.ClientError, OSError) as exc:
+        fail(f"cannot reach {target.url}: {exc or type(exc).__name__}", code=1)
+    if status >= 400:
+        fail(f"{status}: {_reason(status, answer)}", code=1)
+    return answer
+
+
+def _reason(status: int, answer: Any) -> str:
+    """Pulsar's ``reason`` of an error answer, or else its text (cut short: a server that is
+    not Pulsar's may answer a page), or else the status's standard phrase."""
+    why = answer.get("reason") if isinstance(answer, dict) else answer
+    if why:
+        text = str(why).strip()
+        return text if len(text) <= REASON_LENGTH else text[: REASON_LENGTH - 3] + "..."
+    try:
+        return f"{HTTPStatus(status).phrase} (no reason given)"
+    except ValueError:
+        return "no reason given"
+
+
+def show(ctx: typer.Context, answer: Any, *, ok: str = "ok") -> None:
+    target: AdminTarget = ctx.obj
+    if target.as_json:
+        print_json(answer if answer is not None else {"ok": True})
+    elif answer is None:
+        typer.echo(ok)
+    elif isinstance(answer, list):
+        for item in answer:
+            typer.echo(item)
+    elif isinstance(answer, str):
+        typer.echo(answer)
+    else:
+        print_json(answer)
