@@ -395,6 +395,11 @@ async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
             assert status == 400 and isinstance(body, dict), (wrong, status, body)
             assert "numBundles" in body["reason"]
         assert (await api.call("GET", "/admin/v2/namespaces/t/d"))[0] == 404
+        # No count above 0 is the default count (4), as Pulsar's validatePolicies reads it.
+        negative = {"bundles": {"numBundles": -1}}
+        assert (await api.call("PUT", "/admin/v2/namespaces/t/e", json=negative))[0] == 204
+        assert (await api.call("GET", "/admin/v2/namespaces/t/e/bundles"))[1]["numBundles"] == 4  # type: ignore[index]
+        assert (await api.call("DELETE", "/admin/v2/namespaces/t/e"))[0] == 204
         for not_policies in ([1], "str", 5):  # each made a namespace with the defaults
             status, body, _ = await api.call("PUT", "/admin/v2/namespaces/t/d", json=not_policies)
             assert status == 400 and "body must be a JSON object" in body["reason"]  # type: ignore[index]

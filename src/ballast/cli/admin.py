@@ -207,7 +207,9 @@ def namespaces_list(ctx: typer.Context, tenant: str) -> None:
 def namespaces_create(
     ctx: typer.Context,
     namespace: NamespaceArg,
-    bundles: Annotated[int | None, typer.Option("--bundles", help="Number of bundles.")] = None,
+    bundles: Annotated[
+        int | None, typer.Option("--bundles", help="Number of bundles.", min=1)
+    ] = None,
 ) -> None:
     """Create a namespace (with the default number of bundles unless --bundles)."""
     ns = _namespace(namespace)

@@ -396,7 +396,9 @@ class AdminHandlers:
             if request.boundaries:
                 boundaries = parse_boundaries(request.boundaries)
             else:
-                count = request.bundles or self.c.namespace_config.default_bundles
+                # Pulsar's validatePolicies: no count above 0 means the default count
+                given = request.bundles
+                count = given if given and given > 0 else self.c.namespace_config.default_bundles
                 validate_created_bundles(count)
                 boundaries = equal_boundaries(count)
         except InvalidBundle as exc:
