@@ -60,8 +60,29 @@ def test_serves_until_ctrl_c(ballast: Run, tmp_path: Path) -> None:
         assert second.returncode == 1, second.stdout
         assert f"port {port} on 127.0.0.1 is in use" in second.stderr
         assert "serving" not in second.stdout
+        # A second one on the data directory: both would write zoo.cfg, logs and snapshots.
+        shared = ballast(
+            "zookeeper", "--port", str(free_port()), "--data-dir", str(tmp_path / "zk")
+        )
+        assert shared.returncode == 1, shared.stdout
+        assert "is in use by another ZooKeeper server" in shared.stderr
+        assert f"clientPort={port}" in (tmp_path / "zk" / "zoo.cfg").read_text()  # untouched
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=60) == 0
         # ZooKeeper itself stopped with it: nothing listens on the port any more.
         wait_until(lambda: not listening(port), timeout_s=30, what="ZooKeeper stopped")
         assert (tmp_path / "zk" / "data").is_dir()  # its data stay for the next start
+
+
+@pytest.mark.integration
+def test_the_server_dies_with_a_killed_parent(tmp_path: Path) -> None:
+    """SIGKILL leaves no handler to stop ZooKeeper: the JVM must not outlive it, holding the
+    port and the data directory."""
+    port = free_port()
+    options = ["--port", str(port), "--data-dir", str(tmp_path / "zk"), "--tick-ms", "500"]
+    with running_ballast("zookeeper", *options) as server:
+        assert server.stdout is not None
+        assert "ZooKeeper serving" in server.stdout.readline()
+        server.kill()
+        server.wait(timeout=30)
+        wait_until(lambda: not listening(port), timeout_s=30, what="ZooKeeper gone with it")

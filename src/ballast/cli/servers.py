@@ -131,7 +131,7 @@ def zookeeper_command(
     async def run() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # a closed terminal too
             loop.add_signal_handler(sig, stop.set)
         await server.start(SystemClock())
         typer.echo(f"ZooKeeper serving at {server.url} (data in {data_dir}); Ctrl-C stops it")

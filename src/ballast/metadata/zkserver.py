@@ -4,16 +4,22 @@ production ensembles.
 
 The server binds to loopback, keeps its data in the given directory, and is ready once the
 ``srvr`` four-letter command reports a ``Mode:`` line (``ruok`` answers before the server
-serves requests). It is stopped through the process handle that started it.
+serves requests). It is stopped through the process handle that started it, and dies with
+the process that started it (on Linux), however that one ends. One server at a time uses a
+data directory: a lock file in it says which.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import fcntl
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +33,18 @@ MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 
 class ZooKeeperSetupError(RuntimeError):
     """ZooKeeper cannot be installed or started; the message says what to do."""
+
+
+# prctl(2): the signal a child gets when the thread that started it ends.
+PR_SET_PDEATHSIG = 1
+LOCK_NAME = "ballast-zookeeper.lock"
+
+
+def _die_with_parent() -> None:
+    """In the child before it runs Java: SIGKILL once its parent is gone, so a parent killed
+    with SIGKILL does not leave a server holding the port and the data directory."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -110,6 +128,7 @@ class LocalZooKeeper:
     def __init__(self, config: ZooKeeperConfig) -> None:
         self.config = config
         self._process: subprocess.Popen[bytes] | None = None
+        self._lock: int | None = None  # the data directory's lock, held while serving
 
     @property
     def hosts(self) -> str:
@@ -133,6 +152,15 @@ class LocalZooKeeper:
                 f"port {config.port} on 127.0.0.1 is in use: another server listens there"
             )
         (config.data_dir / "data").mkdir(parents=True, exist_ok=True)
+        self._lock_data_dir()
+        try:
+            await self._run(clock, timeout_s)
+        except BaseException:
+            self.stop()  # the process, if any, and the directory's lock
+            raise
+
+    async def _run(self, clock: Clock, timeout_s: float) -> None:
+        config = self.config
         cfg_path = config.data_dir / "zoo.cfg"
         cfg_path.write_text(config.render())
         classpath = str(ZOOKEEPER_JAR)
@@ -144,6 +172,7 @@ class LocalZooKeeper:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads are started here)
             )
         deadline = clock.monotonic() + timeout_s
         while clock.monotonic() < deadline:
@@ -157,7 +186,6 @@ class LocalZooKeeper:
             except OSError:
                 pass
             await clock.sleep(0.05)
-        self.stop()
         raise ZooKeeperSetupError(
             f"ZooKeeper did not serve within {timeout_s} s; see {self.log_path}"
         )
@@ -177,17 +205,39 @@ class LocalZooKeeper:
         finally:
             writer.close()
 
-    def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL if it lingers)."""
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
+    def _lock_data_dir(self) -> None:
+        """Take the data directory's lock, or refuse: two servers on one directory would
+        rewrite each other's zoo.cfg and interleave their logs and snapshots."""
+        if self._lock is not None:
             return
-        process.terminate()
+        path = self.config.data_dir / LOCK_NAME
+        handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(handle)
+            raise ZooKeeperSetupError(
+                f"{self.config.data_dir} is in use by another ZooKeeper server (it holds "
+                f"{path}); give another --data-dir, or stop that server"
+            ) from None
+        self._lock = handle
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL if it lingers) and free its directory."""
+        process, self._process = self._process, None
+        try:
+            if process is None or process.poll() is not None:
+                return
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        finally:
+            lock, self._lock = self._lock, None
+            if lock is not None:
+                os.close(lock)
 
     @property
     def running(self) -> bool:
