@@ -87,6 +87,10 @@ async def test_unload_and_split_change_ownership(clock: Clock) -> None:
         )
         assert status == 204, body
         assert (await ownership_records(store))[first][0] == other
+        # To where it is already (given as a web URL, as Pulsar also takes it): it stays.
+        again = f"/admin/v2/namespaces/t/moves/0x00000000_0x80000000/unload?destinationBroker=http://{other}"
+        assert (await api.call("PUT", again))[0] == 204
+        assert (await ownership_records(store))[first][0] == other
         # Plain unload: no owner until the next lookup.
         status, _, _ = await api.call(
             "PUT", "/admin/v2/namespaces/t/moves/0x00000000_0x80000000/unload"

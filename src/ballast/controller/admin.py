@@ -126,7 +126,9 @@ class AdminHandlers:
         if name in self.c.image.moving:
             return failed(409, f"{name} is already being moved")
         now = self.c.clock.wall_ms()
-        if request.destination is not None and request.destination != owner:
+        if request.destination == owner:  # where it is asked to go: it stays (no move)
+            return ok(f"{name} is already on {owner}: nothing to move")
+        if request.destination is not None:
             if request.destination not in self.c.image.brokers:
                 return failed(412, f"destination broker {request.destination} is not available")
             self.c.image.moving.add(name)

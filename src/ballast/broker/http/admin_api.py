@@ -356,6 +356,8 @@ class AdminApi:
     async def unload(self, request: web.Request) -> web.StreamResponse:
         bundle = self._bundle(request)
         destination = request.query.get("destinationBroker") or None
+        if destination is not None:  # Pulsar takes a web service URL for the broker id too
+            destination = destination.removeprefix("http://").removeprefix("https://")
         return done(
             await to_leader(self.node, UnloadRequest(bundle=bundle, destination=destination))
         )
