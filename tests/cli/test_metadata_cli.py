@@ -171,6 +171,12 @@ def test_against_a_real_zookeeper(
     records = json.loads(whole.stdout)["records"]
     assert records["/cli-test/big/blob"] == {"base64": blob}
     assert not [p for p in records if "ballast-chunks" in p]  # bookkeeping left out
+    assert not [p for p in records if p.startswith("/zookeeper")]  # and ZooKeeper's own node
+    (tmp_path / "whole.json").write_text(whole.stdout)
+    again = ballast(
+        "metadata", "load", str(tmp_path / "whole.json"), "--store", zookeeper_server.url
+    )
+    assert again.returncode == 0, again.stderr  # it loads back: nothing it may not write
     for bad in ("/a/../b", "//a", "/a/./b"):
         unclean = ballast("metadata", "ls", "/", "--store", f"{zookeeper_server.url}{bad}")
         assert unclean.returncode == 2 and "is not a clean path" in unclean.stderr, bad

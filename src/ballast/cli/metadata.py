@@ -198,4 +198,6 @@ def load_command(
         if loaded.ephemeral_skipped
         else ""
     )
+    if loaded.zookeeper_skipped:
+        skipped += f", {loaded.zookeeper_skipped} of ZooKeeper's own (/zookeeper) left out"
     typer.echo(f"{result.written} records written, {result.unchanged} unchanged{skipped}", err=True)

@@ -31,6 +31,15 @@ class DumpFormatError(ValueError):
     """A dump that cannot be loaded; the message names the record."""
 
 
+# ZooKeeper's own node at an ensemble's root (its quotas and dynamic configuration): no client
+# may write it, so it is neither dumped nor loaded.
+ZOOKEEPER_ROOT = "/zookeeper"
+
+
+def _zookeepers_own(path: str) -> bool:
+    return path == ZOOKEEPER_ROOT or path.startswith(ZOOKEEPER_ROOT + "/")
+
+
 def encode_value(value: bytes) -> dict[str, Any]:
     try:
         text = value.decode("utf-8")
@@ -65,9 +74,10 @@ async def dump_tree(store: MetadataStore, root: str) -> dict[str, Any]:
     records: dict[str, Any] = {}
 
     async def visit(path: str) -> None:
-        if path == CHUNK_ROOT or path.endswith(CHUNK_ROOT):
+        if path == CHUNK_ROOT or path.endswith(CHUNK_ROOT) or _zookeepers_own(path):
             # the store's own bookkeeping, not data: at its root, or at a chroot's when the
-            # dump is of an ensemble's root (the manifests above find their chunks there)
+            # dump is of an ensemble's root (the manifests above find their chunks there);
+            # and ZooKeeper's own node
             return
         record = await store.get(path)
         if record is None:
@@ -92,11 +102,13 @@ class LoadResult:
 
 @dataclass(frozen=True, slots=True)
 class DumpRecords:
-    """What a load writes: (path, value) parents before children, and how many ephemeral
-    records were left out."""
+    """What a load writes: (path, value) parents before children, how many ephemeral
+    records were left out, and how many of ZooKeeper's own (``/zookeeper``, in dumps of an
+    ensemble's root made before it was left out of dumps)."""
 
     records: list[tuple[str, bytes]]
     ephemeral_skipped: int
+    zookeeper_skipped: int = 0
 
 
 def dump_records(dump: Mapping[str, Any], *, keep_ephemeral: bool = False) -> DumpRecords:
@@ -115,7 +127,7 @@ def dump_records(dump: Mapping[str, Any], *, keep_ephemeral: bool = False) -> Du
         raise DumpFormatError('a dump needs a "records" object')
     prefix = root.rstrip("/") + "/"
     prepared: list[tuple[str, bytes]] = []
-    skipped = 0
+    skipped = zookeeper = 0
     for path, entry in records.items():
         try:
             validate_path(path)
@@ -124,11 +136,14 @@ def dump_records(dump: Mapping[str, Any], *, keep_ephemeral: bool = False) -> Du
         if path != root and not path.startswith(prefix):
             raise DumpFormatError(f"{path} is not under the dump's root {root}")
         value = decode_value(path, entry)
+        if _zookeepers_own(path):
+            zookeeper += 1
+            continue
         if isinstance(entry, dict) and entry.get("ephemeral") is True and not keep_ephemeral:
             skipped += 1
             continue
         prepared.append((path, value))
-    return DumpRecords(sorted(prepared, key=lambda item: item[0].count("/")), skipped)
+    return DumpRecords(sorted(prepared, key=lambda item: item[0].count("/")), skipped, zookeeper)
 
 
 async def load_tree(
@@ -147,6 +162,13 @@ async def load_tree(
         if current is not None and current.value and not overwrite:
             raise DumpFormatError(f"{path} exists with other content (use --overwrite)")
         changed.append((path, value))
-    for path, value in changed:
-        await store.put(path, value)
+    for written, (path, value) in enumerate(changed):
+        try:
+            await store.put(path, value)
+        except MetadataError as exc:
+            raise MetadataError(
+                "",
+                f"{exc} — the load stopped there: {written} of {len(changed)} records were "
+                "written before it (loading the dump again, with --overwrite, finishes it)",
+            ) from None
     return LoadResult(len(changed), unchanged)

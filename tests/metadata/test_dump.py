@@ -1,0 +1,39 @@
+"""Dumps and loads of a store's tree: ZooKeeper's own node is neither dumped nor loaded, and a
+load that fails part way says how much it wrote."""
+
+from __future__ import annotations
+
+import pytest
+
+from ballast.clock import Clock
+from ballast.metadata.dump import dump_records, dump_tree, load_tree
+from ballast.metadata.memory import MemoryMetadataStore, MemoryServer
+from ballast.metadata.store import MetadataError
+from ballast.metadata.values import MAX_STORED_BYTES
+
+
+async def test_zookeepers_own_node_is_left_out_both_ways(clock: Clock) -> None:
+    store = MemoryMetadataStore(MemoryServer(clock))
+    for path in ("/zookeeper", "/zookeeper/config", "/zookeeperish", "/a/zookeeper"):
+        await store.put(path, b"x")
+    records = (await dump_tree(store, "/"))["records"]
+    assert sorted(records) == ["/a", "/a/zookeeper", "/zookeeperish"]  # only the reserved one
+    old_dump = {
+        "root": "/",
+        "records": {
+            "/zookeeper": {"text": ""},
+            "/zookeeper/quota": {"text": ""},
+            "/x": {"text": "1"},
+        },
+    }
+    loaded = dump_records(old_dump)
+    assert [path for path, _ in loaded.records] == ["/x"]
+    assert loaded.zookeeper_skipped == 2
+
+
+async def test_a_load_that_fails_part_way_says_what_it_wrote(clock: Clock) -> None:
+    store = MemoryMetadataStore(MemoryServer(clock))  # no chunking: a large value is refused
+    records = [("/a", b"1"), ("/b", b"x" * (MAX_STORED_BYTES + 1)), ("/c", b"3")]
+    with pytest.raises(MetadataError, match="1 of 3 records were written before it"):
+        await load_tree(store, records)
+    assert (await store.get("/a")) is not None and await store.get("/c") is None
