@@ -132,3 +132,20 @@ async def test_a_term_that_is_over_cannot_write_though_its_candidate_leads_again
     assert a.is_leader and a.leadership == second
     assert (await a.fenced_multi(second, [Create("/current-term-write", b"")]))[0] is not None
     await a.stop()
+
+
+async def test_a_persistent_leader_record_is_no_leader_and_is_removed(
+    harness: Harness, clock: Clock
+) -> None:
+    """Every leader writes its record ephemeral; a persistent one (another cluster's, loaded
+    from a dump with --keep-ephemeral) named a broker elsewhere, and requests were forwarded
+    there, while no broker here could ever be elected."""
+    store = await harness.open()
+    stale = LeaderInfo(broker_id="elsewhere:8080", service_url="http://elsewhere:8080", epoch=7)
+    await store.put(paths.LEADER, stale.to_json())
+    assert await read_leader(store) is None
+    a, _, _ = await candidate(harness, clock, "a:8080")
+    await eventually(lambda: a.is_leader, clock, what="a elected over the stale record")
+    leader = await read_leader(store)
+    assert leader is not None and leader.broker_id == "a:8080"
+    await a.stop()

@@ -84,9 +84,10 @@ LeadershipListener = Callable[[Leadership | None], None]
 
 
 async def read_leader(store: MetadataStore) -> LeaderInfo | None:
-    """The current leader, or None while there is none."""
+    """The current leader, or None while there is none. A persistent record is none: no
+    session holds it (the election removes it, see ``_remove_own_stale_record``)."""
     record = await store.get(paths.LEADER)
-    if record is None:
+    if record is None or record.stat.ephemeral_owner is None:
         return None
     try:
         return LeaderInfo.from_json(record.value)
@@ -223,9 +224,19 @@ class LeaderElection:
 
     async def _remove_own_stale_record(self) -> None:
         """A leader record of our session that outlived our leadership (we resigned on
-        SUSPENDED and came back on the same session) blocks everyone: remove it."""
+        SUSPENDED and came back on the same session) blocks everyone: remove it. So does a
+        persistent one, which no session holds: every leader writes its record ephemeral, so
+        it came from elsewhere (a dump loaded with ``--keep-ephemeral``) and names a broker
+        that is not this cluster's."""
         record = await self._store.get(paths.LEADER)
-        if record is not None and record.stat.ephemeral_owner == self._store.session_id:
+        if record is None:
+            return
+        persistent = record.stat.ephemeral_owner is None
+        if persistent or record.stat.ephemeral_owner == self._store.session_id:
+            if persistent:
+                log.warning(
+                    "removing a persistent leader record no session holds: %r", record.value[:200]
+                )
             try:
                 await self._store.delete(paths.LEADER, record.stat.version)
             except (NoNodeError, BadVersionError):
