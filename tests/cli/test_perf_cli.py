@@ -120,7 +120,8 @@ async def test_perf_consume_gets_what_perf_produce_sends(clock: Clock) -> None:
         (("produce", "x", "--rate", "nan"), "--rate must be a number >= 0, not nan"),
         (("produce", "x", "--batch-delay-ms", "-1"), "--batch-delay-ms must be"),
         (("produce", "x", "--duration", "0"), "--duration must be a number of seconds > 0"),
-        (("consume", "x", "--messages", "0"), "--messages must be >= 1, not 0"),
+        (("consume", "x", "--messages", "0"), "--messages must be in 1..2,147,483,647, not 0"),
+        (("produce", "x", "--messages", "2147483648"), "--messages must be in 1..2,147,483,647"),
         (("consume", "x", "--receiver-queue", "0"), "--receiver-queue must be"),
         (("consume", "x", "--url", "127.0.0.1:6650"), "is not a service URL"),
         (("produce", "x", "--url", "pulsar://h:6650,g:99999"), "is not a service URL"),
@@ -250,6 +251,24 @@ async def test_a_run_of_a_duration_sends_rate_times_duration(clock: Clock) -> No
         )
         assert code == 0, err
         assert json.loads(out)["messages"] == 200
+    finally:
+        await cluster.close()
+
+
+async def test_many_producers_as_fast_as_they_go_never_fill_a_queue(clock: Clock) -> None:
+    """--max-pending holds per producer, as the client's queue does: a producer whose queue
+    is full holds the run back; its sends never fail with ProducerQueueIsFull."""
+    cluster = await start_cluster(clock, "t/perf", 4, brokers=2)
+    try:
+        node: Any = next(iter(cluster.nodes.values()))
+        code, out, err = await ballast(
+            "perf", "produce", TOPIC, "--url", pulsar_url(node), "--topics", "4",
+            "--producers", "2", "--rate", "0", "--max-pending", "8", "--messages", "6000",
+            "--keys", "1000000", "--json",
+        )  # fmt: skip
+        assert code == 0, err
+        produced = json.loads(out)
+        assert (produced["messages"], produced["errors"]) == (6000, 0), produced
     finally:
         await cluster.close()
 

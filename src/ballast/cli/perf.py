@@ -99,8 +99,8 @@ def _check(
     problems.extend(more)
     if duration is not None and not (math.isfinite(duration) and duration > 0):
         problems.append(f"--duration must be a number of seconds > 0, not {duration:g}")
-    if messages is not None and messages < 1:
-        problems.append(f"--messages must be >= 1, not {messages}")
+    if messages is not None and not 1 <= messages <= INT_MAX:
+        problems.append(f"--messages must be in 1..{INT_MAX:,}, not {messages}")
     problem = url_problem(url, SCHEMES, several_hosts=True)
     if problem is not None:
         problems.append(f"--url {url!r} is not a service URL: {problem}")

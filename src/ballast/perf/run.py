@@ -321,17 +321,23 @@ async def produce(
                     )
                 )
         payload = b"x" * options.size
-        keys = [f"k{i}" for i in range(options.keys)]
         size = options.size
+        # --max-pending holds per producer, as the client's queue is: each producer's sends
+        # (this task) and receipts (the client's threads, under the lock) are counted apart,
+        # so a slower producer holds the run back instead of failing with a full queue.
+        given = [0] * len(producers)
+        answered = [0] * len(producers)
+        answers = threading.Lock()
 
-        def sent(started: float, result: Any, _message_id: Any) -> None:
+        def sent(index: int, started: float, result: Any, _message_id: Any) -> None:
+            with answers:
+                answered[index] += 1
             if result == pulsar.Result.Ok:
                 recorder.record(size, (time.perf_counter() - started) * 1000)
             else:
                 recorder.record_error(getattr(result, "name", str(result)))
 
         count = 0
-        limit = options.max_pending * len(producers)
 
         def outstanding() -> int:
             return count - recorder.messages - recorder.errors
@@ -347,13 +353,17 @@ async def produce(
                 target = count if ending else count + 500
             if options.messages is not None:
                 target = min(target, options.messages)
-            while count < target and outstanding() < limit:
-                producer = producers[count % len(producers)]
-                callback = functools.partial(sent, time.perf_counter())
-                if keys:
-                    producer.send_async(payload, callback, partition_key=keys[count % len(keys)])
+            while count < target:
+                index = count % len(producers)
+                if given[index] - answered[index] >= options.max_pending:
+                    break  # its queue is full: held back until receipts come
+                callback = functools.partial(sent, index, time.perf_counter())
+                if options.keys:
+                    key = f"k{count % options.keys}"
+                    producers[index].send_async(payload, callback, partition_key=key)
                 else:
-                    producer.send_async(payload, callback)
+                    producers[index].send_async(payload, callback)
+                given[index] += 1
                 count += 1
             if ending or (options.messages is not None and count >= options.messages):
                 break
