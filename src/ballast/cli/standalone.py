@@ -31,17 +31,29 @@ def standalone_command(
         int, typer.Option("--brokers", help=f"Number of brokers (1 to {MAX_BROKERS}).")
     ] = 3,
     port: Annotated[
-        int, typer.Option("--port", help="Web port of the first broker; the next ones follow.")
-    ] = 8080,
-    broker_port: Annotated[
-        int, typer.Option("--broker-port", help="Binary-protocol port of the first broker.")
-    ] = 6650,
-    store: Annotated[
-        str,
+        int | None,
         typer.Option(
-            "--store", help="memory: (default) or sqlite:PATH to keep namespaces and policies."
+            "--port",
+            help="Web port of the first broker; the next ones follow. Default: the setting "
+            "webServicePort (8080).",
         ),
-    ] = "memory:",
+    ] = None,
+    broker_port: Annotated[
+        int | None,
+        typer.Option(
+            "--broker-port",
+            help="Binary-protocol port of the first broker. Default: the setting "
+            "brokerServicePort (6650).",
+        ),
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="memory: or sqlite:PATH to keep namespaces and policies. Default: the setting "
+            "metadataStoreUrl (memory:).",
+        ),
+    ] = None,
     workload: Annotated[
         Path | None, typer.Option("--workload", help="Demo load description (TOML).")
     ] = None,
@@ -65,6 +77,12 @@ def standalone_command(
     embedded store, a leader elected, a demo namespace driven by a built-in load generator
     with a hot spot that appears after a while — the load manager visibly balances it. A live
     console shows each broker's load, bundles and the decisions; Ctrl-C stops and summarises."""
+    # The settings give what the options do not, as Pulsar's standalone.conf gives its ports
+    # and store; an option beats a setting.
+    settings = settings_from(config, overrides)
+    port = settings.get_int("webServicePort") if port is None else port
+    broker_port = settings.get_int("brokerServicePort") if broker_port is None else broker_port
+    store = settings.get_str("metadataStoreUrl") if store is None else store
     if not 1 <= brokers <= MAX_BROKERS:
         fail(
             f"--brokers must be in 1..{MAX_BROKERS}, not {brokers}: every broker follows every "
@@ -100,7 +118,6 @@ def standalone_command(
         )
     except WorkloadError as exc:
         fail(str(exc))
-    settings = settings_from(config, overrides)
     if settings.source("statsUpdateFrequencyInSecs") == "default":
         # The live console should follow real clients within seconds, not Pulsar's minute.
         settings = settings.with_overrides([("statsUpdateFrequencyInSecs", "5")], "standalone")
