@@ -58,6 +58,10 @@ def test_standalone_runs_serves_and_summarises(tmp_path: Path) -> None:
 def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("topics = -3\n")
+    endless = tmp_path / "endless.toml"
+    endless.write_text("rate = inf\n")  # it ran, until the summary's std-dev of infinities
+    vast = tmp_path / "vast.toml"
+    vast.write_text("hotspot_factor = 1e300\n")
     for args, needle in (
         (["--brokers", "0"], "--brokers must be in 1..100, not 0"),
         (["--brokers", "101"], "run `ballast broker` processes for a bigger cluster"),
@@ -66,6 +70,8 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
         (["--store", "zk:127.0.0.1:2181"], "ballast broker"),
         (["--store", "nope"], "invalid metadata store URL"),
         (["--workload", str(bad)], "topics = -3 is out of range"),
+        (["--workload", str(endless)], "rate = inf is out of range (at most 1e+15)"),
+        (["--workload", str(vast)], "hotspot_factor = 1e+300 is out of range"),
         (["--workload", str(tmp_path / "missing.toml")], "cannot read"),
         (["--no-load", "--workload", str(bad)], "exclude each other"),
         (["--port", "65535", "--brokers", "3"], "web ports 65535..65537"),

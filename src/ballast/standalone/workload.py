@@ -18,6 +18,7 @@ A workload file (TOML) sets the same fields::
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -30,6 +31,10 @@ from ballast.model.naming import InvalidNameError, NamespaceName, TopicName
 
 class WorkloadError(ValueError):
     pass
+
+
+# The largest number a workload field takes (as the simulator's scenarios).
+MAX_VALUE = 1e15
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,13 @@ class DemoWorkload:
         for name, ok in checks.items():
             if not ok:
                 raise WorkloadError(f"{name} = {getattr(self, name)} is out of range")
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, int | float) and not (math.isfinite(value) and value <= MAX_VALUE):
+                # past it, products of rates, sizes and factors overflow the load figures
+                raise WorkloadError(
+                    f"{field.name} = {value} is out of range (at most {MAX_VALUE:g})"
+                )
 
     @classmethod
     def from_toml(cls, path: Path) -> DemoWorkload:
