@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from ballast.cli.main import app
+from ballast.cli.app import app
 
 
 def _command_paths() -> list[list[str]]:

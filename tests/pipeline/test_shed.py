@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
 from ballast.balance.shedding.registry import SHEDDERS
-from ballast.cli.main import app
+from ballast.cli.app import app
 from ballast.model.config import load_settings
 from ballast.pipeline.history import write_snapshot
 from ballast.pipeline.importer import NOT_KEPT, ImportOptions, read_decide_snapshot

@@ -1,4 +1,6 @@
-"""The ``ballast`` command: one Typer app with a sub-command per capability."""
+"""The ``ballast`` command's entry point. The app and every sub-command (numpy, pyarrow, the
+Pulsar client, Spark's Python side) are imported only here, inside the guard, so that Ctrl-C
+while they load is one line too."""
 
 from __future__ import annotations
 
@@ -6,68 +8,23 @@ import logging
 import os
 import sys
 
-import typer
-
-from ballast import __version__
-from ballast.cli.admin import admin_app
-from ballast.cli.bundle import bundle_app
-from ballast.cli.config import config_app
-from ballast.cli.decide import decide_app
-from ballast.cli.metadata import metadata_app
-from ballast.cli.perf import perf_app
-from ballast.cli.pipeline import pipeline_app
-from ballast.cli.servers import broker_command, zookeeper_command
-from ballast.cli.simulate import simulate_command
-from ballast.cli.standalone import standalone_command
-from ballast.cli.topic import topic_command
-
-app = typer.Typer(
-    name="ballast",
-    help="Ballast: control plane of a load-balanced, bundle-sharded message-broker cluster "
-    "(Apache Pulsar compatible).",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    # Help texts are plain: they show URL forms such as ``zk:host:port[/chroot]``.
-    rich_markup_mode=None,
-)
-app.command("topic")(topic_command)
-app.command("standalone")(standalone_command)
-app.command("broker")(broker_command)
-app.command("zookeeper")(zookeeper_command)
-app.add_typer(bundle_app, name="bundle")
-app.add_typer(config_app, name="config")
-app.add_typer(admin_app, name="admin")
-app.add_typer(metadata_app, name="metadata")
-app.add_typer(decide_app, name="decide")
-app.add_typer(perf_app, name="perf")
-app.command("simulate")(simulate_command)
-app.add_typer(pipeline_app, name="pipeline")
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"ballast {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def main(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version."
-    ),
-) -> None:
-    """Ballast: control plane of a load-balanced, bundle-sharded message-broker cluster."""
-
 
 def run() -> None:
     """Entry point: run the app; an unexpected error is one line on stderr (exit 1), with the
-    traceback only when BALLAST_DEBUG is set."""
+    traceback only when BALLAST_DEBUG is set; Ctrl-C before a command handles it (while the
+    modules load) is one line, exit 130."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # kazoo logs every reconnect attempt; the command reports the outcome itself.
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     try:
+        from ballast.cli.app import app
+
         app()
+    except KeyboardInterrupt:
+        if os.environ.get("BALLAST_DEBUG"):
+            raise
+        print("ballast: interrupted", file=sys.stderr)
+        sys.exit(130)
     except Exception as exc:  # the last line of defence: never a bare traceback for users
         if os.environ.get("BALLAST_DEBUG"):
             raise
