@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -365,6 +366,9 @@ async def test_a_second_ctrl_c_stops_waiting_for_receipts(clock: Clock, tmp_path
         out, _ = await asyncio.wait_for(process.communicate(), timeout=30)
         assert clock.monotonic() - began < 5
         assert "Produced" in out.decode()  # the summary of what was done
+        # and of what is unknown: sent, never answered; not a clean run
+        assert re.search(r"; [\d,]+ without a receipt\)", out.decode()), out.decode()
+        assert process.returncode == 1
     finally:
         server.send_signal(signal.SIGCONT)
         server.terminate()

@@ -87,7 +87,8 @@ def summary_text(verb: str, summary: Summary, latency_name: str) -> str:
     return "\n".join(
         [
             f"{verb} {summary.messages:,} messages in {summary.seconds:.1f} s "
-            f"({summary.errors:,} failed{f': {kinds}' if kinds else ''}): "
+            f"({summary.errors:,} failed{f': {kinds}' if kinds else ''}"
+            f"{f'; {summary.unanswered:,} without a receipt' if summary.unanswered else ''}): "
             f"{summary.rate:,.1f} msg/s, "
             f"{summary.throughput_mib:.3f} MiB/s",
             f"{latency_name} latency ms: mean {latency.mean_ms:.3f}  p50 {latency.p50_ms:.3f}  "

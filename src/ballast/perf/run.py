@@ -24,6 +24,7 @@ on the loop (:class:`ClientLog`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import functools
 import math
@@ -390,7 +391,7 @@ async def produce(
         elapsed = clock.monotonic() - started
         stop.set()
         await reporting
-        return recorder.summary(elapsed)
+        return dataclasses.replace(recorder.summary(elapsed), unanswered=max(0, outstanding()))
     finally:
         following.cancel()
         hurried = hurry is not None and hurry.is_set()

@@ -75,6 +75,9 @@ class Summary:
     errors: int
     latency: Latencies
     failures: tuple[tuple[str, int], ...] = ()
+    # Messages sent whose receipt never came (the wait for receipts ended: its time, or a
+    # second Ctrl-C): neither published nor failed, as far as the run knows.
+    unanswered: int = 0
 
     @property
     def rate(self) -> float:
@@ -91,6 +94,7 @@ class Summary:
             "bytes": self.bytes,
             "errors": self.errors,
             "failures": dict(self.failures),
+            "unanswered": self.unanswered,
             "rate": round(self.rate, 1),
             "throughputMiB": round(self.throughput_mib, 3),
             "latencyMs": {
