@@ -31,3 +31,18 @@ def test_the_summary_names_the_failures_by_kind() -> None:
     first = summary_text("Produced", summary, "publish").splitlines()[0]
     assert first.startswith("Produced 5 messages in 1.0 s (3 failed: MessageTooBig 2, Timeout 1):")
     assert "(0 failed):" in summary_text("Produced", Summary(1.0, 5, 50, 0, Latencies()), "publish")
+
+
+def test_a_run_without_a_latency_says_so_rather_than_zero() -> None:
+    """Zeros would read as instant receipts; a run where every send failed measured none."""
+    nothing = Summary(1.0, 0, 0, 3, Latencies(), (("MessageTooBig", 3),))
+    assert summary_text("Produced", nothing, "publish").splitlines()[1] == (
+        "publish latency: none measured"
+    )
+    assert nothing.to_json()["latencyMs"] is None
+    measured = Summary(1.0, 2, 20, 0, Latencies.of([1.0, 3.0]), unanswered=4)
+    assert "(0 failed; 4 without a receipt):" in summary_text("Produced", measured, "publish")
+    assert measured.to_json()["latencyMs"] == {
+        "mean": 2.0, "p50": 2.0, "p95": 2.9, "p99": 2.98, "p99.9": 2.998, "max": 3.0,
+    }  # fmt: skip
+    assert measured.to_json()["unanswered"] == 4

@@ -93,6 +93,8 @@ def summary_text(verb: str, summary: Summary, latency_name: str) -> str:
             f"{summary.throughput_mib:.3f} MiB/s",
             f"{latency_name} latency ms: mean {latency.mean_ms:.3f}  p50 {latency.p50_ms:.3f}  "
             f"p95 {latency.p95_ms:.3f}  p99 {latency.p99_ms:.3f}  p99.9 {latency.p999_ms:.3f}  "
-            f"max {latency.max_ms:.3f}",
+            f"max {latency.max_ms:.3f}"
+            if latency.count
+            else f"{latency_name} latency: none measured",
         ]
     )

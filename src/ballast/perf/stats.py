@@ -97,6 +97,7 @@ class Summary:
             "unanswered": self.unanswered,
             "rate": round(self.rate, 1),
             "throughputMiB": round(self.throughput_mib, 3),
+            # null without a single latency measured: a zero would read as instant
             "latencyMs": {
                 "mean": round(self.latency.mean_ms, 3),
                 "p50": round(self.latency.p50_ms, 3),
@@ -104,7 +105,9 @@ class Summary:
                 "p99": round(self.latency.p99_ms, 3),
                 "p99.9": round(self.latency.p999_ms, 3),
                 "max": round(self.latency.max_ms, 3),
-            },
+            }
+            if self.latency.count
+            else None,
         }
 
 
