@@ -67,6 +67,7 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
         (["--brokers", "101"], "run `ballast broker` processes for a bigger cluster"),
         (["--duration", "-1"], "--duration must be a positive number of seconds, not -1.0"),
         (["--duration", "nan"], "--duration must be a positive number"),
+        (["--duration", "inf"], "--duration must be a positive number"),  # omit it instead
         (["--store", "zk:127.0.0.1:2181"], "ballast broker"),
         (["--store", "nope"], "invalid metadata store URL"),
         (["--workload", str(bad)], "topics = -3 is out of range"),

@@ -39,8 +39,9 @@ def show_command(
         bool, typer.Option("--changed", help="Only settings that differ from the default.")
     ] = False,
 ) -> None:
-    """Print every setting with its effective value, unit and where it came from (default,
-    the config file, a BALLAST_<key> environment variable, or --set)."""
+    """Print every setting with its effective value, unit and where it came from when not
+    the default (the config file, a BALLAST_<key> environment variable, or --set; --json
+    names "default" too)."""
     settings = settings_from(config, overrides)
     rows = [s for s in SETTINGS if not changed or settings[s.key] != s.default]
     if as_json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -102,7 +103,7 @@ def standalone_command(
             f"{binary.start}..{binary.stop - 1} of {brokers} broker(s) overlap: "
             "move --port or --broker-port"
         )
-    if duration is not None and not duration > 0:  # also NaN
+    if duration is not None and not (math.isfinite(duration) and duration > 0):
         fail(f"--duration must be a positive number of seconds, not {duration}")
     try:
         parsed = parse_store_url(store)
