@@ -62,6 +62,8 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
     endless.write_text("rate = inf\n")  # it ran, until the summary's std-dev of infinities
     vast = tmp_path / "vast.toml"
     vast.write_text("hotspot_factor = 1e300\n")
+    split_fine = tmp_path / "split-fine.toml"
+    split_fine.write_text("bundles = 2000000\n")  # it ran, without its namespace (refused)
     for args, needle in (
         (["--brokers", "0"], "--brokers must be in 1..100, not 0"),
         (["--brokers", "101"], "run `ballast broker` processes for a bigger cluster"),
@@ -73,6 +75,7 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
         (["--workload", str(bad)], "topics = -3 is out of range"),
         (["--workload", str(endless)], "rate = inf is out of range (at most 1e+15)"),
         (["--workload", str(vast)], "hotspot_factor = 1e+300 is out of range"),
+        (["--workload", str(split_fine)], "bundles = 2000000 is out of range (at most 1,048,576)"),
         (["--workload", str(tmp_path / "missing.toml")], "cannot read"),
         (["--no-load", "--workload", str(bad)], "exclude each other"),
         (["--port", "65535", "--brokers", "3"], "web ports 65535..65537"),

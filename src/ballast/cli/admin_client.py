@@ -19,6 +19,8 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 REASON_LENGTH = 200
 # How long a call waits for its answer by default (pulsar-admin's default read timeout).
 ANSWER_TIMEOUT_S = 60.0
+# How long a call waits for its connection (within ANSWER_TIMEOUT_S).
+CONNECT_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +50,10 @@ def call(
                 target.url + path,
                 json=body,
                 params=params,
-                timeout=aiohttp.ClientTimeout(total=target.timeout_s),
+                # a connection that never completes is no request sent: told apart below
+                timeout=aiohttp.ClientTimeout(
+                    total=target.timeout_s, connect=min(target.timeout_s, CONNECT_TIMEOUT_S)
+                ),
             ) as response,
         ):
             if response.status == 204:
@@ -61,6 +66,9 @@ def call(
 
     try:
         status, answer = asyncio.run(run())
+    except aiohttp.ConnectionTimeoutError:  # a TimeoutError too: first
+        waited = min(target.timeout_s, CONNECT_TIMEOUT_S)
+        fail(f"cannot reach {target.url}: no connection within {waited:g} s", code=1)
     except TimeoutError:
         fail(
             f"{target.url} did not answer within {target.timeout_s:g} s; the request may still "

@@ -15,6 +15,7 @@ from ballast.metadata.factory import InvalidStoreUrlError, parse_store_url
 from ballast.metadata.store import MetadataError
 from ballast.standalone.run import (
     NoLeaderError,
+    SetupRefusedError,
     StandaloneOptions,
     run_standalone,
     summary_text,
@@ -137,6 +138,6 @@ def standalone_command(
         summary = asyncio.run(run_standalone(options, console))
     except OSError as exc:
         fail(f"cannot start: {exc}", code=1)
-    except (MetadataError, NoLeaderError) as exc:
+    except (MetadataError, NoLeaderError, SetupRefusedError) as exc:
         fail(str(exc), code=1)
     console.print(summary_text(summary))

@@ -30,6 +30,7 @@ from ballast.metadata.store import (
     ConnectionLossError,
     ConnectionState,
     Create,
+    Delete,
     MetadataError,
     MetadataStore,
     MultiOpError,
@@ -83,9 +84,13 @@ class Leadership:
 LeadershipListener = Callable[[Leadership | None], None]
 
 
+# How long a candidate waits before it tries again to remove a persistent leader record.
+PERSISTENT_RECORD_RETRY_S = 1.0
+
+
 async def read_leader(store: MetadataStore) -> LeaderInfo | None:
     """The current leader, or None while there is none. A persistent record is none: no
-    session holds it (the election removes it, see ``_remove_own_stale_record``)."""
+    session holds it (the election removes it, see ``_remove_stale_record``)."""
     record = await store.get(paths.LEADER)
     if record is None or record.stat.ephemeral_owner is None:
         return None
@@ -190,7 +195,7 @@ class LeaderElection:
                 await self._wait_for_vacancy()
 
     async def _try_once(self) -> None:
-        await self._remove_own_stale_record()
+        await self._remove_stale_record()
         epoch_record = await self._store.get(paths.LEADER_EPOCH)
         if epoch_record is None:
             try:
@@ -222,28 +227,45 @@ class LeaderElection:
         for listener in list(self._listeners):
             listener(self._leadership)
 
-    async def _remove_own_stale_record(self) -> None:
-        """A leader record of our session that outlived our leadership (we resigned on
-        SUSPENDED and came back on the same session) blocks everyone: remove it. So does a
-        persistent one, which no session holds: every leader writes its record ephemeral, so
-        it came from elsewhere (a dump loaded with ``--keep-ephemeral``) and names a broker
-        that is not this cluster's."""
+    async def _remove_stale_record(self) -> None:
+        """Remove a leader record that blocks everyone without being a leader's:
+
+        - one of our own session that outlived our leadership (we resigned on SUSPENDED and
+          came back on the same session);
+        - a persistent one, which no session holds: every leader writes its record
+          ephemeral, so it came from elsewhere (a dump loaded with ``--keep-ephemeral``) and
+          names a broker that is not this cluster's. It goes only together with a check of
+          the epoch read before it: a candidate that won meanwhile bumped the epoch, and its
+          own record (of the same version) stays."""
+        epoch = await self._store.exists(paths.LEADER_EPOCH)
         record = await self._store.get(paths.LEADER)
         if record is None:
             return
-        persistent = record.stat.ephemeral_owner is None
-        if persistent or record.stat.ephemeral_owner == self._store.session_id:
-            if persistent:
-                log.warning(
-                    "removing a persistent leader record no session holds: %r", record.value[:200]
-                )
+        if record.stat.ephemeral_owner == self._store.session_id:
             try:
                 await self._store.delete(paths.LEADER, record.stat.version)
             except (NoNodeError, BadVersionError):
                 pass
+        elif record.stat.ephemeral_owner is None and epoch is not None:
+            log.warning(
+                "removing a persistent leader record no session holds: %r", record.value[:200]
+            )
+            try:
+                await self._store.multi(
+                    [
+                        Check(paths.LEADER_EPOCH, epoch.version),
+                        Delete(paths.LEADER, record.stat.version),
+                    ]
+                )
+            except MultiOpError:
+                pass  # an election won meanwhile, or another candidate removed it
 
     async def _wait_for_vacancy(self) -> None:
-        if await self._store.exists(paths.LEADER) is None:
+        stat = await self._store.exists(paths.LEADER)
+        if stat is None:
+            return
+        if stat.ephemeral_owner is None:  # no leader's: the next round removes it
+            await self._clock.sleep(PERSISTENT_RECORD_RETRY_S)  # not at once, if that failed
             return
         await self._wake.wait()
 

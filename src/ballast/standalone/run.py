@@ -33,12 +33,19 @@ from ballast.controller.requests import CreateNamespace, CreateTenant
 from ballast.model.config import Settings, resource_weights
 from ballast.standalone.workload import DemoWorkload
 
+# The status of a refusal for something that exists already.
+CONFLICT = 409
+
 LOOKUP_EVERY_S = 3.0
 MIB = 1024 * 1024
 
 
 class NoLeaderError(RuntimeError):
     """No broker of the standalone cluster became leader in time."""
+
+
+class SetupRefusedError(RuntimeError):
+    """The leader refused to make the tenants and namespaces the cluster starts with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,26 +113,32 @@ class Standalone:
                 return False
             if self.clock.monotonic() - self._started > wait_s:
                 raise NoLeaderError(
-                    f"no broker was elected leader in {wait_s:.0f} s: the store holds a leader "
-                    "record that does not expire (see `ballast metadata get /loadbalance/leader "
-                    "--store ...`; a dump loaded with --keep-ephemeral makes one)"
+                    f"no broker was elected leader in {wait_s:.0f} s (see `ballast metadata get "
+                    "/loadbalance/leader --store ...` for a leader record in the way)"
                 )
             await self.clock.sleep(0.05)
         workload = self.options.workload
         namespace = workload.namespace if workload else "public/default"
         tenant = namespace.split("/")[0]
-        await self.cluster.request(CreateTenant(tenant=tenant))
+        await self._set_up(CreateTenant(tenant=tenant))
         bundles = workload.bundles if workload else None
-        await self.cluster.request(CreateNamespace(namespace=namespace, bundles=bundles))
+        await self._set_up(CreateNamespace(namespace=namespace, bundles=bundles))
         if namespace != "public/default":  # where clients' bare topic names go, as in Pulsar
-            await self.cluster.request(CreateTenant(tenant="public"))
-            await self.cluster.request(CreateNamespace(namespace="public/default"))
+            await self._set_up(CreateTenant(tenant="public"))
+            await self._set_up(CreateNamespace(namespace="public/default"))
         if workload is not None:
             node = self.cluster.running()[0]
             for topic in workload.topic_names():
                 await node.topic_index.create(topic)
             workload.apply(self.traffic, hot=False)
         return True
+
+    async def _set_up(self, request: CreateTenant | CreateNamespace) -> None:
+        """Ask the leader for a tenant or namespace the cluster starts with; one that exists
+        (a ``sqlite:`` store of an earlier run) is fine, any other refusal stops the start."""
+        reply = await self.cluster.request(request)
+        if not reply.ok and reply.status != CONFLICT:
+            raise SetupRefusedError(f"the leader refused to set up the cluster: {reply.message}")
 
     async def drive(self, stop: asyncio.Event) -> None:
         """The demo's clients: look topics up (owning their bundles), turn the hot spot on."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ballast.broker.traffic import TopicStats, WorkloadTraffic
-from ballast.model.bundles import NamespaceBundles, topic_hash
+from ballast.model.bundles import MAX_CREATED_BUNDLES, NamespaceBundles, topic_hash
 from ballast.model.naming import InvalidNameError, NamespaceName, TopicName
 
 
@@ -35,6 +35,8 @@ class WorkloadError(ValueError):
 
 # The largest number a workload field takes (as the simulator's scenarios).
 MAX_VALUE = 1e15
+# The most topics the demo drives: this one process keeps and looks up every one.
+MAX_TOPICS = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +57,8 @@ class DemoWorkload:
         except InvalidNameError as exc:
             raise WorkloadError(f"namespace: {exc}") from None
         checks = {
-            "bundles": self.bundles >= 1,
-            "topics": self.topics >= 1,
+            "bundles": 1 <= self.bundles <= MAX_CREATED_BUNDLES,
+            "topics": 1 <= self.topics <= MAX_TOPICS,
             "rate": self.rate >= 0,
             "size": self.size >= 0,
             "fan_out": self.fan_out >= 0,
@@ -66,7 +68,9 @@ class DemoWorkload:
         }
         for name, ok in checks.items():
             if not ok:
-                raise WorkloadError(f"{name} = {getattr(self, name)} is out of range")
+                limits = {"bundles": MAX_CREATED_BUNDLES, "topics": MAX_TOPICS}
+                most = f" (at most {limits[name]:,})" if name in limits else ""
+                raise WorkloadError(f"{name} = {getattr(self, name)} is out of range{most}")
         for field in fields(self):
             value = getattr(self, field.name)
             if isinstance(value, int | float) and not (math.isfinite(value) and value <= MAX_VALUE):

@@ -32,7 +32,7 @@ def _refusal(status: int, data: bytes) -> str | None:
 
 class HttpTransport:
     def __init__(self, *, timeout_s: float = 30.0) -> None:
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s, connect=min(timeout_s, 10.0))
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
@@ -52,6 +52,10 @@ class HttpTransport:
                 ):
                     raise TransportError(f"{url} answered {response.status}")
                 return response.status, data
+        except aiohttp.ConnectionTimeoutError:  # a TimeoutError too: first
+            raise TransportError(
+                f"{url}: no connection within {self._timeout.connect:g} s"
+            ) from None
         except TimeoutError:
             seconds = self._timeout.total
             raise TransportError(f"{url}: no answer within {seconds:g} s") from None
