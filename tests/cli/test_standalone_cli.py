@@ -81,11 +81,20 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
         (["--port", "65535", "--brokers", "3"], "web ports 65535..65537"),
         (["--broker-port", "0"], "binary ports 0..2"),
         (["--brokers", "60", "--broker-port", "8100"], "web ports 8080..8139 and the binary"),
-        (["--broker-port", "8081"], "overlap: move --port or --broker-port"),
+        (
+            ["--broker-port", "8081"],
+            "overlap: move --port (unset: webServicePort) or --broker-port\n",
+        ),
         # the settings give the ports and the store the options do not
         (["--set", "webServicePort=65535"], "web ports 65535..65537"),
-        (["--set", "brokerServicePort=8081"], "overlap: move --port or --broker-port"),
-        (["--set", "metadataStoreUrl=zk:127.0.0.1:2181"], "ballast broker"),
+        (
+            ["--set", "brokerServicePort=8081"],
+            "--broker-port (unset: brokerServicePort from --set)",
+        ),
+        (
+            ["--set", "metadataStoreUrl=zk:127.0.0.1:2181"],
+            "(unset: metadataStoreUrl from --set) is",
+        ),
     ):
         result = ballast("standalone", *args)
         assert result.returncode == 2, (args, result.stdout, result.stderr)

@@ -12,12 +12,14 @@ from ballast.metadata.store import MetadataError
 from ballast.metadata.values import MAX_STORED_BYTES
 
 
-async def test_zookeepers_own_node_is_left_out_both_ways(clock: Clock) -> None:
+async def test_zookeepers_own_node_is_left_out_at_an_ensembles_root_only(clock: Clock) -> None:
     store = MemoryMetadataStore(MemoryServer(clock))
     for path in ("/zookeeper", "/zookeeper/config", "/zookeeperish", "/a/zookeeper"):
         await store.put(path, b"x")
-    records = (await dump_tree(store, "/"))["records"]
-    assert sorted(records) == ["/a", "/a/zookeeper", "/zookeeperish"]  # only the reserved one
+    at_root = (await dump_tree(store, "/", ensemble_root=True))["records"]
+    assert sorted(at_root) == ["/a", "/a/zookeeper", "/zookeeperish"]  # only the reserved one
+    elsewhere = (await dump_tree(store, "/"))["records"]  # data like any other elsewhere
+    assert "/zookeeper/config" in elsewhere
     old_dump = {
         "root": "/",
         "records": {
@@ -26,9 +28,10 @@ async def test_zookeepers_own_node_is_left_out_both_ways(clock: Clock) -> None:
             "/x": {"text": "1"},
         },
     }
-    loaded = dump_records(old_dump)
+    loaded = dump_records(old_dump, ensemble_root=True)
     assert [path for path, _ in loaded.records] == ["/x"]
     assert loaded.zookeeper_skipped == 2
+    assert len(dump_records(old_dump).records) == 3
 
 
 async def test_a_load_that_fails_part_way_says_what_it_wrote(clock: Clock) -> None:

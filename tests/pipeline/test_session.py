@@ -117,12 +117,12 @@ def test_the_class_archive_is_used_only_when_there_and_not_overridden(
     assert option not in session_conf(SessionOptions(class_archive=archive))  # not recorded
     archive.write_bytes(b"")
     used = session_conf(SessionOptions(class_archive=archive))
-    assert used[option] == f"-XX:SharedArchiveFile={archive}"
+    assert used[option] == f'-XX:SharedArchiveFile="{archive}"'
     assert option not in session_conf(SessionOptions(class_archive=None))
     mine = SessionOptions(class_archive=archive, conf={option: "-Dmine=1"})
     assert session_conf(mine)[option] == "-Dmine=1"  # the caller's options replace it
     quiet = session_conf(SessionOptions(class_archive=archive, quiet_start=True))[option]
-    assert quiet == f"-XX:SharedArchiveFile={archive} -Dlog4j2.configurationFile={QUIET_LOG}"
+    assert quiet == f'-XX:SharedArchiveFile="{archive}" -Dlog4j2.configurationFile="{QUIET_LOG}"'
     assert "rootLogger.level = error" in QUIET_LOG.read_text()
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40000")  # spark-submit started the JVM
     assert option not in session_conf(SessionOptions(class_archive=archive))

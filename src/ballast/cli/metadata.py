@@ -72,6 +72,15 @@ def _with_store(
         fail(str(exc), code=1)
 
 
+def _ensemble_root(url: str) -> bool:
+    """Whether ``url`` is a ZooKeeper ensemble's root (no chroot), where ``/zookeeper`` is
+    ZooKeeper's own node; False for a URL that is not one (``_with_store`` says why)."""
+    try:
+        return parse_store_url(url).is_ensemble_root
+    except InvalidStoreUrlError:
+        return False
+
+
 @metadata_app.command("ls")
 def ls_command(
     path: PathArgument,
@@ -146,7 +155,7 @@ def dump_command(
     async def dumping(s: MetadataStore) -> dict[str, Any] | None:
         if path != "/" and await s.exists(path) is None:
             return None
-        return await dump_tree(s, path)
+        return await dump_tree(s, path, ensemble_root=_ensemble_root(store))
 
     dumped = _with_store(store, dumping)
     if dumped is None:
@@ -187,7 +196,9 @@ def load_command(
     if not isinstance(dumped, dict):
         fail(f"{dump_file}: a dump is a JSON object")
     try:
-        loaded = dump_records(dumped, keep_ephemeral=keep_ephemeral)
+        loaded = dump_records(
+            dumped, keep_ephemeral=keep_ephemeral, ensemble_root=_ensemble_root(store)
+        )
     except DumpFormatError as exc:
         fail(f"{dump_file}: {exc}")
     result = _with_store(

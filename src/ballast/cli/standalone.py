@@ -82,6 +82,21 @@ def standalone_command(
     # The settings give what the options do not, as Pulsar's standalone.conf gives its ports
     # and store; an option beats a setting.
     settings = settings_from(config, overrides)
+    # Where each value came from, for the errors: the option, or the setting and its source.
+    given = {
+        "--port": port is not None,
+        "--broker-port": broker_port is not None,
+        "--store": store is not None,
+    }
+    keys = {"--port": "webServicePort", "--broker-port": "brokerServicePort"}
+    keys["--store"] = "metadataStoreUrl"
+
+    def named(option: str) -> str:
+        if given[option]:
+            return option
+        key, source = keys[option], settings.source(keys[option])
+        return f"{option} (unset: {key}" + (")" if source == "default" else f" from {source})")
+
     port = settings.get_int("webServicePort") if port is None else port
     broker_port = settings.get_int("brokerServicePort") if broker_port is None else broker_port
     store = settings.get_str("metadataStoreUrl") if store is None else store
@@ -96,13 +111,14 @@ def standalone_command(
     if not (min(web.start, binary.start) > 0 and max(web.stop, binary.stop) <= 65536):
         fail(
             f"ports must be in 1..65535: {brokers} broker(s) take web ports "
-            f"{web.start}..{web.stop - 1} and binary ports {binary.start}..{binary.stop - 1}"
+            f"{web.start}..{web.stop - 1} and binary ports {binary.start}..{binary.stop - 1} "
+            f"({named('--port')}, {named('--broker-port')})"
         )
     if web.start < binary.stop and binary.start < web.stop:
         fail(
             f"the web ports {web.start}..{web.stop - 1} and the binary ports "
             f"{binary.start}..{binary.stop - 1} of {brokers} broker(s) overlap: "
-            "move --port or --broker-port"
+            f"move {named('--port')} or {named('--broker-port')}"
         )
     if duration is not None and not (math.isfinite(duration) and duration > 0):
         fail(f"--duration must be a positive number of seconds, not {duration}")
@@ -111,7 +127,10 @@ def standalone_command(
     except InvalidStoreUrlError as exc:
         fail(str(exc))
     if parsed.scheme == "zk":
-        fail("standalone runs on memory: or sqlite:PATH; run `ballast broker` for ZooKeeper")
+        fail(
+            f"{named('--store')} is {store}: standalone runs on memory: or sqlite:PATH; run "
+            "`ballast broker` for ZooKeeper"
+        )
     if no_load and workload is not None:
         fail("--no-load and --workload exclude each other")
     try:

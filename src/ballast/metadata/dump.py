@@ -32,7 +32,8 @@ class DumpFormatError(ValueError):
 
 
 # ZooKeeper's own node at an ensemble's root (its quotas and dynamic configuration): no client
-# may write it, so it is neither dumped nor loaded.
+# may write it, so at a ZooKeeper ensemble's root it is neither dumped nor loaded (in any other
+# store, or under a chroot, a record of that name is data like any other).
 ZOOKEEPER_ROOT = "/zookeeper"
 
 
@@ -68,13 +69,20 @@ def decode_value(path: str, entry: Any) -> bytes:
         raise DumpFormatError(f"{path}: base64 is malformed") from None
 
 
-async def dump_tree(store: MetadataStore, root: str) -> dict[str, Any]:
-    """Every record at and below ``root`` (parents first, children sorted)."""
+async def dump_tree(
+    store: MetadataStore, root: str, *, ensemble_root: bool = False
+) -> dict[str, Any]:
+    """Every record at and below ``root`` (parents first, children sorted); with
+    ``ensemble_root`` (a ZooKeeper store without a chroot), not ZooKeeper's own node."""
     validate_path(root)
     records: dict[str, Any] = {}
 
     async def visit(path: str) -> None:
-        if path == CHUNK_ROOT or path.endswith(CHUNK_ROOT) or _zookeepers_own(path):
+        if (
+            path == CHUNK_ROOT
+            or path.endswith(CHUNK_ROOT)
+            or (ensemble_root and _zookeepers_own(path))
+        ):
             # the store's own bookkeeping, not data: at its root, or at a chroot's when the
             # dump is of an ensemble's root (the manifests above find their chunks there);
             # and ZooKeeper's own node
@@ -103,16 +111,19 @@ class LoadResult:
 @dataclass(frozen=True, slots=True)
 class DumpRecords:
     """What a load writes: (path, value) parents before children, how many ephemeral
-    records were left out, and how many of ZooKeeper's own (``/zookeeper``, in dumps of an
-    ensemble's root made before it was left out of dumps)."""
+    records were left out, and how many of ZooKeeper's own (``/zookeeper``, loaded into an
+    ensemble's root from a dump that holds it)."""
 
     records: list[tuple[str, bytes]]
     ephemeral_skipped: int
     zookeeper_skipped: int = 0
 
 
-def dump_records(dump: Mapping[str, Any], *, keep_ephemeral: bool = False) -> DumpRecords:
-    """The records of ``dump``, without its ephemeral ones unless ``keep_ephemeral``;
+def dump_records(
+    dump: Mapping[str, Any], *, keep_ephemeral: bool = False, ensemble_root: bool = False
+) -> DumpRecords:
+    """The records of ``dump``, without its ephemeral ones unless ``keep_ephemeral`` (nor,
+    loaded into a ZooKeeper ensemble's root, ``ensemble_root``, ZooKeeper's own node);
     DumpFormatError if the dump is not one (checked before any store is touched): it needs a
     ``root`` path and ``records`` at or below it."""
     root = dump.get("root")
@@ -136,7 +147,7 @@ def dump_records(dump: Mapping[str, Any], *, keep_ephemeral: bool = False) -> Du
         if path != root and not path.startswith(prefix):
             raise DumpFormatError(f"{path} is not under the dump's root {root}")
         value = decode_value(path, entry)
-        if _zookeepers_own(path):
+        if ensemble_root and _zookeepers_own(path):
             zookeeper += 1
             continue
         if isinstance(entry, dict) and entry.get("ephemeral") is True and not keep_ephemeral:
@@ -169,6 +180,7 @@ async def load_tree(
             raise MetadataError(
                 "",
                 f"{exc} — the load stopped there: {written} of {len(changed)} records were "
-                "written before it (loading the dump again, with --overwrite, finishes it)",
+                "written before it (once its cause is mended, loading the dump again "
+                "finishes it: what is written already compares unchanged)",
             ) from None
     return LoadResult(len(changed), unchanged)

@@ -32,6 +32,11 @@ class StoreUrl:
     def __str__(self) -> str:
         return f"{self.scheme}:{self.target}"
 
+    @property
+    def is_ensemble_root(self) -> bool:
+        """A ZooKeeper store without a chroot: its ``/zookeeper`` is ZooKeeper's own node."""
+        return self.scheme == "zk" and "/" not in self.target
+
 
 def parse_store_url(url: str) -> StoreUrl:
     """Parse and check a store URL (see the module docstring)."""

@@ -5,8 +5,8 @@ production ensembles.
 The server binds to loopback, keeps its data in the given directory, and is ready once the
 ``srvr`` four-letter command reports a ``Mode:`` line (``ruok`` answers before the server
 serves requests). It is stopped through the process handle that started it, and dies with
-the process that started it (on Linux), however that one ends. One server at a time uses a
-data directory: a lock file in it says which.
+the thread that started it (on Linux), however that one ends. One server at a time uses a
+data directory: a lock file in it, held by this process and by the server's, says which.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,11 +41,23 @@ PR_SET_PDEATHSIG = 1
 LOCK_NAME = "ballast-zookeeper.lock"
 
 
-def _die_with_parent() -> None:
-    """In the child before it runs Java: SIGKILL once its parent is gone, so a parent killed
-    with SIGKILL does not leave a server holding the port and the data directory."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+# prctl, looked up here (dlopen in a forked child of a threaded process may deadlock).
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+
+
+def _dying_with(parent: int) -> Callable[[], None]:
+    """What the child runs before Java: SIGKILL once the thread that started it is gone (on
+    Linux; the server is started from the event loop's thread, which lives as long as the
+    command), so a parent killed with SIGKILL does not leave a server holding the port. A
+    parent already gone before that took effect is caught by its pid."""
+
+    def in_child() -> None:
+        if _PRCTL is not None:
+            _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    return in_child
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -172,7 +185,8 @@ class LocalZooKeeper:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads are started here)
+                preexec_fn=_dying_with(os.getpid()),  # noqa: PLW1509 (async-signal-safe calls)
+                pass_fds=() if self._lock is None else (self._lock,),  # the JVM holds it too
             )
         deadline = clock.monotonic() + timeout_s
         while clock.monotonic() < deadline:

@@ -391,7 +391,8 @@ async def produce(
         elapsed = clock.monotonic() - started
         stop.set()
         await reporting
-        return dataclasses.replace(recorder.summary(elapsed), unanswered=max(0, outstanding()))
+        summary = recorder.summary(elapsed)  # the receipts counted, then what they leave
+        return dataclasses.replace(summary, unanswered=count - summary.messages - summary.errors)
     finally:
         following.cancel()
         hurried = hurry is not None and hurry.is_set()

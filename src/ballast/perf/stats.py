@@ -77,7 +77,7 @@ class Summary:
     failures: tuple[tuple[str, int], ...] = ()
     # Messages sent whose receipt never came (the wait for receipts ended: its time, or a
     # second Ctrl-C): neither published nor failed, as far as the run knows.
-    unanswered: int = 0
+    unanswered: int | None = None  # None: not a producer's run
 
     @property
     def rate(self) -> float:
@@ -94,7 +94,7 @@ class Summary:
             "bytes": self.bytes,
             "errors": self.errors,
             "failures": dict(self.failures),
-            "unanswered": self.unanswered,
+            **({} if self.unanswered is None else {"unanswered": self.unanswered}),
             "rate": round(self.rate, 1),
             "throughputMiB": round(self.throughput_mib, 3),
             # null without a single latency measured: a zero would read as instant

@@ -28,9 +28,16 @@ def default_archive() -> Path:
     return Path(sys.prefix) / "share" / "ballast" / ARCHIVE_NAME
 
 
+def java_option(name: str, path: Path) -> str:
+    """``name=path`` as one JVM option in ``spark.driver.extraJavaOptions``, which Spark's
+    launcher splits at spaces outside double quotes (a path with a space stays whole)."""
+    quoted = str(path).replace("\\", "\\\\").replace('"', '\\"')
+    return f'{name}="{quoted}"'
+
+
 def archive_java_options(archive: Path) -> str | None:
     """The driver JVM options that use ``archive``, or None if there is none."""
-    return f"-XX:SharedArchiveFile={archive}" if archive.is_file() else None
+    return java_option("-XX:SharedArchiveFile", archive) if archive.is_file() else None
 
 
 class RecordingFailed(RuntimeError):

@@ -30,7 +30,7 @@ from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import IllegalArgumentException, PySparkRuntimeError
 from pyspark.sql import SparkSession
 
-from ballast.pipeline.class_archive import archive_java_options, default_archive
+from ballast.pipeline.class_archive import archive_java_options, default_archive, java_option
 
 APP_NAME = "ballast-pipeline"
 
@@ -208,7 +208,9 @@ def session_conf(options: SessionOptions) -> dict[str, str]:
             option
             for option in (
                 None if archive is None else archive_java_options(archive),
-                f"-Dlog4j2.configurationFile={QUIET_LOG}" if options.quiet_start else None,
+                java_option("-Dlog4j2.configurationFile", QUIET_LOG)
+                if options.quiet_start
+                else None,
             )
             if option is not None
         ]

@@ -463,7 +463,7 @@ class AdminApi:
         )
 
     async def set_failure_domain(self, request: web.Request) -> web.StreamResponse:
-        self._cluster(request)
+        self._cluster(request, 412)  # as Pulsar's setFailureDomain
         body = await _json_body(request)
         brokers = body.get("brokers") if isinstance(body, dict) else None
         if not isinstance(brokers, list) or not all(isinstance(b, str) for b in brokers):
@@ -476,7 +476,7 @@ class AdminApi:
         )
 
     async def delete_failure_domain(self, request: web.Request) -> web.StreamResponse:
-        self._cluster(request)
+        self._cluster(request, 412)
         return done(
             await to_leader(self.node, SetFailureDomain(domain=_domain(request), brokers=None))
         )
