@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 import typer
 
+from ballast.broker.http.transport import delivery_failure
 from ballast.cli.common import fail, print_json
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -42,6 +43,11 @@ def call(
     escaped."""
     target: AdminTarget = ctx.obj
 
+    # a connection that never completes is no request sent: told apart below
+    timeout = aiohttp.ClientTimeout(
+        total=target.timeout_s, connect=min(target.timeout_s, CONNECT_TIMEOUT_S)
+    )
+
     async def run() -> tuple[int, Any]:
         async with (
             aiohttp.ClientSession() as session,
@@ -50,10 +56,7 @@ def call(
                 target.url + path,
                 json=body,
                 params=params,
-                # a connection that never completes is no request sent: told apart below
-                timeout=aiohttp.ClientTimeout(
-                    total=target.timeout_s, connect=min(target.timeout_s, CONNECT_TIMEOUT_S)
-                ),
+                timeout=timeout,
             ) as response,
         ):
             if response.status == 204:
@@ -66,17 +69,15 @@ def call(
 
     try:
         status, answer = asyncio.run(run())
-    except aiohttp.ConnectionTimeoutError:  # a TimeoutError too: first
-        waited = min(target.timeout_s, CONNECT_TIMEOUT_S)
-        fail(f"cannot reach {target.url}: no connection within {waited:g} s", code=1)
-    except TimeoutError:
-        fail(
-            f"{target.url} did not answer within {target.timeout_s:g} s; the request may still "
-            "complete (check before repeating it)",
-            code=1,
-        )
-    except (aiohttp.ClientError, OSError) as exc:
-        fail(f"cannot reach {target.url}: {exc or type(exc).__name__}", code=1)
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        sent, why = delivery_failure(exc, timeout)
+        if sent:
+            fail(
+                f"{target.url} did not answer within {target.timeout_s:g} s; the request may "
+                "still complete (check before repeating it)",
+                code=1,
+            )
+        fail(f"cannot reach {target.url}: {why}", code=1)
     if status >= 400:
         fail(f"{status}: {_reason(status, answer)}", code=1)
     return answer

@@ -13,6 +13,7 @@ from ballast.cli.common import fail, output_console, settings_from
 from ballast.cli.history import history_sink
 from ballast.metadata.factory import InvalidStoreUrlError, parse_store_url
 from ballast.metadata.store import MetadataError
+from ballast.model.config import Settings
 from ballast.standalone.run import (
     NoLeaderError,
     SetupRefusedError,
@@ -26,6 +27,12 @@ from ballast.standalone.workload import DemoWorkload, WorkloadError
 # grows with the square of their number: 100 start in seconds and stop within 4 s of Ctrl-C,
 # while 300 kept a 2-core machine's event loop too busy to show a status line or to stop.
 MAX_BROKERS = 100
+
+
+def _unset(option: str, key: str, settings: Settings) -> str:
+    """An option left out, named with the setting that gave its value instead."""
+    source = settings.source(key)
+    return f"{option} (unset: {key}" + (")" if source == "default" else f" from {source})")
 
 
 def standalone_command(
@@ -80,23 +87,16 @@ def standalone_command(
     with a hot spot that appears after a while — the load manager visibly balances it. A live
     console shows each broker's load, bundles and the decisions; Ctrl-C stops and summarises."""
     # The settings give what the options do not, as Pulsar's standalone.conf gives its ports
-    # and store; an option beats a setting.
+    # and store; an option beats a setting. The errors name where each value came from.
     settings = settings_from(config, overrides)
-    # Where each value came from, for the errors: the option, or the setting and its source.
-    given = {
-        "--port": port is not None,
-        "--broker-port": broker_port is not None,
-        "--store": store is not None,
+    named = {
+        option: option if given is not None else _unset(option, key, settings)
+        for option, given, key in (
+            ("--port", port, "webServicePort"),
+            ("--broker-port", broker_port, "brokerServicePort"),
+            ("--store", store, "metadataStoreUrl"),
+        )
     }
-    keys = {"--port": "webServicePort", "--broker-port": "brokerServicePort"}
-    keys["--store"] = "metadataStoreUrl"
-
-    def named(option: str) -> str:
-        if given[option]:
-            return option
-        key, source = keys[option], settings.source(keys[option])
-        return f"{option} (unset: {key}" + (")" if source == "default" else f" from {source})")
-
     port = settings.get_int("webServicePort") if port is None else port
     broker_port = settings.get_int("brokerServicePort") if broker_port is None else broker_port
     store = settings.get_str("metadataStoreUrl") if store is None else store
@@ -112,13 +112,13 @@ def standalone_command(
         fail(
             f"ports must be in 1..65535: {brokers} broker(s) take web ports "
             f"{web.start}..{web.stop - 1} and binary ports {binary.start}..{binary.stop - 1} "
-            f"({named('--port')}, {named('--broker-port')})"
+            f"({named['--port']}, {named['--broker-port']})"
         )
     if web.start < binary.stop and binary.start < web.stop:
         fail(
             f"the web ports {web.start}..{web.stop - 1} and the binary ports "
             f"{binary.start}..{binary.stop - 1} of {brokers} broker(s) overlap: "
-            f"move {named('--port')} or {named('--broker-port')}"
+            f"move {named['--port']} or {named['--broker-port']}"
         )
     if duration is not None and not (math.isfinite(duration) and duration > 0):
         fail(f"--duration must be a positive number of seconds, not {duration}")
@@ -128,7 +128,7 @@ def standalone_command(
         fail(str(exc))
     if parsed.scheme == "zk":
         fail(
-            f"{named('--store')} is {store}: standalone runs on memory: or sqlite:PATH; run "
+            f"{named['--store']} is {store}: standalone runs on memory: or sqlite:PATH; run "
             "`ballast broker` for ZooKeeper"
         )
     if no_load and workload is not None:

@@ -18,6 +18,13 @@ class HistoryFileError(ValueError):
     columns, or with one of another type."""
 
 
+def first_line(exc: BaseException) -> str:
+    """An Arrow or OS error in one line (Arrow's may go on for a schema), or its type's name
+    when it says nothing."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def check_table_files(directory: Path, table: Table) -> None:
     """Raise :class:`HistoryFileError` for the first ``*.parquet`` file under ``directory``
     that is not a file of ``table`` (its footer only is read: about a millisecond a file)."""
@@ -25,8 +32,9 @@ def check_table_files(directory: Path, table: Table) -> None:
         try:
             schema = pq.read_schema(path)
         except (pa.ArrowException, OSError) as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise HistoryFileError(f"{path} is not a readable Parquet file: {reason}") from None
+            raise HistoryFileError(
+                f"{path} is not a readable Parquet file: {first_line(exc)}"
+            ) from None
         missing = [c.name for c in table.columns if not c.nullable and c.name not in schema.names]
         if missing:
             named = ", ".join(missing[:4]) + (

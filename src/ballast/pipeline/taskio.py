@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ballast.pipeline.file_check import first_line
 from ballast.pipeline.history import partition_of
 from ballast.pipeline.schema import Table
 
@@ -237,8 +238,7 @@ def read_in_tasks(
                         rows = pq.read_table(path, columns=list(columns), read_dictionary=encoded)
                     except (pa.ArrowException, OSError) as exc:
                         # the driver sees the task's last line: name the file in it
-                        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                        raise UnreadableFile(f"{path}: {first or type(exc).__name__}") from None
+                        raise UnreadableFile(f"{path}: {first_line(exc)}") from None
                     yield from compute(rows).to_batches()
 
     ids = spark.range(0, len(groups), numPartitions=max(1, len(groups)))

@@ -33,10 +33,22 @@ class WorkloadError(ValueError):
     pass
 
 
-# The largest number a workload field takes (as the simulator's scenarios).
+# The largest number a workload field takes (as the simulator's scenarios): past it, products
+# of rates, sizes and factors overflow the load figures.
 MAX_VALUE = 1e15
 # The most topics the demo drives: this one process keeps and looks up every one.
 MAX_TOPICS = 1_000_000
+# Each number's range, least and most.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "bundles": (1, MAX_CREATED_BUNDLES),
+    "topics": (1, MAX_TOPICS),
+    "rate": (0, MAX_VALUE),
+    "size": (0, MAX_VALUE),
+    "fan_out": (0, MAX_VALUE),
+    "skew": (0, MAX_VALUE),
+    "hotspot_after_s": (0, MAX_VALUE),
+    "hotspot_factor": (1, MAX_VALUE),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,28 +68,12 @@ class DemoWorkload:
             NamespaceName.parse(self.namespace)
         except InvalidNameError as exc:
             raise WorkloadError(f"namespace: {exc}") from None
-        checks = {
-            "bundles": 1 <= self.bundles <= MAX_CREATED_BUNDLES,
-            "topics": 1 <= self.topics <= MAX_TOPICS,
-            "rate": self.rate >= 0,
-            "size": self.size >= 0,
-            "fan_out": self.fan_out >= 0,
-            "skew": self.skew >= 0,
-            "hotspot_after_s": self.hotspot_after_s >= 0,
-            "hotspot_factor": self.hotspot_factor >= 1,
-        }
-        for name, ok in checks.items():
-            if not ok:
-                limits = {"bundles": MAX_CREATED_BUNDLES, "topics": MAX_TOPICS}
-                most = f" (at most {limits[name]:,})" if name in limits else ""
-                raise WorkloadError(f"{name} = {getattr(self, name)} is out of range{most}")
-        for field in fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, int | float) and not (math.isfinite(value) and value <= MAX_VALUE):
-                # past it, products of rates, sizes and factors overflow the load figures
-                raise WorkloadError(
-                    f"{field.name} = {value} is out of range (at most {MAX_VALUE:g})"
-                )
+        for name, (least, most) in BOUNDS.items():
+            value = getattr(self, name)
+            if not (math.isfinite(value) and least <= value <= most):
+                shown = f"{most:,}" if isinstance(most, int) else f"{most:g}"
+                limit = f"at most {shown}" if value > most else f"at least {least}"
+                raise WorkloadError(f"{name} = {value} is out of range ({limit})")
 
     @classmethod
     def from_toml(cls, path: Path) -> DemoWorkload:

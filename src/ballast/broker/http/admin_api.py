@@ -13,7 +13,7 @@ import msgspec
 from aiohttp import web
 
 from ballast.broker.binary.peers import PeerError, PeerTopics
-from ballast.broker.http.errors import ApiError, reason
+from ballast.broker.http.errors import ApiError, reason, this_cluster
 from ballast.controller.commands import TransportError
 from ballast.controller.loading import load_failure_domains, load_namespace
 from ballast.controller.requests import (
@@ -421,12 +421,7 @@ class AdminApi:
         )
 
     def _cluster(self, request: web.Request, missing: int = 404) -> str:
-        """The path's cluster, which must be this one; else ``missing`` (Pulsar answers 404 or
-        412 depending on the endpoint)."""
-        cluster = request.match_info["cluster"]
-        if cluster != self.node.settings.get_str("clusterName"):
-            raise ApiError(missing, f"cluster {cluster} does not exist")
-        return cluster
+        return this_cluster(request, self.node.settings.get_str("clusterName"), missing)
 
     async def get_isolation_policies(self, request: web.Request) -> web.StreamResponse:
         # Pulsar: 404 for the list of an unknown cluster, 412 for one policy of it.

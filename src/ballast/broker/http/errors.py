@@ -25,6 +25,15 @@ def reason(status: int, text: str) -> web.Response:
     return web.json_response({"reason": text}, status=status)
 
 
+def this_cluster(request: web.Request, cluster_name: str, missing: int = 404) -> str:
+    """The path's ``{cluster}``, which must be this broker's ``cluster_name``; else an
+    ApiError of status ``missing`` (Pulsar answers 404 or 412 depending on the endpoint)."""
+    cluster = request.match_info["cluster"]
+    if cluster != cluster_name:
+        raise ApiError(missing, f"cluster {cluster} does not exist")
+    return cluster
+
+
 @web.middleware
 async def error_middleware(
     request: web.Request,

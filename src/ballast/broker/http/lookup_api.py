@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import msgspec
 from aiohttp import web
 
-from ballast.broker.http.errors import ApiError, reason
+from ballast.broker.http.errors import ApiError, reason, this_cluster
 from ballast.broker.lookup import (
     AnswerKind,
     LookupAnswer,
@@ -140,9 +140,7 @@ class LookupApi:
         return web.json_response({"serviceUrl": leader.service_url, "brokerId": leader.broker_id})
 
     async def brokers(self, request: web.Request) -> web.StreamResponse:
-        cluster = request.match_info["cluster"]
-        if cluster != self.node.settings.get_str("clusterName"):
-            return reason(404, f"cluster {cluster} does not exist")
+        this_cluster(request, self.node.settings.get_str("clusterName"))
         return web.json_response(sorted(await self.node.store.children(paths.BROKERS)))
 
     async def owned_namespaces(self, request: web.Request) -> web.StreamResponse:
@@ -150,9 +148,7 @@ class LookupApi:
         owns, by namespace (Pulsar's ``NamespaceOwnershipStatus`` per bundle). Another broker's
         is a redirect to its registered web service URL, as Pulsar's ``maybeRedirectToBroker``
         answers; a broker that is not registered is 404, and so is another cluster."""
-        cluster = request.match_info["cluster"]
-        if cluster != self.node.settings.get_str("clusterName"):
-            return reason(404, f"cluster {cluster} does not exist")
+        this_cluster(request, self.node.settings.get_str("clusterName"))
         broker = request.match_info["broker"]
         if broker != self.node.broker_id:
             urls = self.node.lookups.known_urls(broker)

@@ -30,6 +30,17 @@ def _refusal(status: int, data: bytes) -> str | None:
     return f"status {status}: {data[:200].decode(errors='replace')}"
 
 
+def delivery_failure(exc: BaseException, timeout: aiohttp.ClientTimeout) -> tuple[bool, str]:
+    """Why an HTTP call failed, and whether its request may have reached the server: a
+    connection that never completed sent nothing, a late answer may still come (aiohttp's
+    ConnectionTimeoutError is a TimeoutError too, so it is told first)."""
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return False, f"no connection within {timeout.connect:g} s"
+    if isinstance(exc, TimeoutError):
+        return True, f"no answer within {timeout.total:g} s"
+    return False, str(exc) or type(exc).__name__
+
+
 class HttpTransport:
     def __init__(self, *, timeout_s: float = 30.0) -> None:
         self._timeout = aiohttp.ClientTimeout(total=timeout_s, connect=min(timeout_s, 10.0))
@@ -52,15 +63,8 @@ class HttpTransport:
                 ):
                     raise TransportError(f"{url} answered {response.status}")
                 return response.status, data
-        except aiohttp.ConnectionTimeoutError:  # a TimeoutError too: first
-            raise TransportError(
-                f"{url}: no connection within {self._timeout.connect:g} s"
-            ) from None
-        except TimeoutError:
-            seconds = self._timeout.total
-            raise TransportError(f"{url}: no answer within {seconds:g} s") from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise TransportError(f"{url}: {exc or type(exc).__name__}") from None
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise TransportError(f"{url}: {delivery_failure(exc, self._timeout)[1]}") from None
 
     async def send(self, broker_id: str, command: AnyCommand) -> CommandReply:
         status, data = await self._post(
