@@ -76,3 +76,19 @@ def test_show_warns_on_typos_and_fails_on_bad_values(ballast: Run) -> None:
     assert 'loadBalancerSheddingEnabled="maybe" is not a valid boolean' in bad.stderr
     missing = ballast("config", "show", "--config", "/nonexistent/broker.conf")
     assert missing.returncode == 2 and "cannot read config file" in missing.stderr
+
+
+def test_show_refuses_what_a_server_would_refuse(ballast: Run) -> None:
+    """An unknown split algorithm or a store URL no server can open fails here too, with the
+    setting's source, rather than being shown as if it would work."""
+    algorithm = ballast(
+        "config", "show", "--set", "supportedNamespaceBundleSplitAlgorithms=range_equally_divide,x"
+    )
+    assert algorithm.returncode == 2
+    assert '"x" is not one of: range_equally_divide' in algorithm.stderr
+    store = ballast("config", "show", "--set", "metadataStoreUrl=bogus:")
+    assert store.returncode == 2
+    assert 'metadataStoreUrl (--set): invalid metadata store URL "bogus:"' in store.stderr
+    env = {**os.environ, "BALLAST_metadataStoreUrl": "zk:h:1/c"}
+    good = ballast("config", "show", "--changed", env=env)
+    assert good.returncode == 0 and "zk:h:1/c" in good.stdout

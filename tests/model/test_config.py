@@ -167,6 +167,11 @@ def test_foreign_keys_of_a_real_broker_conf_are_summarised() -> None:
         ("webServicePort=0", 'webServicePort="0" must be at least 1'),
         ("brokerServicePort=0", 'brokerServicePort="0" must be at least 1'),
         ("loadBalancerLoadSheddingStrategy=best", "is not one of: overload, threshold"),
+        # each item of a list with choices is one of them (a typo would make no split run)
+        (
+            "supportedNamespaceBundleSplitAlgorithms=range_equally_divide,range_equaly_divide",
+            '"range_equaly_divide" is not one of: range_equally_divide',
+        ),
         ("noequals", "is not key=value"),
     ],
 )

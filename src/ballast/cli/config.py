@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ballast.cli.common import print_json, settings_from
+from ballast.cli.common import fail, print_json, settings_from
+from ballast.metadata.factory import InvalidStoreUrlError, parse_store_url
 from ballast.model.config import SETTINGS
 
 config_app = typer.Typer(help="Inspect Ballast's configuration.", no_args_is_help=True)
@@ -43,6 +44,10 @@ def show_command(
     the default (the config file, a BALLAST_<key> environment variable, or --set; --json
     names "default" too)."""
     settings = settings_from(config, overrides)
+    try:  # checked here as every server command checks it before it starts
+        parse_store_url(settings.get_str("metadataStoreUrl"))
+    except InvalidStoreUrlError as exc:
+        fail(f"metadataStoreUrl ({settings.source('metadataStoreUrl')}): {exc}")
     rows = [s for s in SETTINGS if not changed or settings[s.key] != s.default]
     if as_json:
         print_json(

@@ -143,7 +143,13 @@ def parse_value(setting: Setting, raw: str) -> Any:
         _check_range(setting, value, raw)
         return value
     if kind is Kind.LIST:
-        return tuple(item.strip() for item in text.split(",") if item.strip())
+        items = tuple(item.strip() for item in text.split(",") if item.strip())
+        unknown = [item for item in items if setting.choices and item not in setting.choices]
+        if unknown:
+            raise ConfigError(
+                f'{setting.key}="{raw}": "{unknown[0]}" is not one of: {", ".join(setting.choices)}'
+            )
+        return items
     value = setting.aliases.get(text, text)
     if setting.choices and value not in setting.choices:
         raise ConfigError(f'{setting.key}="{raw}" is not one of: {", ".join(setting.choices)}')

@@ -20,9 +20,10 @@ class Kind(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class Setting:
     """One configuration key. ``minimum`` and ``maximum`` bound a number; ``choices`` restrict
-    a string; ``aliases`` map other accepted spellings (such as Pulsar's class names) to a
-    choice. An integer is a Java ``int``, as most of Pulsar's are, or with ``java_long`` a
-    ``long``: Pulsar refuses to start on a value its field cannot hold."""
+    a string, or each item of a list; ``aliases`` map other accepted spellings (such as
+    Pulsar's class names) to a choice. An integer is a Java ``int``, as most of Pulsar's are,
+    or with ``java_long`` a ``long``: Pulsar refuses to start on a value its field cannot
+    hold."""
 
     key: str
     kind: Kind

@@ -396,6 +396,7 @@ SETTINGS: tuple[Setting, ...] = (
         SPLIT_ALGORITHM_NAMES,
         "",
         "Split algorithms the admin API accepts.",
+        choices=SPLIT_ALGORITHM_NAMES,
     ),
     Setting(
         "loadBalancerResourceQuotaUpdateIntervalMinutes",
