@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 
 from ballast.cli.common import PIPED_WIDTH
-from ballast.perf.display import interval_line, interval_logger, summary_text
+from ballast.perf.display import LiveView, interval_line, interval_logger, summary_text
 from ballast.perf.stats import Interval, Latencies, Summary
 
 
@@ -46,3 +46,18 @@ def test_a_run_without_a_latency_says_so_rather_than_zero() -> None:
         "mean": 2.0, "p50": 2.0, "p95": 2.9, "p99": 2.98, "p99.9": 2.998, "max": 3.0,
     }  # fmt: skip
     assert measured.to_json()["unanswered"] == 4
+
+
+def test_pending_is_shown_for_producers_only() -> None:
+    """A consumer waits for no receipts: a pending count there would always read 0."""
+    interval = Interval(1.0, 10, 1_000, 0, Latencies.of([1.0]))
+    assert "pending 7 --- failed 0" in interval_line("Produce", interval, 7)
+    consumed = interval_line("Consume", interval, None)
+    assert "pending" not in consumed and "MiB/s --- failed 0" in consumed
+    for pending in (True, False):
+        view = LiveView("ballast perf", "publish", pending=pending)
+        view.add(interval, 7 if pending else None)
+        table = view.render().renderables[0].renderable
+        headers = [column.header for column in table.columns]
+        assert ("pending" in headers) is pending
+        assert len(headers) == (9 if pending else 8)

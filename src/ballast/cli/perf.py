@@ -166,7 +166,7 @@ def _leave(code: int, reason: str | None = None, wait_s: float = CLOSE_WAIT_S) -
 
 def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
     console = output_console(stderr=as_json)
-    view = LiveView(f"ballast perf {verb}", latency_name)
+    view = LiveView(f"ballast perf {verb}", latency_name, pending=verb == "produce")
 
     def client_said(line: str) -> None:
         typer.echo(line, err=True)
@@ -185,7 +185,7 @@ def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
         if console.is_terminal and not as_json:
             with Live(view.render(), console=console, refresh_per_second=4) as live:
 
-                def show(interval: Interval, outstanding: int) -> None:
+                def show(interval: Interval, outstanding: int | None) -> None:
                     view.add(interval, outstanding)
                     live.update(view.render())
 

@@ -19,15 +19,16 @@ ROWS = 12
 class LiveView:
     """The latest intervals of one run, rendered as a table."""
 
-    def __init__(self, title: str, latency_name: str) -> None:
+    def __init__(self, title: str, latency_name: str, *, pending: bool) -> None:
         self.title = title
         self.latency_name = latency_name
-        self.rows: deque[tuple[float, Interval, int]] = deque(maxlen=ROWS)
+        self.pending = pending  # producers wait for receipts; consumers have none to wait for
+        self.rows: deque[tuple[float, Interval, int | None]] = deque(maxlen=ROWS)
         self.elapsed_s = 0.0
         self.messages = 0
         self.errors = 0
 
-    def add(self, interval: Interval, outstanding: int) -> None:
+    def add(self, interval: Interval, outstanding: int | None) -> None:
         self.elapsed_s += interval.seconds
         self.messages += interval.messages
         self.errors += interval.errors
@@ -35,17 +36,19 @@ class LiveView:
 
     def render(self) -> Group:
         table = Table(expand=True)
-        for heading in ("t (s)", "msg/s", "MiB/s", "pending", "errors", "p50 ms", "p95 ms"):
+        headings = ("t (s)", "msg/s", "MiB/s", "pending", "errors", "p50 ms", "p95 ms")
+        for heading in headings if self.pending else tuple(h for h in headings if h != "pending"):
             table.add_column(heading, justify="right")
         table.add_column("p99 ms", justify="right")
         table.add_column("max ms", justify="right")
         for at, interval, outstanding in self.rows:
             latency = interval.latency
+            pending = (f"{outstanding or 0:,}",) if self.pending else ()
             table.add_row(
                 f"{at:.0f}",
                 f"{interval.rate:,.0f}",
                 f"{interval.throughput_mib:.2f}",
-                f"{outstanding:,}",
+                *pending,
                 f"{interval.errors:,}",
                 f"{latency.p50_ms:.2f}",
                 f"{latency.p95_ms:.2f}",
@@ -59,22 +62,24 @@ class LiveView:
         return Group(Panel(table, title=title))
 
 
-def interval_line(verb: str, interval: Interval, outstanding: int) -> str:
-    """One interval as a log line (pulsar-perf's format, roughly)."""
+def interval_line(verb: str, interval: Interval, outstanding: int | None) -> str:
+    """One interval as a log line (pulsar-perf's format, roughly); ``outstanding`` None
+    (consuming) leaves out the pending count."""
     latency = interval.latency
+    pending = "" if outstanding is None else f"pending {outstanding:,} --- "
     return (
         f"{verb}: {interval.rate:,.1f} msg/s --- {interval.throughput_mib:.3f} MiB/s --- "
-        f"pending {outstanding:,} --- failed {interval.errors:,} --- latency ms: "
+        f"{pending}failed {interval.errors:,} --- latency ms: "
         f"mean {latency.mean_ms:.3f} med {latency.p50_ms:.3f} 95pct {latency.p95_ms:.3f} "
         f"99pct {latency.p99_ms:.3f} 99.9pct {latency.p999_ms:.3f} max {latency.max_ms:.3f}"
     )
 
 
-def interval_logger(console: Console, verb: str) -> Callable[[Interval, int], None]:
+def interval_logger(console: Console, verb: str) -> Callable[[Interval, int | None], None]:
     """Print each interval (but the empty last one) as one :func:`interval_line`, never
     wrapped: a line split mid-number at the console's width would garble the log."""
 
-    def log(interval: Interval, outstanding: int) -> None:
+    def log(interval: Interval, outstanding: int | None) -> None:
         if interval.seconds > 0:
             console.print(interval_line(verb, interval, outstanding), soft_wrap=True)
 

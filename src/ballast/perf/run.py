@@ -57,7 +57,8 @@ CLIENT_THREAD = "ballast-perf-client"
 MAX_SIZE = DEFAULT_MAX_MESSAGE_SIZE - 1024
 _EPSILON = 1e-9  # float slack in rate x time (0.1 s x 30 msg/s is 3.0000000000000004)
 
-IntervalListener = Callable[[Interval, int], None]  # the interval, messages outstanding
+IntervalListener = Callable[[Interval, int | None], None]
+"""Called with each interval and the messages sent without a receipt yet (None when consuming)."""
 LineListener = Callable[[str], None]  # a warning or error line of the client's log
 
 T = TypeVar("T")
@@ -275,7 +276,7 @@ async def _report(
     recorder: Recorder,
     stop: asyncio.Event,
     listener: IntervalListener,
-    outstanding: Callable[[], int],
+    outstanding: Callable[[], int | None],
 ) -> None:
     last = clock.monotonic()
     while not stop.is_set():
@@ -431,7 +432,7 @@ async def consume(
                         receiver_queue_size=options.receiver_queue,
                     ),
                 )
-        reporting = asyncio.ensure_future(_report(clock, recorder, stop, listener, lambda: 0))
+        reporting = asyncio.ensure_future(_report(clock, recorder, stop, listener, lambda: None))
         started = clock.monotonic()
         while not stop.is_set() and not _finished(
             options, started, clock.monotonic(), recorder.messages
