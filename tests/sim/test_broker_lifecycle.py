@@ -90,3 +90,25 @@ restart_brokers = "all"
     )
     assert summary["final"]["brokers"] == 3  # type: ignore[index]
     assert sorted(started(summary)) == [f"broker-00{i}:8080" for i in range(3)]
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [
+        "stop_brokers = 3",
+        'stop_brokers = "all"',
+        "crash_brokers = 3",  # without restart_after: for good, the broker due back too
+    ],
+)
+def test_a_count_or_all_counts_the_brokers_due_back_as_the_check_does(
+    caplog: pytest.LogCaptureFixture, stop: str
+) -> None:
+    """The scenario check counts a broker crashed to come back as running, so a count or
+    "all" stopping brokers for good takes it too: it stays down."""
+    summary = run(
+        f'[[events]]\nat = "1m"\ncrash_brokers = 1\nrestart_after = "30s"\n'
+        f'[[events]]\nat = "70s"\n{stop}\n',
+        caplog,
+    )
+    assert summary["final"]["brokers"] == 0  # type: ignore[index]
+    assert started(summary) == []

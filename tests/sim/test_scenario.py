@@ -312,6 +312,20 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
             r'namespaces\[0\].name: InvalidNamespaceName: namespace "bad name!" has characters',
         ),
         ("[[namespaces]]\nname = ''\ntopics = 1", r"namespaces\[0\].name: is empty"),
+        ("[expect]\nmoves_min = 5\nmoves_max = 2", r"expect.moves_min: 5 is above moves_max \(2\)"),
+        # "all" is a selection, not a pick: with a count it would ignore the count
+        (
+            "[[events]]\nat = 1\ncrash_brokers = 1\npick = 'all'",
+            r"events\[0\].pick: one of first, last, busiest, random$",
+        ),
+        (
+            "[[events]]\nat = 1\nstop_brokers = 0",
+            r"stop_brokers: a count of brokers must be at least 1",
+        ),
+        (
+            "[[events]]\nat = 1\nscale_rates = { factor = 2, share = -0.1 }",
+            r"share: a fraction in \(0, 1\]",
+        ),
         (
             "[[namespaces]]\nname = 'n'\ntopics = 1\nbundles = 2000000",
             r"bundles: must be at most 1048576",
@@ -403,6 +417,21 @@ def test_events_a_run_could_not_carry_out_are_refused(events: str, message: str)
             r"60 s is not a whole number of 7 s steps \(for example 56 s\)",
         ),
         ("duration = nan", r"duration: a duration is a finite number, not nan"),
+        # the cluster would refuse to create it, mid-run (pulsar/HOST:PORT is a broker's own)
+        (
+            "duration = 60\ntenant = 'pulsar'\n[[namespaces]]\nname = 'broker-000:8080'\n"
+            "topics = 1",
+            r"namespaces\[0\].name: pulsar/broker-000:8080 is a broker's heartbeat namespace",
+        ),
+        (
+            "duration = 60\nname = ' '",
+            r"name: is empty \(leave it out to name the scenario after its file\)",
+        ),
+        # a step far too small for its run would never end
+        (
+            'duration = "1m"\nstep = 1e-9',
+            r"duration: 60 s in steps of 1e-09 s is 60,000,000,000 steps; at most 1,000,000",
+        ),
         ('duration = "1m"\nstep = inf', r"step: a duration is a finite number, not inf"),
         (
             "duration = 60\ntenant = 'bad tenant'",

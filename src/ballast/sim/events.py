@@ -28,7 +28,8 @@ class BrokerSelection:
         return self.pick == "all"
 
 
-PICKS = ("first", "last", "busiest", "random", "all")
+PICKS = ("first", "last", "busiest", "random")
+"""What a scenario's ``pick`` may say (``all`` is a selection of its own, never a pick)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -196,12 +196,15 @@ class Simulation:
         return [n.broker_id for n in self.cluster.running()]
 
     def _select(self, selection: BrokerSelection, *, returning: bool = False) -> list[str]:
-        """The running brokers a selection names; by index, with ``returning``, also those down
-        to come back (a stop or crash then keeps them down)."""
+        """The running brokers a selection names; with ``returning`` (a stop or a crash, which
+        then keeps them down), also those down to come back, as the scenario check counts
+        them running: by index, among ``all``, and among those a count picks from."""
         running = sorted(self.running_ids(), key=self._broker_index)
+        if returning:
+            running = sorted(set(running) | self._returning, key=self._broker_index)
         if selection.indexes:
             wanted = [self.ids[i] for i in selection.indexes if i < len(self.ids)]
-            return [b for b in wanted if b in running or (returning and b in self._returning)]
+            return [b for b in wanted if b in running]
         if selection.everyone:
             return running
         count = min(selection.count, len(running))

@@ -54,6 +54,10 @@ from ballast.sim.schema import ScenarioError, Table, parse_duration
 if TYPE_CHECKING:
     from ballast.sim.history_source import TopicGrowth
 
+MAX_STEPS = 1_000_000
+"""The most steps a run takes (a week at 1 s steps fits): each step is a round of reports and
+measures, so a step far too small for its run would never end."""
+
 
 @dataclass(frozen=True, slots=True)
 class Expectations:
@@ -269,6 +273,11 @@ def _namespace(table: Table, tenant: str) -> NamespaceSpec:
         raise ScenarioError(f"{table.path('name')}: give a namespace as name or tenant/name")
     if parsed.tenant != tenant:
         raise ScenarioError(f"{table.path('name')}: namespaces belong to tenant {tenant!r}")
+    if parsed.is_heartbeat:  # the cluster refuses to create one, as Pulsar's admin API does
+        raise ScenarioError(
+            f"{table.path('name')}: {parsed} is a broker's heartbeat namespace (pulsar/HOST:PORT), "
+            "which only that broker holds"
+        )
     processes = _processes(table)
     group = table.raw("anti_affinity_group")
     if group is not None and (not isinstance(group, str) or not group.strip()):
@@ -323,7 +332,9 @@ def _selection(table: Table, key: str = "brokers") -> BrokerSelection:
         if not value:  # an empty selection would read as no selection: every broker
             raise ScenarioError(f"{table.path(key)}: an empty list selects no broker")
         return BrokerSelection(indexes=tuple(value))
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+    if counted:
+        if value < 1:
+            raise ScenarioError(f"{table.path(key)}: a count of brokers must be at least 1")
         return BrokerSelection(count=value, pick=pick)
     raise ScenarioError(f'{table.path(key)}: a count, a list of indexes or "all"')
 
@@ -371,7 +382,7 @@ def _event(table: Table, tenant: str, base: BrokerCapacity) -> Event:
         namespace = sub.raw("namespace")
         if namespace is not None and not isinstance(namespace, str):
             raise ScenarioError(f"{sub.path('namespace')}: expected a string")
-        share = sub.number("share", 1.0)
+        share = sub.number("share", 1.0, minimum=-math.inf)  # one message for the whole range
         if not 0 < share <= 1:
             raise ScenarioError(f"{sub.path('share')}: a fraction in (0, 1]")
         if sub.has("pick") and not sub.has("brokers"):
@@ -417,6 +428,11 @@ def _expectations(table: Table) -> Expectations:
         invariants=table.flag("invariants", True),
     )
     table.finish()
+    low, high = expect.moves_min, expect.moves_max
+    if low is not None and high is not None and low > high:  # no run could meet both
+        raise ScenarioError(
+            f"{table.path('moves_min')}: {expect.moves_min} is above moves_max ({expect.moves_max})"
+        )
     return expect
 
 
@@ -494,6 +510,11 @@ def parse_scenario(
             f"{where}: {duration_s:g} s is not a whole number of {step_s:g} s steps "
             f"(for example {fits:g} s)"
         )
+    if steps > MAX_STEPS:  # each step is a round of reports and measures: a tiny step never ends
+        raise ScenarioError(
+            f"{where}: {duration_s:g} s in steps of {step_s:g} s is {steps:,.0f} steps; "
+            f"at most {MAX_STEPS:,} (a longer step, or a shorter run)"
+        )
     churn = read is not None and read.replays_churn(brokers)
     end_s = round(duration_s / step_s) * step_s  # the time of the run's last step
     check_events(
@@ -531,8 +552,11 @@ def parse_scenario(
     metrics = root.sub("metrics")
     target_std = metrics.number("target_std", 0.05)
     metrics.finish()
+    title = root.text("name", name)
+    if not title.strip():
+        raise ScenarioError("name: is empty (leave it out to name the scenario after its file)")
     scenario = Scenario(
-        name=root.text("name", name),
+        name=title,
         description=root.text("description", ""),
         duration_s=duration_s,
         step_s=step_s,
