@@ -16,6 +16,7 @@ import pytest
 import typer
 
 from ballast.cli.simulate import CHECKOUT_LIBRARY, find_scenario
+from ballast.file_lock import hold_exclusive
 
 TINY = """
 name = "tiny"
@@ -242,6 +243,28 @@ def test_outputs_that_cannot_be_written_are_refused_before_any_run(
     ):
         refused = ballast("simulate", scenario, "--compare", compare)
         assert refused.returncode == 2 and said in refused.stderr, compare
+
+
+def test_a_second_run_into_an_out_in_use_is_refused(ballast: Run, tmp_path: Path) -> None:
+    """Two runs writing to one --out at once mixed their files (one's summary beside the
+    other's charts); the directory is locked while a run writes there."""
+    scenario = str(write(tmp_path))
+    out = tmp_path / "out"
+    out.mkdir()
+    held = hold_exclusive(out)  # as a run under way holds it
+    assert held is not None
+    try:
+        busy = ballast("simulate", scenario, "--out", str(out), "--no-plots")
+        assert busy.returncode == 2 and busy.stdout == ""
+        assert f"another ballast simulate is writing to --out {out}" in busy.stderr
+    finally:
+        os.close(held)
+    assert list(out.iterdir()) == []  # the lock leaves nothing behind
+    free = ballast("simulate", scenario, "--out", str(out), "--no-plots")
+    assert free.returncode == 0, free.stderr
+    again = hold_exclusive(out)  # released when the command ended
+    assert again is not None
+    os.close(again)
 
 
 def test_a_run_written_over_an_earlier_one_leaves_none_of_its_files(

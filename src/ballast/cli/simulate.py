@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -17,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ballast.cli.common import fail, output_console
+from ballast.file_lock import hold_exclusive
 from ballast.model.config import ConfigError
 from ballast.sim.invariants import InvariantViolation
 from ballast.sim.output import FORMATS, remove_stale_runs, run_paths, write_json, write_run
@@ -98,9 +100,11 @@ def _out_path(text: str) -> Path:
     return Path(text)
 
 
-def _prepare_out(out: Path) -> None:
+def _prepare_out(out: Path) -> int:
     """Make ``--out`` and write a file in it before any run, so that an unwritable directory
-    fails in a moment, not after a long simulation whose results would then be lost."""
+    fails in a moment, not after a long simulation whose results would then be lost; and take
+    its lock (the descriptor returned holds it until closed): two runs writing there at once
+    would mix their files."""
     if out.exists() and not out.is_dir():
         fail(f"--out {out} is a file, not a directory")
     if out.is_symlink() and not out.exists():
@@ -112,8 +116,12 @@ def _prepare_out(out: Path) -> None:
     try:
         with tempfile.TemporaryFile(dir=out):
             pass
+        lock = hold_exclusive(out)
     except OSError as exc:
         fail(f"cannot write to --out {out}: {exc.strerror or exc}")
+    if lock is None:
+        fail(f"another ballast simulate is writing to --out {out}; wait for it, or give another")
+    return lock
 
 
 def _check_settings(
@@ -333,9 +341,50 @@ def simulate_command(
     names = _strategies(strategy, compare)
     labels = _check_settings(loaded, names, tuple(overrides or ()))
     out = None if out_text is None else _out_path(out_text)
-    if out is not None:
-        _prepare_out(out)
-        _check_targets(out, labels, timeline_format, plots=plots, compared=compare is not None)
+    lock = None if out is None else _prepare_out(out)
+    try:
+        if out is not None:
+            _check_targets(out, labels, timeline_format, plots=plots, compared=compare is not None)
+        summaries = _run_and_write(
+            loaded,
+            names,
+            labels,
+            out,
+            seed,
+            overrides,
+            timeline_format,
+            plots=plots,
+            compared=compare is not None,
+            check_invariants=check_invariants,
+        )
+    finally:
+        if lock is not None:
+            os.close(lock)
+    if as_json:
+        typer.echo(json.dumps(summaries if compare is not None else summaries[0], indent=2))
+    else:
+        _print_table(loaded, summaries)
+    failures = [f"{s['strategy']}: {line}" for s in summaries for line in failed_expectations(s)]
+    if failures and check_expectations:
+        for line in failures:
+            typer.echo(f"expectation failed: {line}", err=True)
+        raise typer.Exit(1)
+
+
+def _run_and_write(
+    loaded: Scenario,
+    names: list[str | None],
+    labels: list[str],
+    out: Path | None,
+    seed: int | None,
+    overrides: list[str] | None,
+    timeline_format: str,
+    *,
+    plots: bool,
+    compared: bool,
+    check_invariants: bool,
+) -> list[dict[str, Any]]:
+    """Run every strategy, then write the results to ``out`` (when given): the summaries."""
     logging.getLogger("ballast").setLevel(logging.ERROR)
     base = RunOptions(
         seed=seed, overrides=tuple(overrides or ()), check_invariants=check_invariants
@@ -346,9 +395,7 @@ def simulate_command(
         fail("interrupted before the runs ended: nothing written", code=130)
     if out is not None:
         try:
-            _write_outputs(
-                out, results, summaries, timeline_format, plots=plots, compared=compare is not None
-            )
+            _write_outputs(out, results, summaries, timeline_format, plots=plots, compared=compared)
         except OSError as exc:
             # The summaries still reach stdout below the error, so the run is not lost.
             typer.echo(f"error: cannot write to --out {out}: {exc}", err=True)
@@ -356,12 +403,4 @@ def simulate_command(
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             fail(f"interrupted while writing to --out {out}: its files are incomplete", code=130)
-    if as_json:
-        typer.echo(json.dumps(summaries if compare is not None else summaries[0], indent=2))
-    else:
-        _print_table(loaded, summaries)
-    failures = [f"{s['strategy']}: {line}" for s in summaries for line in failed_expectations(s)]
-    if failures and check_expectations:
-        for line in failures:
-            typer.echo(f"expectation failed: {line}", err=True)
-        raise typer.Exit(1)
+    return summaries

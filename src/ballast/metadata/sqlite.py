@@ -10,12 +10,12 @@ mode); one process may open a file at a time, which a lock on ``<file>.lock`` en
 
 from __future__ import annotations
 
-import fcntl
+import os
 import sqlite3
 from pathlib import Path
-from typing import IO
 
 from ballast.clock import Clock
+from ballast.file_lock import hold_exclusive
 from ballast.metadata.memory import MemoryServer
 from ballast.metadata.store import MetadataError, parent_of
 from ballast.metadata.stored_node import Change, StoredNode
@@ -47,7 +47,7 @@ class SqliteServer(MemoryServer):
         super().__init__(clock)
         self.db_path = db_path
         self.read_only = read_only
-        self._lock: IO[str] | None = None
+        self._lock: int | None = None
         try:
             if read_only:  # touches nothing: no directory, no journal mode, no schema
                 self._db = sqlite3.connect(
@@ -107,19 +107,16 @@ class SqliteServer(MemoryServer):
         if db is not None:
             db.close()
         if self._lock is not None:
-            self._lock.close()  # releases the lock
+            os.close(self._lock)  # releases the lock
             self._lock = None
 
 
-def _hold_lock(db_path: Path) -> IO[str]:
+def _hold_lock(db_path: Path) -> int:
     """An exclusive lock on ``<file>.lock`` for as long as the file is open: each process
     keeps the tree in memory and writes it through, so a second process on the same file
     would be a second, diverging cluster (each electing its own leader)."""
-    lock = (db_path.parent / f"{db_path.name}.lock").open("a+")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.close()
+    lock = hold_exclusive(db_path.parent / f"{db_path.name}.lock")
+    if lock is None:
         raise StoreFileError(
             str(db_path),
             "another process has it open; a store file serves one process (its brokers "

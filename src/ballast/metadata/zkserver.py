@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import fcntl
 import os
 import shutil
 import signal
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ballast.clock import Clock
+from ballast.file_lock import hold_exclusive
 
 JAR_DIR = Path("/usr/share/java")
 ZOOKEEPER_JAR = JAR_DIR / "zookeeper.jar"
@@ -225,11 +225,8 @@ class LocalZooKeeper:
         if self._lock is not None:
             return
         path = self.config.data_dir / LOCK_NAME
-        handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(handle)
+        handle = hold_exclusive(path)
+        if handle is None:
             raise ZooKeeperSetupError(
                 f"{self.config.data_dir} is in use by another ZooKeeper server (it holds "
                 f"{path}); give another --data-dir, or stop that server"
