@@ -3,6 +3,7 @@ its bundles' traffic through the traffic source, bundle by bundle."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection
 
 import pytest
@@ -15,6 +16,7 @@ from ballast.broker.topics import ServedChange
 from ballast.broker.traffic import TopicStats, WorkloadTraffic
 from ballast.clock import Clock
 from ballast.controller.requests import CreateNamespace, CreateTenant
+from ballast.coordination.ownership import OwnershipState
 from ballast.model.bundles import BundleName
 from ballast.model.loaddata import NamespaceBundleStats
 from ballast.model.naming import TopicName
@@ -119,4 +121,40 @@ async def test_bundle_stats_are_not_reused_without_a_traffic_revision(clock: Clo
     asked = [b for b, _ in traffic.asked].count(bundle)
     owner.bundle_stats()
     assert [b for b, _ in traffic.asked].count(bundle) == asked + 1
+    await cluster.close()
+
+
+async def test_a_client_opening_a_topic_while_its_bundle_is_being_taken_waits(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ownership record says OWNED before the bundle's topics are loaded, and a lookup
+    reading it sends the client here: a topic opened in that gap was refused ("not served by
+    this instance"), and Pulsar's client 3.13 then never retried its subscribe."""
+    cluster = LocalCluster(clock, traffic=WorkloadTraffic())
+    await cluster.add_broker(BrokerIdentity("10.0.0.1", 8080, 6650))
+    await eventually(lambda: cluster.leader() is not None, clock)
+    assert (await cluster.request(CreateTenant(tenant="t"))).ok
+    assert (await cluster.request(CreateNamespace(namespace="t/ns", bundles=1))).ok
+    node = cluster.running()[0]
+    topic = TopicName.parse("persistent://t/ns/a")
+    await node.topic_index.create(topic)
+    bundle = await node.lookups.bundle_of(topic)
+    loading, release = asyncio.Event(), asyncio.Event()
+    topics_in = node.topic_index.topics_in
+
+    async def slow_topics_in(of: BundleName) -> list[TopicName]:
+        loading.set()
+        await release.wait()
+        return await topics_in(of)
+
+    monkeypatch.setattr(node.topic_index, "topics_in", slow_topics_in)
+    taking = asyncio.ensure_future(node.acquire(bundle))
+    await loading.wait()
+    assert node.ownership.state_of(bundle) is OwnershipState.OWNED  # the record says ours
+    opening = asyncio.ensure_future(node.open_topic(topic))
+    await clock.sleep(0.05)
+    assert not opening.done()  # waits for the topics instead of refusing
+    release.set()
+    assert await opening
+    assert (await taking).broker_id == node.broker_id
     await cluster.close()

@@ -12,9 +12,11 @@ ownership change goes through the versioned, transition-checked ownership recipe
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -119,6 +121,8 @@ class BrokerNode:
         self.owners = OwnershipCache(store)
         self.topic_index = NamespaceTopicIndex(store)
         self.served = ServedTopics()
+        # Bundles this broker is making its own: set once their topics are served.
+        self._taking: dict[BundleName, asyncio.Future[None]] = {}
         self._claimed_order: tuple[
             tuple[int, int], list[tuple[str, BundleName, set[TopicName]]]
         ] = ((-1, -1), [])
@@ -342,12 +346,28 @@ class BrokerNode:
 
     async def acquire(self, bundle: BundleName, load_topics: bool = True) -> Owner:
         """Own ``bundle`` (or learn who does) and, if ours, load its topics."""
-        owner = await self.ownership.acquire(bundle)
-        if owner.session == self.store.session_id and bundle not in self.served:
-            topics = await self.topic_index.topics_in(bundle) if load_topics else []
-            self.served.add_bundle(bundle, topics)
+        with self._taking_over(bundle):
+            owner = await self.ownership.acquire(bundle)
+            if owner.session == self.store.session_id and bundle not in self.served:
+                topics = await self.topic_index.topics_in(bundle) if load_topics else []
+                self.served.add_bundle(bundle, topics)
         self.owners.invalidate(bundle)
         return owner
+
+    @contextlib.contextmanager
+    def _taking_over(self, bundle: BundleName) -> Iterator[None]:
+        """Mark ``bundle`` as being made this broker's own: its record says so before its topics
+        are loaded, and a lookup reading the record sends clients here. A client opening one
+        of its topics meanwhile waits (:meth:`open_topic`), as in Pulsar, where a bundle is
+        served from the moment its ownership is acquired."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._taking[bundle] = done
+        try:
+            yield
+        finally:
+            if self._taking.get(bundle) is done:
+                del self._taking[bundle]
+            done.set_result(None)
 
     def _on_bundle_lost(self, bundle: BundleName) -> None:
         self.served.remove_bundle(bundle)
@@ -406,6 +426,9 @@ class BrokerNode:
         if self.stopped:
             return False
         bundle = await self.lookups.bundle_of(topic)
+        taking = self._taking.get(bundle)
+        if taking is not None:  # owned by its record already, its topics not yet served
+            await asyncio.shield(taking)
         if self.ownership.state_of(bundle) is not OwnershipState.OWNED or bundle not in self.served:
             return False
         if self.served.bundle_of(topic) != bundle:
@@ -461,8 +484,9 @@ class BrokerNode:
             if current is None:
                 owner = await self.acquire(bundle)  # the source gave up: just own it
             else:
-                owner = await self.ownership.take_over(current)
-                self.served.add_bundle(bundle, await self.topic_index.topics_in(bundle))
+                with self._taking_over(bundle):
+                    owner = await self.ownership.take_over(current)
+                    self.served.add_bundle(bundle, await self.topic_index.topics_in(bundle))
                 self.owners.invalidate(bundle)
             ok = owner.broker_id == self.broker_id
             return CommandReply(ok=ok, message="" if ok else f"owned by {owner.broker_id}")
