@@ -13,7 +13,7 @@ import typer
 from pyspark.sql import SparkSession
 
 from ballast.cli import pipeline as command
-from ballast.pipeline.file_check import HistoryFileError, check_table_files
+from ballast.pipeline.file_check import HistoryFileError, check_table_files, table_files
 from ballast.pipeline.schema import BUNDLES
 
 
@@ -49,6 +49,11 @@ def test_a_table_of_its_own_files_passes(tmp_path: Path) -> None:
             bundle_rows(msg_rate_in=pa.array(["fast"])),
             "column msg_rate_in holds string, not double",
         ),
+        # Spark averaged a null as NaN (exit 0), and shed failed on it with an internal error
+        (
+            bundle_rows(msg_rate_in=pa.array([None], type=pa.float64())),
+            "column msg_rate_in has 1 empty \\(null\\) values; every row of the bundles table",
+        ),
     ],
 )
 def test_a_file_not_of_the_table_is_named(tmp_path: Path, file: Any, said: str) -> None:
@@ -64,6 +69,18 @@ def test_a_file_not_of_the_table_is_named(tmp_path: Path, file: Any, said: str) 
     with pytest.raises(HistoryFileError, match=said) as refused:
         check_table_files(tmp_path, BUNDLES)
     assert str(refused.value).startswith(str(bad))
+
+
+def test_hidden_files_and_directories_are_passed_over(tmp_path: Path) -> None:
+    """A writer's staging area (pyarrow's writer writes under a hidden name first) and other
+    hidden files are not the table's, as Spark and pyarrow read it: they are not checked."""
+    (tmp_path / "hour=0" / ".staging").mkdir(parents=True)
+    (tmp_path / "_tmp").mkdir()
+    pq.write_table(bundle_rows(), tmp_path / "hour=0" / "a.parquet")
+    for hidden in ("hour=0/.staging/b.parquet", "hour=0/.c.parquet", "_tmp/d.parquet"):
+        (tmp_path / hidden).write_bytes(b"junk")
+    assert table_files(tmp_path) == [tmp_path / "hour=0" / "a.parquet"]
+    check_table_files(tmp_path, BUNDLES)
 
 
 @pytest.mark.spark

@@ -25,12 +25,26 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def table_files(directory: Path) -> list[Path]:
+    """The Parquet files of a table's directory that readers read, in name order: hidden
+    files and directories (a name starting with ``.`` or ``_``, such as a writer's staging
+    area) are passed over, as Spark and pyarrow pass them over."""
+    return sorted(
+        path
+        for path in directory.rglob("*.parquet")
+        if not any(part.startswith((".", "_")) for part in path.relative_to(directory).parts)
+    )
+
+
 def check_table_files(directory: Path, table: Table) -> None:
-    """Raise :class:`HistoryFileError` for the first ``*.parquet`` file under ``directory``
-    that is not a file of ``table`` (its footer only is read: about a millisecond a file)."""
-    for path in sorted(directory.rglob("*.parquet")):
+    """Raise :class:`HistoryFileError` for the first file of :func:`table_files` that is not
+    a file of ``table``: unreadable, a column missing or of another type, or an empty (null)
+    value in a column that must have one. Only its footer is read (about a millisecond a
+    file): the null counts are the writer's statistics, where it wrote them."""
+    for path in table_files(directory):
         try:
-            schema = pq.read_schema(path)
+            metadata = pq.read_metadata(path)
+            schema = metadata.schema.to_arrow_schema()
         except (pa.ArrowException, OSError) as exc:
             raise HistoryFileError(
                 f"{path} is not a readable Parquet file: {first_line(exc)}"
@@ -51,6 +65,24 @@ def check_table_files(directory: Path, table: Table) -> None:
                     raise HistoryFileError(
                         f"{path}: column {column.name} holds {found}, not {column.type.value}"
                     )
+        _check_nulls(path, metadata, table)
+
+
+def _check_nulls(path: Path, metadata: pq.FileMetaData, table: Table) -> None:
+    """Refuse a null in a column that must have a value: Spark would average it as NaN, or a
+    strategy would fail on it. Lists are left out (their statistics count null elements)."""
+    required = {c.name for c in table.columns if not c.nullable and "array" not in c.type.value}
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for index in range(row_group.num_columns):
+            chunk = row_group.column(index)
+            name = chunk.path_in_schema
+            stats = chunk.statistics
+            if name in required and stats is not None and stats.has_null_count and stats.null_count:
+                raise HistoryFileError(
+                    f"{path}: column {name} has {stats.null_count} empty (null) values; every "
+                    f"row of the {table.name} table needs one"
+                )
 
 
 def _kind(kind: pa.DataType) -> str:

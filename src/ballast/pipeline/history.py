@@ -33,6 +33,7 @@ from ballast.model.loaddata import (
     LocalBrokerData,
     TimeAverageBrokerData,
 )
+from ballast.pipeline.file_check import table_files
 from ballast.pipeline.schema import (
     BROKER_AVERAGES,
     BROKERS,
@@ -392,11 +393,8 @@ def read_table(
     partitioning = ds.partitioning(
         pa.schema([pa.field(c.name, c.type.arrow()) for c in PARTITION_COLUMNS]), flavor="hive"
     )
-    files = sorted(  # only Parquet files: a note left beside them is no table (as Spark reads)
-        str(f)
-        for f in directory.rglob("*.parquet")
-        if not any(part.startswith((".", "_")) for part in f.relative_to(directory).parts)
-    )
+    # only Parquet files: a note left beside them is no table (as Spark reads)
+    files = [str(f) for f in table_files(directory)]
     dataset = ds.dataset(
         files,
         format="parquet",
