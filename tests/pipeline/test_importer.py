@@ -234,3 +234,24 @@ def test_a_metadata_dump_imports_as_its_snapshot(ballast: Run, tmp_path: Path) -
     named = ballast("pipeline", "import", str(dump), "--history", str(tmp_path / "w"),
                     "--format", "metadata-dump")  # fmt: skip
     assert named.returncode == 0 and json.loads(named.stdout)["format"] == "metadata-dump"
+
+
+def test_import_refuses_what_it_cannot_write_well(ballast: Run, tmp_path: Path) -> None:
+    """Each of these was written (into a table of another history, into the current
+    directory) or ended in an internal error."""
+    history = tmp_path / "h"
+    assert ballast("pipeline", "import", str(EXAMPLE), "--history", str(history)).returncode == 0
+    for args, said in (
+        (("--history", str(history / "bundles")), f"is inside the history at {history}"),
+        (("--history", " "), "--history is empty"),
+        (("--history", str(tmp_path / "a"), "--at", "9" * 20), "is outside 1970-01-01 to 9999"),
+        (("--history", str(tmp_path / "a"), "--at", "253402300800000"), "is outside 1970"),
+    ):
+        refused = ballast("pipeline", "import", str(EXAMPLE), *args)
+        assert refused.returncode == 2 and said in refused.stderr, args
+    assert not (tmp_path / "a").exists() and not (history / "bundles" / "brokers").exists()
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"brokers": {', encoding="utf-8")
+    truncated = ballast("pipeline", "import", str(cut), "--history", str(tmp_path / "b"))
+    assert truncated.returncode == 2
+    assert "not valid JSON (Input data was truncated)" in truncated.stderr

@@ -88,3 +88,14 @@ def test_an_output_that_cannot_take_the_results_is_named_before_spark_starts(
         "elsewhere"
     )
     assert local_output_problem(None, str(other), master=None, conf={}, environ=LOCAL) is None
+
+
+def test_a_history_is_not_generated_inside_another(tmp_path: Path) -> None:
+    """generate --out h/bundles wrote a history's tables inside the bundles table of h, whose
+    jobs then failed on them as rows ("has no column bundle")."""
+    (tmp_path / "h" / "bundles").mkdir(parents=True)
+    for inside in (tmp_path / "h" / "bundles", tmp_path / "h" / "bundles" / "x"):
+        problem = local_output_problem(None, str(inside), master=None, conf={}, environ=LOCAL)
+        assert problem is not None and f"is inside the history at {tmp_path / 'h'}" in problem
+    beside = local_output_problem(None, str(tmp_path / "g"), master=None, conf={}, environ=LOCAL)
+    assert beside is None

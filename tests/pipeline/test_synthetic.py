@@ -76,6 +76,12 @@ def _running(counts: list[int]) -> list[int]:
         ({"mean_bundle_msg_rate": math.inf}, "mean bundle msg rate must be a finite number"),
         ({"skew": math.inf}, "skew must be a finite number"),
         ({"topics_per_bundle": math.nan}, "topics per bundle must be a finite number"),
+        # past these the driver's plan ran out of memory or numpy overflowed (internal errors)
+        ({"topics_per_bundle": 1e9}, "must be at most 20,000,000 topics"),
+        ({"brokers": 10**20}, "brokers must be 1 to 1,000,000"),
+        ({"seed": 10**20}, "seed must fit a 64-bit integer"),
+        # the snapshots' date= partitions end with year 9999
+        ({"interval_ms": 10**17}, "the last snapshot would be after 9999-12-31"),
     ],
 )
 def test_bad_specs_are_rejected(changes: dict[str, Any], message: str) -> None:

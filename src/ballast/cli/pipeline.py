@@ -26,7 +26,7 @@ import typer
 from ballast.cli.common import fail, print_json, settings_from, warn
 from ballast.pipeline.jobs import HISTORY_JOBS, JobEntry, JobError, JobPaths, load
 from ballast.pipeline.jobs.base import JobRunner, Summary
-from ballast.pipeline.synthetic_spec import DEFAULT_START_MS, GenerateSpec, SpecError
+from ballast.pipeline.synthetic_spec import DEFAULT_START_MS, LAST_MS, GenerateSpec, SpecError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -82,17 +82,22 @@ def _user_errors() -> tuple[type[Exception], ...]:
 
 
 def parse_time_ms(text: str) -> int:
-    """Epoch milliseconds, or an ISO 8601 time (UTC unless it says otherwise)."""
+    """Epoch milliseconds, or an ISO 8601 time (UTC unless it says otherwise), from 1970 to
+    the end of 9999 (the years a history's ``date=`` partition can name)."""
     stripped = text.strip()
     if stripped.isdigit():
-        return int(stripped)
-    try:
-        moment = datetime.fromisoformat(stripped)
-    except ValueError:
-        fail(f'"{text}" is neither epoch milliseconds nor an ISO 8601 time')
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return round(moment.timestamp() * 1000)
+        ms = int(stripped) if len(stripped) <= 20 else LAST_MS + 1
+    else:
+        try:
+            moment = datetime.fromisoformat(stripped)
+        except ValueError:
+            fail(f'"{text}" is neither epoch milliseconds nor an ISO 8601 time')
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        ms = round(moment.timestamp() * 1000)
+    if not 0 <= ms <= LAST_MS:
+        fail(f'"{text}" is outside 1970-01-01 to 9999-12-31 (UTC)')
+    return ms
 
 
 def parse_conf(pairs: list[str] | None) -> dict[str, str]:
@@ -219,7 +224,7 @@ def import_command(
             "snapshot file.",
         ),
     ],
-    history: Annotated[Path, typer.Option("--history", help="History root to write to.")],
+    history_text: Annotated[str, typer.Option("--history", help="History root to write to.")],
     source_format: Annotated[
         str,
         typer.Option(
@@ -253,10 +258,17 @@ def import_command(
         importer,
         read_decide_snapshot,
     )
+    from ballast.pipeline.local_paths import nested_history_problem
 
     settings = settings_from(config, overrides)
     if cluster is not None and not cluster.strip():
         fail("--cluster is empty (leave it out for the setting clusterName)")
+    if not history_text.strip():  # it would write into the current directory
+        fail("--history is empty: give the history root to write to")
+    history = Path(history_text)
+    nested = nested_history_problem(history)
+    if nested is not None:
+        fail(nested)
     options = ImportOptions(
         cluster=cluster or settings.get_str("clusterName"),
         snapshot_ms=parse_time_ms(at) if at is not None else None,

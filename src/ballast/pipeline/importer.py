@@ -246,8 +246,10 @@ def detect_format(path: Path) -> str:
         raise HistoryError(f"{path} does not exist")
     try:
         obj = msgspec.json.decode(_read(path))
-    except msgspec.DecodeError:
-        raise HistoryError(f"{path} is neither a dump directory nor a JSON snapshot") from None
+    except msgspec.DecodeError as exc:
+        raise HistoryError(
+            f"{path} is neither a dump directory nor a JSON snapshot: not valid JSON ({exc})"
+        ) from None
     if isinstance(obj, dict) and "brokers" in obj:
         return "decide-snapshot"
     if is_metadata_dump(obj):

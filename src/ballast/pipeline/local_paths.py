@@ -110,6 +110,21 @@ def overlap_problem(history: str, out: str) -> str | None:
     return None
 
 
+def nested_history_problem(root: Path) -> str | None:
+    """Why a history must not be written at ``root``: a directory above it holds a history's
+    tables, so ``root`` is one of that history's tables or inside one, where the new tables
+    would be read as rows of the old (``--history h/bundles``)."""
+    for above in root.resolve().parents:
+        held = [name for name in RAW_TABLES if (above / name).is_dir()]
+        if held:
+            return (
+                f"{root} is inside the history at {above} (it holds "
+                f"{', '.join(f'{name}/' for name in held)}): a history's tables would be "
+                "read as that history's rows; give a directory of its own"
+            )
+    return None
+
+
 def local_output_problem(
     history: str | None,
     out: str,
@@ -131,6 +146,10 @@ def local_output_problem(
         held = [name for name in RAW_TABLES if (target / name).is_dir()]
         if held:
             return history_at_out(out, held)
+    if target is not None and history is None:  # a history's own root (generate)
+        nested = nested_history_problem(target)
+        if nested is not None:
+            return nested
     return local_writable_problem(out, master=master, conf=conf, environ=environ)
 
 

@@ -33,6 +33,14 @@ from ballast.model.bundles import RING_SIZE
 
 DEFAULT_START_MS = 1_767_571_200_000  # 2026-01-05T00:00:00Z, a Monday
 CANDIDATE_BROKERS = 8
+LAST_MS = 253_402_300_799_999
+"""9999-12-31T23:59:59.999Z: the last time a history's ``date=`` partition can name."""
+MAX_TOPICS = 20_000_000
+"""The most topics in all: the driver's plan holds each topic's name (twice the topics of
+the largest history measured, 1,000,000 bundles of 10)."""
+MAX_BUNDLES = 10_000_000
+MAX_BROKERS = 1_000_000
+LONG_MAX = 2**63 - 1
 
 
 class SpecError(ValueError):
@@ -73,7 +81,13 @@ class GenerateSpec:
             (self.snapshots >= 1, f"snapshots must be >= 1, not {self.snapshots}"),
             (self.interval_ms >= 1, f"interval must be >= 1 ms, not {self.interval_ms}"),
             (self.start_ms >= 0, f"start must not be before 1970 ({self.start_ms} ms)"),
-            (self.brokers >= 1, f"brokers must be >= 1, not {self.brokers}"),
+            (
+                self.start_ms + (self.snapshots - 1) * self.interval_ms <= LAST_MS,
+                "the last snapshot would be after 9999-12-31 (start, snapshots and interval)",
+            ),
+            (1 <= self.brokers <= MAX_BROKERS, f"brokers must be 1 to {MAX_BROKERS:,}"),
+            (self.bundles <= MAX_BUNDLES, f"bundles must be at most {MAX_BUNDLES:,}"),
+            (-LONG_MAX - 1 <= self.seed <= LONG_MAX, "seed must fit a 64-bit integer"),
             (self.namespaces >= 1, f"namespaces must be >= 1, not {self.namespaces}"),
             (
                 self.bundles >= self.namespaces,
@@ -86,6 +100,10 @@ class GenerateSpec:
             (
                 self.topics_per_bundle * self.bundles >= self.namespaces,
                 "topics per bundle too small: every namespace needs a topic",
+            ),
+            (
+                self.topics_per_bundle * self.bundles <= MAX_TOPICS,
+                f"bundles x topics per bundle must be at most {MAX_TOPICS:,} topics",
             ),
             (self.topic_every >= 0, f"topic-every must be >= 0, not {self.topic_every}"),
             (0.0 <= self.churn < 1.0, f"churn must be in [0, 1), not {self.churn}"),
