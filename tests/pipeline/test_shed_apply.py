@@ -81,11 +81,12 @@ def test_shed_apply_moves_bundles_on_a_live_cluster(tmp_path: Path) -> None:
                 bundles=tuple(bundle(first, b, 10e6 * (i + 1)) for i, b in enumerate(hot)),
             ),
         )
-        result = run_ballast(
+        shed = (
             "pipeline", "shed", "--history", str(tmp_path / "history"), "--out",
             str(tmp_path / "out"), "--strategy", "overload", "--cluster", "standalone",
             "--apply", url, "--master", "local[1]",
         )  # fmt: skip
+        result = run_ballast(*shed)
         assert result.returncode == 0, result.stdout + result.stderr
         summary = json.loads(result.stdout)
         decisions = summary["clusters"]["standalone"]["decisions"]
@@ -99,6 +100,16 @@ def test_shed_apply_moves_bundles_on_a_live_cluster(tmp_path: Path) -> None:
             timeout_s=30,
             what="the transferred bundles reaching the target",
         )
+        # The same decisions again: the history is now older than the cluster, so none fits
+        # (each bundle left the broker it names) and none is sent.
+        again = run_ballast(*shed)
+        assert again.returncode == 1
+        stale = json.loads(again.stdout)["applied"]
+        assert [a["message"] for a in stale] == [
+            f"skipped: {d['bundle']} is not on {first} now" for d in decisions
+        ]
+        assert all(a["status"] == 0 and not a["ok"] for a in stale)
+        assert f"{len(stale)} of {len(stale)} decisions were not carried out" in again.stderr
     finally:
         process.terminate()
         process.wait(timeout=60)

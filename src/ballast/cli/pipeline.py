@@ -578,4 +578,8 @@ def shed_command(
     print_json(summary)
     refused = [a for a in applied if not a.ok]
     if refused:
-        fail(f"{len(refused)} of {len(applied)} decisions were refused (see applied)", code=1)
+        fail(
+            f"{len(refused)} of {len(applied)} decisions were not carried out: refused, or "
+            "skipped as the cluster no longer fits them (see applied)",
+            code=1,
+        )

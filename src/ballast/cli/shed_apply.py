@@ -5,7 +5,11 @@ transfer. Any broker's URL will do: the broker forwards the change to the leader
 carries it out like any admin move (and answers when it is done).
 
 Decisions are sent one at a time, in their order; a refused one is reported and the rest are
-still sent. Not being able to reach the URL at all is :class:`Unreachable`.
+still sent. Each is checked against the live cluster first, since a history's snapshot may be
+older than the cluster's state, or of another cluster: a decision whose broker does not own the
+bundle now, or whose destination is not one of the cluster's brokers, is skipped (status 0)
+rather than sent — an unload of a bundle nobody owns answers "done" and moves nothing. Not
+being able to reach the URL at all is :class:`Unreachable`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
+
+from ballast.model.bundles import BundleName
 
 REQUEST_TIMEOUT_S = 60.0
 
@@ -83,25 +89,81 @@ async def check_reachable(base_url: str) -> None:
         raise Unreachable(f"{base_url} answers HTTP {status}; is it a Ballast broker?")
 
 
+class LiveCluster:
+    """What the cluster at ``base_url`` holds now: its brokers, and the bundles each owns
+    (asked once per broker)."""
+
+    def __init__(self, session: aiohttp.ClientSession, base_url: str) -> None:
+        self.session = session
+        self.base_url = base_url
+        self.name = ""
+        self.brokers: frozenset[str] = frozenset()
+        self._owned: dict[str, frozenset[str]] = {}
+
+    async def load(self) -> None:
+        self.name = str((await self._json("/admin/v2/clusters"))[0])
+        listed = await self._json(f"/admin/v2/brokers/{quote(self.name, safe='')}")
+        self.brokers = frozenset(str(b) for b in listed)
+
+    async def owned_by(self, broker: str) -> frozenset[str]:
+        if broker not in self._owned:
+            path = f"/admin/v2/brokers/{quote(self.name, safe='')}/{quote(broker, safe='')}"
+            owned = await self._json(path + "/ownedNamespaces")
+            self._owned[broker] = frozenset(
+                bundle for bundle, status in owned.items() if status.get("is_active", True)
+            )
+        return self._owned[broker]
+
+    async def _json(self, path: str) -> Any:
+        status, text = await _send(self.session, "GET", self.base_url + path)
+        try:
+            answer = json.loads(text)
+        except json.JSONDecodeError:
+            answer = None
+        if status >= 400 or answer is None:
+            raise Unreachable(
+                f"{self.base_url}{path} answers HTTP {status}: {_reason(status, text)}"
+            )
+        return answer
+
+    async def problem(self, bundle: str, broker: str, destination: str | None) -> str | None:
+        """Why a decision does not fit the cluster as it is now (None: it does)."""
+        if destination is not None and destination not in self.brokers:
+            return f"destination {destination} is not a broker of cluster {self.name} now"
+        if broker not in self.brokers:
+            return f"broker {broker} is not a broker of cluster {self.name} now"
+        if str(BundleName.parse(bundle)) not in await self.owned_by(broker):
+            return f"{bundle} is not on {broker} now"
+        return None
+
+
 async def apply_decisions(base_url: str, decisions: Sequence[Mapping[str, Any]]) -> list[Applied]:
     """Send each decision (``ballast decide``'s JSON form: action, bundle, broker,
-    destination) to the cluster at ``base_url``; what it answered to each."""
+    destination) that fits the cluster at ``base_url`` now; what it answered to each, and
+    why the others were skipped."""
     answers: list[Applied] = []
     async with aiohttp.ClientSession() as session:
+        live = LiveCluster(session, base_url)
+        await live.load()
         for decision in decisions:
-            bundle = str(decision["bundle"])
+            bundle, broker = str(decision["bundle"]), str(decision["broker"])
             destination = decision.get("destination")
-            url = base_url + unload_path(bundle, None if destination is None else str(destination))
-            status, text = await _send(session, "PUT", url)
+            target = None if destination is None else str(destination)
+            problem = await live.problem(bundle, broker, target)
+            if problem is None:
+                status, text = await _send(session, "PUT", base_url + unload_path(bundle, target))
+                message = _reason(status, text)
+            else:
+                status, message = 0, f"skipped: {problem}"
             answers.append(
                 Applied(
                     action=str(decision["action"]),
                     bundle=bundle,
-                    broker=str(decision["broker"]),
-                    destination=None if destination is None else str(destination),
+                    broker=broker,
+                    destination=target,
                     status=status,
-                    ok=status < 400,
-                    message=_reason(status, text),
+                    ok=0 < status < 400,
+                    message=message,
                 )
             )
     return answers
