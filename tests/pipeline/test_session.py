@@ -12,6 +12,7 @@ from ballast.pipeline.session import (
     QUIET_LOG,
     SessionOptions,
     SparkUnavailable,
+    check_conf,
     check_master,
     check_reachable,
     java_major_version,
@@ -77,8 +78,11 @@ def test_a_master_spark_refuses_is_named_before_a_jvm_starts() -> None:
         "local", "local[2]", "local[*]", "local[4, 3]", "local-cluster[2,1,1024]",
         "spark://h:7077", "spark://h1:7077,h2:7077", "spark://[::1]:7077", "yarn",
     ):  # fmt: skip
-        check_master(master)  # the forms Spark's scheduler takes
+        check_master(master, {"HADOOP_CONF_DIR": "/etc/hadoop"})  # the forms Spark takes
     check_master("k8s://https://h:6443")
+    check_master("yarn", {"YARN_CONF_DIR": "/etc/yarn"})
+    with pytest.raises(SparkUnavailable, match="--master yarn needs HADOOP_CONF_DIR or YARN"):
+        check_master("yarn", {})  # Spark's launcher said so with a Java stack
     for master in (
         "bogus://x",
         "",
@@ -95,6 +99,25 @@ def test_a_master_spark_refuses_is_named_before_a_jvm_starts() -> None:
     ):  # fmt: skip  (Spark's JVM refused these with a stack)
         with pytest.raises(SparkUnavailable, match="is not a Spark master URL"):
             check_master(master)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("spark.executor.memory", "-5g", "is not a size"),
+        ("spark.driver.memory", "lots", "is not a size"),
+        ("spark.driver.cores", "abc", "is not a whole number of 1 or more"),
+        ("spark.default.parallelism", "0", "is not a whole number of 1 or more"),
+    ],
+)
+def test_a_size_or_count_spark_refuses_is_named_before_a_jvm_starts(
+    key: str, value: str, said: str
+) -> None:
+    """Spark's launcher, or its context, refused these with a Java stack (and a count in the
+    job's first stage, exit 1)."""
+    with pytest.raises(SparkUnavailable, match=f'--conf {key}="{value}" {said}'):
+        check_conf({key: value})
+    check_conf({"spark.driver.memory": "4g", "spark.executor.memory": "512M", key + "x": value})
 
 
 def test_an_unreachable_standalone_master_is_named_before_a_jvm_starts() -> None:

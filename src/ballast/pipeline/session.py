@@ -65,10 +65,17 @@ _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s,:/\[\]]+):([0-9]{1,5})")
 MASTER_FORMS = "local, local[N], local[*], spark://host:7077, yarn or k8s://https://host:port"
 
 
-def check_master(master: str) -> None:
+def check_master(master: str, environ: Mapping[str, str] = os.environ) -> None:
     """Raise :class:`SparkUnavailable` for a master URL Spark would refuse (with a Java stack,
     after its JVM started), checked here first."""
-    if master == "yarn" or _LOCAL.fullmatch(master) or _LOCAL_CLUSTER.fullmatch(master):
+    if master == "yarn":
+        if not (environ.get("HADOOP_CONF_DIR") or environ.get("YARN_CONF_DIR")):
+            raise SparkUnavailable(  # Spark's own reason, without its launcher's stack
+                "--master yarn needs HADOOP_CONF_DIR or YARN_CONF_DIR set in the environment "
+                "(the directory of the YARN cluster's configuration)"
+            )
+        return
+    if _LOCAL.fullmatch(master) or _LOCAL_CLUSTER.fullmatch(master):
         return
     if master.startswith("k8s://") and len(master) > len("k8s://"):
         return
@@ -87,6 +94,35 @@ def standalone_masters(master: str) -> list[tuple[str, int]]:
     if len(hosts) < len(found) or not all(0 < port < 65536 for _, port in hosts):
         return []
     return hosts
+
+
+# Settings Spark reads as a size in bytes (JavaUtils.byteStringAs: digits and an optional
+# unit) or as a positive count; a bad value ends its launcher or its context with a Java stack.
+_SIZE = re.compile(r"[0-9]+\s*(b|k|kb|m|mb|g|gb|t|tb|p|pb)?", re.IGNORECASE)
+_SIZE_KEY = re.compile(r"spark\.(driver|executor)\.(memory|memoryOverhead|maxResultSize)")
+_COUNT_KEYS = frozenset(
+    {
+        "spark.driver.cores",
+        "spark.executor.cores",
+        "spark.default.parallelism",
+        "spark.sql.shuffle.partitions",
+        "spark.task.cpus",
+    }
+)
+
+
+def check_conf(conf: Mapping[str, str]) -> None:
+    """Raise :class:`SparkUnavailable` for a ``--conf`` size or count Spark would refuse,
+    naming the setting, before its JVM starts."""
+    for key, value in conf.items():
+        text = value.strip()
+        if _SIZE_KEY.fullmatch(key) and _SIZE.fullmatch(text) is None:
+            raise SparkUnavailable(
+                f'--conf {key}="{value}" is not a size (a whole number with an optional unit: '
+                "512m, 4g)"
+            )
+        if key in _COUNT_KEYS and (not text.isascii() or not text.isdigit() or int(text) < 1):
+            raise SparkUnavailable(f'--conf {key}="{value}" is not a whole number of 1 or more')
 
 
 def check_reachable(master: str, timeout_s: float = 5.0) -> None:
@@ -224,6 +260,7 @@ def build_session(options: SessionOptions) -> SparkSession:
     """Start (or join spark-submit's) SparkSession. In local mode the Python workers use this
     interpreter and Spark binds to the loopback address unless the environment says
     otherwise."""
+    check_conf(options.conf)
     if options.master is not None:
         check_master(options.master)
         check_reachable(options.master)
