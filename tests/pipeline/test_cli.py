@@ -275,9 +275,10 @@ def test_a_setting_spark_cannot_start_with_exits_2(ballast: Ballast, tmp_path: P
     """Spark's launcher prints why it stopped; the command then ends with a plain error."""
     history = tmp_path / "h"
     (history / "bundles").mkdir(parents=True)  # passes the check made before Spark starts
+    # (a size that is no size, or a bad count, is named before the JVM starts: test_session.py)
     memory = ballast(
         "pipeline", "report", "--history", str(history), "--out", str(tmp_path / "o"),
-        "--conf", "spark.driver.memory=lots",
+        "--conf", "spark.driver.memory=0",
     )  # fmt: skip
     assert memory.returncode == 2
     assert "Could not create the Java Virtual Machine" in memory.stderr
@@ -286,12 +287,12 @@ def test_a_setting_spark_cannot_start_with_exits_2(ballast: Ballast, tmp_path: P
     # a bad SQL setting failed the first read, as an internal error naming no setting
     sql = ballast(
         "pipeline", "time-averages", "--history", str(history), "--out", str(tmp_path / "o"),
-        "--conf", "spark.sql.shuffle.partitions=abc",
+        "--conf", "spark.sql.adaptive.enabled=maybe",
     )  # fmt: skip
     assert sql.returncode == 2, sql.stderr
     assert (
-        "error: Spark refused its SQL settings (--conf spark.sql.shuffle.partitions=abc): "
-        "[INVALID_CONF_VALUE.TYPE_MISMATCH] The value 'abc'" in sql.stderr
+        "error: Spark refused its SQL settings (--conf spark.sql.adaptive.enabled=maybe): "
+        "[INVALID_CONF_VALUE.TYPE_MISMATCH] The value 'maybe'" in sql.stderr
     )  # the setting's own message, not "Error while instantiating ...:"
     assert "internal error" not in sql.stderr
     assert not (tmp_path / "o").exists()  # the failed runs left no empty --out behind
