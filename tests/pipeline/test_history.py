@@ -146,6 +146,14 @@ def test_rewriting_a_snapshot_replaces_it(tmp_path: Path) -> None:
     assert read_table(tmp_path, BUNDLES).num_rows == 6
     only_c = read_table(tmp_path, BUNDLES, cluster="c", since_ms=SNAPSHOT_MS + 1)
     assert only_c.column("snapshot_ms").to_pylist() == [SNAPSHOT_MS + 60_000] * 2
+    # The same snapshot again with no brokers or bundles (a dump holding only bundle-data/):
+    # it replaces the snapshot whole, so the rows it lacks are gone too.
+    write_snapshot(tmp_path, HistorySnapshot(snapshot_ms=SNAPSHOT_MS, cluster="c"))
+    assert (
+        read_table(tmp_path, BUNDLES, cluster="c").column("snapshot_ms").to_pylist()
+        == [SNAPSHOT_MS + 60_000] * 2
+    )
+    assert read_table(tmp_path, BUNDLES, cluster="d").num_rows == 2  # another cluster's stays
 
 
 def test_bad_rows_and_times_are_rejected(tmp_path: Path) -> None:

@@ -353,13 +353,15 @@ def snapshot_file(root: Path, table: Table, snapshot_ms: int, cluster: str) -> P
 
 def write_snapshot(root: Path, snapshot: HistorySnapshot) -> tuple[Path, ...]:
     """Write every non-empty table of ``snapshot`` under ``root``; returns the files
-    written. Idempotent for the same snapshot (its files are replaced)."""
+    written. Idempotent for the same snapshot: it replaces the snapshot whole, so a table it
+    has no rows for loses that snapshot's earlier file too."""
     written: list[Path] = []
     for table in (BROKERS, BUNDLES, TOPICS, BUNDLE_AVERAGES, BROKER_AVERAGES):
+        target = snapshot_file(root, table, snapshot.snapshot_ms, snapshot.cluster)
         if not snapshot.rows(table):
+            target.unlink(missing_ok=True)
             continue
         data = arrow_table(snapshot, table)
-        target = snapshot_file(root, table, snapshot.snapshot_ms, snapshot.cluster)
         target.parent.mkdir(parents=True, exist_ok=True)
         temporary = target.with_name(f".{target.name}.tmp")
         pq.write_table(data, temporary, compression="zstd")
