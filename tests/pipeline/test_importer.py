@@ -255,3 +255,13 @@ def test_import_refuses_what_it_cannot_write_well(ballast: Run, tmp_path: Path) 
     truncated = ballast("pipeline", "import", str(cut), "--history", str(tmp_path / "b"))
     assert truncated.returncode == 2
     assert "not valid JSON (Input data was truncated)" in truncated.stderr
+
+
+def test_reports_without_a_last_update_need_a_time(tmp_path: Path) -> None:
+    """Such a snapshot was written at time 0, in a 1970-01-01 partition."""
+    snapshot = tmp_path / "s.json"
+    snapshot.write_text('{"brokers": {"b1": {}}}', encoding="utf-8")
+    with pytest.raises(HistoryError, match=r"no broker report has a lastUpdate .* \(--at\)"):
+        read_decide_snapshot(snapshot, ImportOptions("c"))
+    taken, _ = read_decide_snapshot(snapshot, ImportOptions("c", 7))
+    assert taken.snapshot_ms == 7

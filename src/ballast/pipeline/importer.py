@@ -92,7 +92,12 @@ def _snapshot_time(
         return options.snapshot_ms
     if not reports:
         raise HistoryError(f"{none_there} to take the snapshot time from; give it (--at)")
-    return max(report.last_update for report in reports.values())
+    newest = max(report.last_update for report in reports.values())
+    if newest <= 0:  # no report says when it was made: 1970 would be a guess
+        raise HistoryError(
+            "no broker report has a lastUpdate to take the snapshot time from; give it (--at)"
+        )
+    return newest
 
 
 def import_pulsar_dump(path: Path, options: ImportOptions) -> HistorySnapshot:
