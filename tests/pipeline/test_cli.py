@@ -415,3 +415,23 @@ def test_a_history_file_not_of_its_table_is_named(
     assert f"error: {stray} is not a readable Parquet file" in done.stderr
     assert "Traceback" not in done.stderr and "\tat org.apache" not in done.stderr
     assert not (tmp_path / "o" / "bundle_averages").exists()
+
+
+@pytest.mark.spark
+def test_a_file_whose_pages_are_corrupt_is_named(
+    ballast: Ballast, history: Path, tmp_path: Path
+) -> None:
+    """Its footer passes the check, so Spark reads it and fails: the line named no file
+    ("don't know what type: 14"), and PySpark's warning printed the task's traceback."""
+    copy = tmp_path / "history"
+    shutil.copytree(history, copy)
+    broken = sorted((copy / "bundles").rglob("*.parquet"))[0]
+    data = bytearray(broken.read_bytes())
+    data[8 : len(data) // 2] = b"\xee" * (len(data) // 2 - 8)  # the pages, not the footer
+    broken.write_bytes(bytes(data))
+    for job in ("time-averages", "report"):  # Spark's own read, and the tasks' pyarrow read
+        failed = ballast("pipeline", job, "--history", str(copy), "--out", str(tmp_path / job))
+        assert failed.returncode == 1, failed.stderr[-2000:]
+        assert "error: Spark failed the job: " in failed.stderr
+        assert str(broken) in failed.stderr, failed.stderr[-2000:]
+        assert "Traceback" not in failed.stderr and "UserWarning" not in failed.stderr

@@ -15,6 +15,7 @@ import io
 import logging
 import os
 import signal
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -142,6 +143,17 @@ def check_output_early(
 
 @contextmanager
 def spark_session(master: str | None, conf: list[str] | None) -> Iterator[SparkSession]:
+    """:func:`_spark_session`, without PySpark's warnings unless BALLAST_DEBUG is set: it
+    warns of a failed task with the task's whole traceback, which the one line says."""
+    with warnings.catch_warnings():
+        if not os.environ.get("BALLAST_DEBUG"):
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"pyspark\.")
+        with _spark_session(master, conf) as spark:
+            yield spark
+
+
+@contextmanager
+def _spark_session(master: str | None, conf: list[str] | None) -> Iterator[SparkSession]:
     """A Spark session for one command, stopped after it. What Spark fails (an unreadable
     file, a master that stops answering) ends the command with one line, exit 1; Ctrl-C with
     one line, exit 130. Spark's own log stays quiet unless BALLAST_DEBUG is set: the line

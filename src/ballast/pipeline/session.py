@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import IllegalArgumentException, PySparkRuntimeError
@@ -327,13 +328,38 @@ def job_failure(exc: BaseException) -> str | None:
     if isinstance(exc, CapturedException):
         first = root_cause(str(exc))
         deepest = _java_root_cause(exc)
-        return first if deepest is None or deepest in first else f"{first} ({deepest})"
+        reason = first if deepest is None or deepest in first else f"{first} ({deepest})"
+        return _with_file(reason, getattr(exc, "_origin", None), str(exc))
     if isinstance(exc, Py4JJavaError):
         try:
-            return str(_innermost(exc.java_exception).toString()).splitlines()[0]
+            reason = str(_innermost(exc.java_exception).toString()).splitlines()[0]
         except Py4JError:
-            return str(exc).splitlines()[0]
+            reason = str(exc).splitlines()[0]
+        return _with_file(reason, exc.java_exception, str(exc))
     return None
+
+
+_READ_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?(?:\s|$)")
+
+
+def _with_file(reason: str, origin: Any, text: str) -> str:
+    """``reason`` prefixed with the file Spark failed to read (its ``FAILED_READ_FILE``
+    error names it, a level or more above the cause: a data page Parquet cannot decode says
+    "don't know what type: 14" and no more), when one is named."""
+    messages = [text]
+    try:
+        while origin is not None:
+            messages.append(str(origin.getMessage() or ""))
+            origin = origin.getCause()
+    except Py4JError:
+        pass
+    for message in messages:
+        found = _READ_FILE.search(message)
+        if found is not None:
+            path = found.group(1)
+            path = unquote(urlparse(path).path) if path.startswith("file:") else path
+            return reason if path in reason else f"{path}: {reason}"
+    return reason
 
 
 def _innermost(origin: Any) -> Any:
