@@ -298,6 +298,11 @@ async def test_long_partition_expires_the_session(harness: Harness, clock: Clock
     await store.put("/q/me", b"", ephemeral=True)
     await harness.partition(store)
     await eventually(lambda: _gone(observer, "/q/me"), clock, what="expiry", timeout_s=15)
+    # Still cut off, the client says so itself once its session timeout has passed: it must
+    # not go on as the owner of what its session held (kazoo would say LOST only on reconnect).
+    await eventually(
+        lambda: store.state is ConnectionState.LOST, clock, what="LOST while cut off", timeout_s=10
+    )
     await harness.heal(store)
     await eventually(
         lambda: ConnectionState.LOST in states and store.state is ConnectionState.CONNECTED,

@@ -223,3 +223,48 @@ async def test_a_transfer_whose_destination_leaves_ends_and_the_image_follows_th
     )  # no lane re-made for the broker that left
     await settle_and_check(cluster, observer, clock)  # the image agrees with the store
     await cluster.close()
+
+
+async def test_a_broker_cut_off_past_its_session_stops_serving_until_it_owns_again(
+    clock: Clock,
+) -> None:
+    """Cut off from the store, a broker served its bundles' clients until it could reach the
+    store again, though the others had taken them over at the session timeout: two brokers
+    served one bundle. It stops at the timeout now, and serves what it makes its own again."""
+    cluster, _ = await start_cluster(clock, 3)
+    assert (await cluster.request(CreateNamespace(namespace="t/cut", bundles=4))).ok
+    topics = await create_topics(cluster, "t/cut", 8)
+    for topic in topics:
+        await cluster.lookup(topic)
+    await clock.sleep(1.0)
+    away = next(
+        node
+        for node in cluster.running()
+        if node is not cluster.leader() and any(node.served.bundle_of(t) for t in topics)
+    )
+    held = [t for t in topics if away.served.bundle_of(t) is not None]
+    memory(away.store).partition()
+    await clock.sleep(SESSION_S / 2)
+    assert all(away.served.bundle_of(t) is not None for t in held)  # a blip: clients stay
+    await eventually(
+        lambda: all(away.served.bundle_of(t) is None for t in held),
+        clock,
+        what="the cut-off broker letting its bundles go",
+        timeout_s=SESSION_S,
+    )
+    assert memory(away.store).state.value == "lost"  # before it could reach the store again
+    memory(away.store).heal()
+    for topic in held:  # every bundle is served again, by one broker
+        answer = await cluster.lookup(topic)
+        assert answer.kind is AnswerKind.CONNECT and answer.broker_id is not None
+        await eventually(
+            lambda t=topic, owner=answer.broker_id: (
+                cluster.nodes[owner].served.bundle_of(t) is not None
+            ),
+            clock,
+            what=f"{topic} served by its owner",
+            timeout_s=SESSION_S,
+        )
+        servers = [n for n in cluster.running() if n.served.bundle_of(topic) is not None]
+        assert [n.broker_id for n in servers] == [answer.broker_id]
+    await cluster.close()

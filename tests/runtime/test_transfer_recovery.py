@@ -72,6 +72,9 @@ async def test_a_transfer_never_taken_over_is_released_and_placed_again(clock: C
     ).ok
     answer = await cluster.lookup(TOPIC)
     assert answer.kind is AnswerKind.ERROR  # releasing: clients retry
+    # in Pulsar's words, which its C++ client retries on the same connection (on other words
+    # it closes the connection, with every producer and consumer on it)
+    assert answer.message.startswith(f"Namespace bundle {bundle} is being unloaded (releasing")
     await clock.sleep(61)  # namespaceBundleUnloadingTimeoutMs
     assert node.ownership.state_of(bundle) is OwnershipState.FREE
     answer = await cluster.lookup(TOPIC)

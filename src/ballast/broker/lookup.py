@@ -269,10 +269,19 @@ class LookupService:
         return _answer(AnswerKind.REDIRECT, urls, authoritative=True)
 
     async def _owned(self, owner: Owner) -> LookupAnswer:
+        if owner.state is OwnershipState.ASSIGNING:
+            # Pulsar's words for it: its clients retry a lookup that says so on the same
+            # connection, where other words make them close it, producers and consumers too.
+            return error(
+                LookupErrorKind.NOT_READY,
+                f"Failed to acquire ownership for namespace bundle {owner.bundle}: it is being "
+                f"assigned to {owner.broker_id}; retry",
+            )
         if owner.state is not OwnershipState.OWNED:
             return error(
                 LookupErrorKind.NOT_READY,
-                f"bundle {owner.bundle} is {owner.state.value} on {owner.broker_id}; retry",
+                f"Namespace bundle {owner.bundle} is being unloaded ({owner.state.value} on "
+                f"{owner.broker_id}); retry",
             )
         return _connect(owner)
 

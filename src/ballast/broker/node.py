@@ -158,6 +158,7 @@ class BrokerNode:
             heartbeat_namespace(self.broker_id), 1
         ).bundles[0]
         self.ownership.add_lost_listener(self._on_bundle_lost)
+        self.ownership.add_regained_listener(self._on_bundle_regained)
         # Told of every decision of this broker's controllers (attach before start).
         self.decision_listeners: list[DecisionListener] = []
         self.cycle_listeners: list[CycleListener] = []  # and of every shedding cycle
@@ -168,7 +169,7 @@ class BrokerNode:
 
     async def start(self) -> None:
         """Register, start reporting, campaign for leadership, own the heartbeat namespace."""
-        self.store.add_state_listener(self._log_store_state)
+        self.store.add_state_listener(self._on_store_state)
         await self.registry.start()
         await self.reporter.register()
         self.election.add_listener(self._on_leadership)
@@ -176,18 +177,28 @@ class BrokerNode:
         await self.acquire(self.heartbeat_bundle, False)
         self.reporter.start()
 
-    def _log_store_state(self, state: ConnectionState) -> None:
-        """Say when the metadata store goes and comes back: while it is away this broker
-        serves nothing, and an operator lines these up across brokers."""
+    def _on_store_state(self, state: ConnectionState) -> None:
+        """Say when the metadata store goes and comes back (an operator lines these up across
+        brokers), and stop serving every bundle when the session is lost."""
         if state is ConnectionState.SUSPENDED:
             log.warning(
-                "%s lost its connection to the metadata store: it serves no bundle until the "
-                "connection is back (its session lasts %.0f s)",
+                "%s lost its connection to the metadata store: it takes no new client until "
+                "the connection is back, and stops serving its bundles if that takes longer "
+                "than its session, %.0f s",
                 self.broker_id,
                 self.store.session_timeout_s,
             )
         elif state is ConnectionState.LOST:
-            log.warning("%s: its metadata store session expired", self.broker_id)
+            # Others may own its bundles now: stop serving them at once (their clients look
+            # them up again); those it makes its own again are served again then.
+            served = list(self.served.bundles_unordered())
+            for bundle in served:
+                self._on_bundle_lost(bundle)
+            log.warning(
+                "%s: its metadata store session expired; it stopped serving its %d bundles",
+                self.broker_id,
+                len(served),
+            )
         elif not self.stopped:
             log.info("%s is connected to the metadata store again", self.broker_id)
 
@@ -371,6 +382,19 @@ class BrokerNode:
 
     def _on_bundle_lost(self, bundle: BundleName) -> None:
         self.served.remove_bundle(bundle)
+        self.owners.invalidate(bundle)
+
+    async def _on_bundle_regained(self, bundle: BundleName) -> None:
+        """A bundle held before a session loss is this broker's again: serve it (its topics
+        were let go at the loss)."""
+        if self.stopped or bundle in self.served:
+            return
+        with self._taking_over(bundle):
+            try:
+                topics = await self.topic_index.topics_in(bundle)
+            except MetadataError:  # its topics then join as clients open them
+                topics = []
+            self.served.add_bundle(bundle, topics)
         self.owners.invalidate(bundle)
 
     def bundle_stats(self) -> Mapping[str, NamespaceBundleStats]:

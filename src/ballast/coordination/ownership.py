@@ -141,6 +141,7 @@ class _Claim:
 
 
 LostListener = Callable[[BundleName], None]
+RegainedListener = Callable[[BundleName], Awaitable[None]]
 
 
 def parse_owner(bundle: BundleName, record: Record) -> Owner:
@@ -180,11 +181,17 @@ class BundleOwnership:
         # readers may cache what they derive from them.
         self.changes = 0
         self._lost_listeners: list[LostListener] = []
+        self._regained_listeners: list[RegainedListener] = []
         self._repair: asyncio.Task[None] | None = None
         self._connected = asyncio.Event()
         if store.state is ConnectionState.CONNECTED:
             self._connected.set()
         store.add_state_listener(self._on_state)
+
+    def add_regained_listener(self, listener: RegainedListener) -> None:
+        """``await listener(bundle)`` when, after a session loss, this broker made a bundle it
+        held its own again (with the new session)."""
+        self._regained_listeners.append(listener)
 
     def add_lost_listener(self, listener: LostListener) -> None:
         """``listener(bundle)`` when a session loss cost this broker a bundle."""
@@ -327,3 +334,6 @@ class BundleOwnership:
                 log.warning("%s lost bundle %s with its session", self.broker_id, bundle)
                 for listener in list(self._lost_listeners):
                     listener(bundle)
+            else:
+                for regained in list(self._regained_listeners):
+                    await regained(bundle)

@@ -486,8 +486,8 @@ class MemoryMetadataStore(MetadataStore):
     # -- fault injection --------------------------------------------------------------------
 
     def partition(self) -> None:
-        """Lose the connection: SUSPENDED now; the session expires after its timeout unless
-        :meth:`heal` reconnects first."""
+        """Lose the connection: SUSPENDED now; the session expires after its timeout (LOST
+        then, while still cut off) unless :meth:`heal` reconnects first."""
         if self._closed or self._state is not ConnectionState.CONNECTED:
             return
         self._set_state(ConnectionState.SUSPENDED)
@@ -521,12 +521,16 @@ class MemoryMetadataStore(MetadataStore):
             return
         if self._state is ConnectionState.CONNECTED:
             self._new_session()
-        # A partitioned client learns of the expiry when it heals.
+        elif self._state is ConnectionState.SUSPENDED:
+            # Cut off for the whole timeout: the client takes its session as expired now, as
+            # the ZooKeeper backend does (its own timer), and starts a new one when it heals.
+            self._set_state(ConnectionState.LOST)
 
     # -- internals --------------------------------------------------------------------------
 
     def _new_session(self) -> None:
-        self._set_state(ConnectionState.LOST)
+        if self._state is not ConnectionState.LOST:  # said already, at the timeout
+            self._set_state(ConnectionState.LOST)
         self._session_id = self._server.open_session(self._timeout_s, self)
         self._set_state(ConnectionState.CONNECTED)
 

@@ -133,8 +133,10 @@ class Record:
 
 class ConnectionState(enum.Enum):
     """kazoo's connection states. SUSPENDED: disconnected, the session may still be alive —
-    assume nothing. LOST: the session expired; its ephemeral records are gone. A store reconnects
-    by itself after LOST with a new session and reports CONNECTED again."""
+    assume nothing. LOST: the session expired, or the store has been cut off for a whole
+    session timeout and takes it as expired (the server will have expired it, or will once it
+    runs again); its ephemeral records are gone or going. A store reconnects by itself after
+    LOST with a new session and reports CONNECTED again."""
 
     CONNECTED = "connected"
     SUSPENDED = "suspended"

@@ -148,6 +148,11 @@ class ZooKeeperMetadataStore(MetadataStore):
         self._watches: list[_ZkWatch] = []
         self._dirty: asyncio.Queue[_ZkWatch] = asyncio.Queue()
         self._closed = False
+        # Disconnected for a whole session timeout: the session is taken as expired here,
+        # without waiting for ZooKeeper to say so (kazoo reports LOST only once it reaches a
+        # server again, and until then this broker would go on serving bundles others own).
+        self._expiry: asyncio.TimerHandle | None = None
+        self._renewal: asyncio.Future[None] | None = None
         self._pump = loop.create_task(self._pump_watches(), name="zookeeper-watch-pump")
         client.add_listener(self._on_kazoo_state)
 
@@ -166,7 +171,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         loop = asyncio.get_running_loop()
         servers, slash, chroot = hosts.partition("/")
         if slash and chroot:
-            root_client = KazooClient(hosts=servers, timeout=session_timeout_s)
+            root_client = _client(servers, session_timeout_s)
             await _start(loop, root_client, hosts, connect_timeout_s)
             try:
                 if create:
@@ -175,7 +180,7 @@ class ZooKeeperMetadataStore(MetadataStore):
                     raise NoChrootError(servers, "/" + chroot)
             finally:
                 await loop.run_in_executor(None, _stop, root_client)
-        client = KazooClient(hosts=hosts, timeout=session_timeout_s)
+        client = _client(hosts, session_timeout_s)
         await _start(loop, client, hosts, connect_timeout_s)
         return cls(client, loop, session_timeout_s)
 
@@ -380,14 +385,36 @@ class ZooKeeperMetadataStore(MetadataStore):
         self.loop.call_soon_threadsafe(self._set_state, _STATES[kazoo_state])
 
     def _set_state(self, state: ConnectionState) -> None:
-        if self._closed:
+        if self._closed or state is self._state:  # kazoo's LOST after one declared here
             return
         self._state = state
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+        if state is ConnectionState.SUSPENDED:
+            self._expiry = self.loop.call_later(self._timeout_s, self._expire_here)
         for listener in list(self._listeners):
             listener(state)
         if state is ConnectionState.CONNECTED:
             for watch in list(self._watches):
                 self.mark_dirty(watch)
+
+    def _expire_here(self) -> None:
+        """No server answered for a session timeout: ZooKeeper has expired the session, or
+        will as soon as it runs again without hearing from us, so act as if it had (as
+        Pulsar's ``ZKSessionWatcher`` does) and start a new session once a server answers.
+        The old one's ephemeral records, if a restarted ZooKeeper still holds them, go when
+        it expires them; until then they are another session's."""
+        self._expiry = None
+        if self._closed or self._state is not ConnectionState.SUSPENDED:
+            return
+        log.warning(
+            "no ZooKeeper server answered for the session timeout (%.0f s): the session is "
+            "taken as expired; a new one starts when a server answers",
+            self._timeout_s,
+        )
+        self._set_state(ConnectionState.LOST)
+        self._renewal = self.loop.run_in_executor(None, _renew, self._client)
 
     def add_state_listener(self, listener: StateListener) -> None:
         self._listeners.append(listener)
@@ -415,12 +442,38 @@ class ZooKeeperMetadataStore(MetadataStore):
         if self._closed:
             return
         self._closed = True
+        if self._expiry is not None:
+            self._expiry.cancel()
+        if self._renewal is not None:
+            with contextlib.suppress(Exception):
+                await self._renewal
         for watch in self._watches:
             watch.active = False
         self._pump.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._pump
         await self.loop.run_in_executor(None, _stop, self._client)
+
+
+RECONNECT_MAX_DELAY_S = 1.0
+"""The longest pause between attempts to reach ZooKeeper again. kazoo's own doubles up to an
+hour, so a broker came back tens of seconds after ZooKeeper did and found its session, which
+ZooKeeper had kept, expired meanwhile."""
+
+
+def _client(hosts: str, session_timeout_s: float) -> KazooClient:
+    return KazooClient(
+        hosts=hosts,
+        timeout=session_timeout_s,
+        connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": RECONNECT_MAX_DELAY_S},
+    )
+
+
+def _renew(client: KazooClient) -> None:
+    """End ``client``'s session (kazoo resets it on stop) and start connecting with a new one,
+    in the background: it reports CONNECTED when a server answers."""
+    client.stop()
+    client.start_async()
 
 
 def _checked_size(path: str, value: bytes) -> bytes:

@@ -82,8 +82,8 @@ async def partitioned_metadata(connection: ServerConnection, command: Partitione
         return
     try:
         partitions = await partitions_of(connection.server.node.store, topic)
-    except MetadataError as exc:
-        connection.send_command(failed(ServerError.SERVICE_NOT_READY, str(exc)))
+    except MetadataError as exc:  # Pulsar's clients retry it, and keep the connection
+        connection.send_command(failed(ServerError.METADATA_ERROR, str(exc)))
         return
     connection.send_command(
         PartitionedMetadataResponse(
@@ -92,6 +92,15 @@ async def partitioned_metadata(connection: ServerConnection, command: Partitione
             response=MetadataLookupType.SUCCESS,
         )
     )
+
+
+# How a failed lookup is told. Pulsar's C++ client closes the whole connection (every producer
+# and consumer on it) on ServiceNotReady, unless its message is one of Pulsar's own for a bundle
+# in transition; a store failure is MetadataError, which it retries on the same connection.
+_LOOKUP_ERRORS: dict[LookupErrorKind | None, ServerError] = {
+    LookupErrorKind.NAMESPACE_NOT_FOUND: ServerError.TOPIC_NOT_FOUND,
+    LookupErrorKind.METADATA: ServerError.METADATA_ERROR,
+}
 
 
 async def lookup(connection: ServerConnection, command: LookupTopic) -> None:
@@ -112,11 +121,7 @@ async def lookup(connection: ServerConnection, command: LookupTopic) -> None:
     if answer is None:
         answer = await node.lookup(topic, LookupOptions(authoritative=command.authoritative))
     if answer.kind is AnswerKind.ERROR:
-        error = (
-            ServerError.TOPIC_NOT_FOUND
-            if answer.error is LookupErrorKind.NAMESPACE_NOT_FOUND
-            else ServerError.SERVICE_NOT_READY
-        )
+        error = _LOOKUP_ERRORS.get(answer.error, ServerError.SERVICE_NOT_READY)
         response = LookupTopicResponse(
             request_id=command.request_id,
             response=LookupType.FAILED,

@@ -191,10 +191,8 @@ class TopicService:
                 return self._topic(topic)
         except NamespaceNotFoundError as exc:
             raise TopicRefused(ServerError.TOPIC_NOT_FOUND, str(exc)) from None
-        except MetadataError as exc:
-            raise TopicRefused(
-                ServerError.SERVICE_NOT_READY, f"metadata unavailable: {exc}"
-            ) from None
+        except MetadataError as exc:  # retried on the same connection (see lookup errors)
+            raise TopicRefused(ServerError.METADATA_ERROR, f"metadata unavailable: {exc}") from None
         raise TopicRefused(
             ServerError.SERVICE_NOT_READY,
             f"Namespace bundle for topic ({topic}) not served by this instance: "
