@@ -265,8 +265,13 @@ class AdminHandlers:
                 throughput = stats.long_term_data.total_msg_throughput
                 if throughput > hottest:
                     hottest, found = throughput, candidate
-        if found is None:
-            return failed(404, f"Bundle range {which} not found")
+        if found is None:  # Pulsar's status and words, and what they mean here
+            why = (
+                "no bundle of the namespace holds a persistent topic (LARGEST counts those)"
+                if which == "LARGEST"
+                else "no bundle of the namespace has topics in its load data yet"
+            )
+            return failed(404, f"Bundle range {which} not found: {why}")
         return str(found)
 
     async def _DrainBroker(self, request: DrainBroker) -> RequestReply:  # noqa: N802
