@@ -360,8 +360,7 @@ class BrokerNode:
         with self._taking_over(bundle):
             owner = await self.ownership.acquire(bundle)
             if owner.session == self.store.session_id and bundle not in self.served:
-                topics = await self.topic_index.topics_in(bundle) if load_topics else []
-                self.served.add_bundle(bundle, topics)
+                await self._serve(bundle, load_topics=load_topics)
         self.owners.invalidate(bundle)
         return owner
 
@@ -391,11 +390,16 @@ class BrokerNode:
             return
         with self._taking_over(bundle):
             try:
-                topics = await self.topic_index.topics_in(bundle)
+                await self._serve(bundle)
             except MetadataError:  # its topics then join as clients open them
-                topics = []
-            self.served.add_bundle(bundle, topics)
+                await self._serve(bundle, load_topics=False)
         self.owners.invalidate(bundle)
+
+    async def _serve(self, bundle: BundleName, *, load_topics: bool = True) -> None:
+        """Serve ``bundle``, with its topics listed in the store (``load_topics``) or none
+        yet: a topic joins its bundle when a client opens it."""
+        topics = await self.topic_index.topics_in(bundle) if load_topics else []
+        self.served.add_bundle(bundle, topics)
 
     def bundle_stats(self) -> Mapping[str, NamespaceBundleStats]:
         """Stats of every bundle this broker serves (the ``lastStats`` of its report), in
@@ -510,7 +514,7 @@ class BrokerNode:
             else:
                 with self._taking_over(bundle):
                     owner = await self.ownership.take_over(current)
-                    self.served.add_bundle(bundle, await self.topic_index.topics_in(bundle))
+                    await self._serve(bundle)
                 self.owners.invalidate(bundle)
             ok = owner.broker_id == self.broker_id
             return CommandReply(ok=ok, message="" if ok else f"owned by {owner.broker_id}")

@@ -87,6 +87,7 @@ def parse_time_ms(text: str) -> int:
     the end of 9999 (the years a history's ``date=`` partition can name)."""
     stripped = text.strip()
     if stripped.isdigit():
+        # past 20 digits it is out of range anyway (and int() refuses 4,300 digits)
         ms = int(stripped) if len(stripped) <= 20 else LAST_MS + 1
     else:
         try:

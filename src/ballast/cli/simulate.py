@@ -3,12 +3,14 @@ balance and cost, compare strategies. See ``docs/simulator.md``."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -100,11 +102,14 @@ def _out_path(text: str) -> Path:
     return Path(text)
 
 
-def _prepare_out(out: Path) -> int:
+@contextlib.contextmanager
+def _prepared_out(out: Path | None) -> Iterator[None]:
     """Make ``--out`` and write a file in it before any run, so that an unwritable directory
-    fails in a moment, not after a long simulation whose results would then be lost; and take
-    its lock (the descriptor returned holds it until closed): two runs writing there at once
-    would mix their files."""
+    fails in a moment, not after a long simulation whose results would then be lost; and hold
+    its lock while the block runs: two runs writing there at once would mix their files."""
+    if out is None:
+        yield
+        return
     if out.exists() and not out.is_dir():
         fail(f"--out {out} is a file, not a directory")
     if out.is_symlink() and not out.exists():
@@ -121,7 +126,10 @@ def _prepare_out(out: Path) -> int:
         fail(f"cannot write to --out {out}: {exc.strerror or exc}")
     if lock is None:
         fail(f"another ballast simulate is writing to --out {out}; wait for it, or give another")
-    return lock
+    try:
+        yield
+    finally:
+        os.close(lock)
 
 
 def _check_settings(
@@ -341,25 +349,37 @@ def simulate_command(
     names = _strategies(strategy, compare)
     labels = _check_settings(loaded, names, tuple(overrides or ()))
     out = None if out_text is None else _out_path(out_text)
-    lock = None if out is None else _prepare_out(out)
-    try:
+    with _prepared_out(out):
         if out is not None:
             _check_targets(out, labels, timeline_format, plots=plots, compared=compare is not None)
-        summaries = _run_and_write(
-            loaded,
-            names,
-            labels,
-            out,
-            seed,
-            overrides,
-            timeline_format,
-            plots=plots,
-            compared=compare is not None,
-            check_invariants=check_invariants,
+        logging.getLogger("ballast").setLevel(logging.ERROR)
+        base = RunOptions(
+            seed=seed, overrides=tuple(overrides or ()), check_invariants=check_invariants
         )
-    finally:
-        if lock is not None:
-            os.close(lock)
+        try:
+            results, summaries = _run_all(loaded, names, labels, base)
+        except KeyboardInterrupt:
+            fail("interrupted before the runs ended: nothing written", code=130)
+        if out is not None:
+            try:
+                _write_outputs(
+                    out,
+                    results,
+                    summaries,
+                    timeline_format,
+                    plots=plots,
+                    compared=compare is not None,
+                )
+            except OSError as exc:
+                # The summaries still reach stdout below the error, so the run is not lost.
+                typer.echo(f"error: cannot write to --out {out}: {exc}", err=True)
+                typer.echo(json.dumps(summaries, indent=2))
+                raise typer.Exit(1) from None
+            except KeyboardInterrupt:
+                fail(
+                    f"interrupted while writing to --out {out}: its files are incomplete",
+                    code=130,
+                )
     if as_json:
         typer.echo(json.dumps(summaries if compare is not None else summaries[0], indent=2))
     else:
@@ -369,38 +389,3 @@ def simulate_command(
         for line in failures:
             typer.echo(f"expectation failed: {line}", err=True)
         raise typer.Exit(1)
-
-
-def _run_and_write(
-    loaded: Scenario,
-    names: list[str | None],
-    labels: list[str],
-    out: Path | None,
-    seed: int | None,
-    overrides: list[str] | None,
-    timeline_format: str,
-    *,
-    plots: bool,
-    compared: bool,
-    check_invariants: bool,
-) -> list[dict[str, Any]]:
-    """Run every strategy, then write the results to ``out`` (when given): the summaries."""
-    logging.getLogger("ballast").setLevel(logging.ERROR)
-    base = RunOptions(
-        seed=seed, overrides=tuple(overrides or ()), check_invariants=check_invariants
-    )
-    try:
-        results, summaries = _run_all(loaded, names, labels, base)
-    except KeyboardInterrupt:
-        fail("interrupted before the runs ended: nothing written", code=130)
-    if out is not None:
-        try:
-            _write_outputs(out, results, summaries, timeline_format, plots=plots, compared=compared)
-        except OSError as exc:
-            # The summaries still reach stdout below the error, so the run is not lost.
-            typer.echo(f"error: cannot write to --out {out}: {exc}", err=True)
-            typer.echo(json.dumps(summaries, indent=2))
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            fail(f"interrupted while writing to --out {out}: its files are incomplete", code=130)
-    return summaries

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ballast.pipeline.schema import Table
+from ballast.pipeline.schema import ColumnType, Table
 
 
 class HistoryFileError(ValueError):
@@ -41,6 +41,8 @@ def check_table_files(directory: Path, table: Table) -> None:
     a file of ``table``: unreadable, a column missing or of another type, or an empty (null)
     value in a column that must have one. Only its footer is read (about a millisecond a
     file): the null counts are the writer's statistics, where it wrote them."""
+    # Lists are left out of the null check: their statistics count null elements.
+    required = {c.name for c in table.columns if not c.nullable and c.type not in _LISTS}
     for path in table_files(directory):
         try:
             metadata = pq.read_metadata(path)
@@ -65,23 +67,26 @@ def check_table_files(directory: Path, table: Table) -> None:
                     raise HistoryFileError(
                         f"{path}: column {column.name} holds {found}, not {column.type.value}"
                     )
-        _check_nulls(path, metadata, table)
+        _check_nulls(path, metadata, table.name, required)
 
 
-def _check_nulls(path: Path, metadata: pq.FileMetaData, table: Table) -> None:
-    """Refuse a null in a column that must have a value: Spark would average it as NaN, or a
-    strategy would fail on it. Lists are left out (their statistics count null elements)."""
-    required = {c.name for c in table.columns if not c.nullable and "array" not in c.type.value}
+_LISTS = (ColumnType.LONG_ARRAY, ColumnType.STRING_ARRAY)
+
+
+def _check_nulls(path: Path, metadata: pq.FileMetaData, name: str, required: set[str]) -> None:
+    """Refuse a null in a ``required`` column of table ``name``: Spark would average it as
+    NaN, or a strategy would fail on it."""
     for group in range(metadata.num_row_groups):
         row_group = metadata.row_group(group)
         for index in range(row_group.num_columns):
             chunk = row_group.column(index)
-            name = chunk.path_in_schema
+            column = chunk.path_in_schema
             stats = chunk.statistics
-            if name in required and stats is not None and stats.has_null_count and stats.null_count:
+            nulls = stats.null_count if stats is not None and stats.has_null_count else 0
+            if nulls and column in required:
                 raise HistoryFileError(
-                    f"{path}: column {name} has {stats.null_count} empty (null) values; every "
-                    f"row of the {table.name} table needs one"
+                    f"{path}: column {column} has {nulls} empty (null) values; every row of "
+                    f"the {name} table needs one"
                 )
 
 

@@ -430,9 +430,7 @@ def _expectations(table: Table) -> Expectations:
     table.finish()
     low, high = expect.moves_min, expect.moves_max
     if low is not None and high is not None and low > high:  # no run could meet both
-        raise ScenarioError(
-            f"{table.path('moves_min')}: {expect.moves_min} is above moves_max ({expect.moves_max})"
-        )
+        raise ScenarioError(f"{table.path('moves_min')}: {low} is above moves_max ({high})")
     return expect
 
 
