@@ -6,14 +6,18 @@ anything else; so must ours)."""
 from __future__ import annotations
 
 import asyncio
+import re
 
+from ballast.broker.http.leader_calls import to_leader
 from ballast.broker.lookup import AnswerKind, LookupErrorKind
 from ballast.clock import Clock
 from ballast.controller.commands import AnyCommand, CommandReply, TransferBundle, UnloadBundle
 from ballast.controller.event_types import OwnershipChanged
 from ballast.controller.requests import (
+    AnyRequest,
     CreateNamespace,
     CreateTenant,
+    RequestReply,
     SplitRequest,
     UnloadRequest,
 )
@@ -89,7 +93,10 @@ async def test_a_deposed_leader_decides_nothing_queued_behind_a_slow_event(
     controller.abandon()  # what losing the session does first
     answer = await lookup
     assert answer.kind is AnswerKind.ERROR and answer.error is LookupErrorKind.NOT_READY
-    assert answer.message == "the leader changed; retry"  # the client looks it up again
+    # The client looks it up again, on the same connection: the words are Pulsar's.
+    assert answer.message == (
+        f"Failed to acquire ownership for namespace bundle {unowned}: the leader changed; retry"
+    )
     await clock.sleep(5.0)
     assert len(controller.decisions_log) == decided  # nothing decided after the loss
     assert {n.broker_id: n.commands for n in cluster.running() if n is not leader} == commands
@@ -215,7 +222,10 @@ async def test_a_transfer_whose_destination_leaves_ends_and_the_image_follows_th
     await cluster.crash_broker(destination)
     await eventually(request.done, clock, timeout_s=SESSION_S * 4, what="the move's end")
     reply = request.result()
-    assert not reply.ok and f"{destination} left the cluster" in reply.message
+    assert not reply.ok and reply.status == 503  # the cluster changed under it: retry
+    assert f"{destination} left the cluster" in reply.message
+    # The admin is told where the bundle went: its source let it go when the move failed.
+    assert re.search(r"; it (is owned by \S+|has no owner now, and the next lookup)", reply.message)
     cluster.in_process.send = send  # type: ignore[method-assign]
     controller = leader.controller
     assert controller.channel.brokers() == sorted(
@@ -267,4 +277,67 @@ async def test_a_broker_cut_off_past_its_session_stops_serving_until_it_owns_aga
         )
         servers = [n for n in cluster.running() if n.served.bundle_of(topic) is not None]
         assert [n.broker_id for n in servers] == [answer.broker_id]
+    await cluster.close()
+
+
+async def test_a_request_forwarded_to_a_leader_that_stops_answering_goes_to_the_next_one(
+    clock: Clock,
+) -> None:
+    """A broker forwarding an admin change to a leader that went silent (paused) waited out
+    the transport's timeout, though another broker was elected meanwhile. It follows the
+    leadership now."""
+    cluster, observer = await start_cluster(clock, 3)
+    old = cluster.leader()
+    assert old is not None
+    via = next(n for n in cluster.running() if n is not old)
+    call_leader = cluster.in_process.call_leader
+
+    async def silent_old_leader(leader_id: str, request: AnyRequest) -> RequestReply:
+        if leader_id == old.broker_id:
+            await asyncio.get_running_loop().create_future()  # never answers
+        return await call_leader(leader_id, request)
+
+    cluster.in_process.call_leader = silent_old_leader  # type: ignore[method-assign]
+    request = asyncio.ensure_future(to_leader(via, CreateNamespace(namespace="t/on", bundles=2)))
+    await clock.sleep(1.0)
+    assert not request.done()  # still with the silent leader
+    await cluster.crash_broker(old.broker_id)
+    await eventually(request.done, clock, timeout_s=SESSION_S * 4, what="an answer")
+    reply = request.result()
+    assert reply.ok, reply.message
+    new = cluster.leader()
+    assert new is not None and new is not old
+    assert NamespaceName.parse("t/on") in new.controller.image.namespaces  # type: ignore[union-attr]
+    cluster.in_process.call_leader = call_leader  # type: ignore[method-assign]
+    await settle_and_check(cluster, observer, clock)
+    await cluster.close()
+
+
+async def test_a_lookup_with_no_leader_to_place_its_bundle_answers_in_pulsars_words(
+    clock: Clock,
+) -> None:
+    """Between leaders, a lookup cannot get a bundle an owner. Pulsar's C++ client closed the
+    whole connection on the words it had (every producer and consumer on it); on Pulsar's own
+    words for a failed acquisition it retries the lookup on the same connection."""
+    cluster, _ = await start_cluster(clock, 2)
+    assert (await cluster.request(CreateNamespace(namespace="t/between", bundles=1))).ok
+    [topic] = await create_topics(cluster, "t/between", 1)
+    follower = next(n for n in cluster.running() if n.controller is None)
+    bundle = await follower.lookups.bundle_of(topic)
+
+    async def no_leader() -> str | None:
+        return None
+
+    async def unregistered_leader() -> str | None:
+        return "gone:8080"
+
+    expected = f"Failed to acquire ownership for namespace bundle {bundle}: "
+    for leader_id, why in (
+        (no_leader, "no leader is elected yet to place it"),
+        (unregistered_leader, "the leader gone:8080 is not registered yet"),
+    ):
+        follower.lookups._leader_id = leader_id  # type: ignore[method-assign]
+        answer = await follower.lookup(topic)
+        assert answer.kind is AnswerKind.ERROR and answer.error is LookupErrorKind.NOT_READY
+        assert answer.message == expected + why + "; retry"
     await cluster.close()

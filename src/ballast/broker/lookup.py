@@ -100,6 +100,16 @@ def error(kind: LookupErrorKind, message: str) -> LookupAnswer:
     return LookupAnswer(kind=AnswerKind.ERROR, error=kind, message=message)
 
 
+def _not_placed(bundle: BundleName, why: str) -> LookupAnswer:
+    """A bundle that could not get an owner this time, in Pulsar's words for it: its C++
+    client (and the Python one built on it) retries a lookup that says so on the same
+    connection, where other words make it close the connection, producers and consumers too."""
+    return error(
+        LookupErrorKind.NOT_READY,
+        f"Failed to acquire ownership for namespace bundle {bundle}: {why}; retry",
+    )
+
+
 def _answer(kind: AnswerKind, urls: BrokerUrls, authoritative: bool = False) -> LookupAnswer:
     return LookupAnswer(
         kind=kind,
@@ -250,34 +260,29 @@ class LookupService:
         if placer is None:
             leader = await self._leader_id()
             if leader is None:
-                return error(LookupErrorKind.NOT_READY, "no leader elected yet")
+                return _not_placed(bundle, "no leader is elected yet to place it")
             urls = await self.urls_of(leader)
             if urls is None:
-                return error(LookupErrorKind.NOT_READY, f"leader {leader} is not registered")
+                return _not_placed(bundle, f"the leader {leader} is not registered yet")
             return _answer(AnswerKind.REDIRECT, urls, authoritative=False)
         try:
             chosen = await placer(bundle)
         except NoBrokerError as exc:
             return error(LookupErrorKind.NO_BROKER, str(exc))
         except PreemptedError:  # the controller lost leadership before placing it
-            return error(LookupErrorKind.NOT_READY, "the leader changed; retry")
+            return _not_placed(bundle, "the leader changed")
         if chosen == self._identity.broker_id:
             return await self._take(bundle, options)
         urls = await self.urls_of(chosen)
         if urls is None:
-            return error(LookupErrorKind.NOT_READY, f"broker {chosen} is not registered")
+            return _not_placed(bundle, f"the broker chosen for it, {chosen}, is not registered")
         return _answer(AnswerKind.REDIRECT, urls, authoritative=True)
 
     async def _owned(self, owner: Owner) -> LookupAnswer:
         if owner.state is OwnershipState.ASSIGNING:
-            # Pulsar's words for it: its clients retry a lookup that says so on the same
-            # connection, where other words make them close it, producers and consumers too.
-            return error(
-                LookupErrorKind.NOT_READY,
-                f"Failed to acquire ownership for namespace bundle {owner.bundle}: it is being "
-                f"assigned to {owner.broker_id}; retry",
-            )
+            return _not_placed(owner.bundle, f"it is being assigned to {owner.broker_id}")
         if owner.state is not OwnershipState.OWNED:
+            # Pulsar's words for a bundle in transition, as in _not_placed.
             return error(
                 LookupErrorKind.NOT_READY,
                 f"Namespace bundle {owner.bundle} is being unloaded ({owner.state.value} on "

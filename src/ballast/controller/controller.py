@@ -59,7 +59,7 @@ from ballast.controller.loading import (
     load_shedding_memory,
     scan_owners,
 )
-from ballast.controller.moves import MoveExecutor, MoveFinished
+from ballast.controller.moves import MoveExecutor, MoveFinished, move_reply
 from ballast.controller.requests import AnyRequest, ClusterTransport, RequestReply
 from ballast.coordination.election import LeaderElection, Leadership
 from ballast.coordination.ownership import read_owner
@@ -540,32 +540,24 @@ class Controller:
     async def _apply_move(self, event: MoveFinished) -> None:
         """The one place a finished move changes the image."""
         self.image.moving.discard(event.bundle)
+        owner = event.owner
         if event.kind == "split" and event.ok and event.children:
             parsed = BundleName.parse(event.bundle)
             self.image.forget_bundle(event.bundle)
             await self.track_namespace(parsed.namespace)
-        elif not event.ok and event.kind != "split":
+        elif not event.ok:
             # A move that failed part way (a broker left, a command refused) may have left
-            # the bundle anywhere: the image takes the owner the store has.
+            # the bundle anywhere: the image takes the owner the store has (a failed split
+            # has changed no owner).
             found = await read_owner(self.store, BundleName.parse(event.bundle))
-            if found is None or found.broker_id is None:
-                self.image.drop_owner(event.bundle)
-            else:
-                self.image.set_owner(event.bundle, found.broker_id)
-        elif event.owner is None:
-            self.image.drop_owner(event.bundle)
+            owner = None if found is None else found.broker_id
+            if event.kind != "split":
+                self.image.record_owner(event.bundle, owner)
         else:
-            self.image.set_owner(event.bundle, event.owner)
+            self.image.record_owner(event.bundle, event.owner)
         waiter = self._waiters.pop(event.move_id, None)
         if waiter is not None and not waiter.done():
-            waiter.set_result(
-                RequestReply(
-                    ok=event.ok,
-                    status=200 if event.ok else 500,
-                    message=event.message or f"{event.kind} of {event.bundle} done",
-                    result={"owner": event.owner, "children": list(event.children)},
-                )
-            )
+            waiter.set_result(move_reply(event, owner))
 
     async def _write_load_data(self, _event: WriteLoadData) -> None:
         """Every ``loadBalancerResourceQuotaUpdateIntervalMinutes``: broker time averages and

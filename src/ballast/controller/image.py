@@ -164,6 +164,13 @@ class ClusterImage:
             self._owned_by[owner].discard(bundle)
         return owner
 
+    def record_owner(self, bundle: str, owner: str | None) -> None:
+        """``bundle`` is owned by ``owner`` now, or by nobody (None)."""
+        if owner is None:
+            self.drop_owner(bundle)
+        else:
+            self.set_owner(bundle, owner)
+
     def set_owners(self, namespace: NamespaceName, owners: Mapping[str, str]) -> dict[str, str]:
         """Replace the owners of ``namespace``'s bundles; returns the bundles that lost theirs,
         with the broker each had. Indexed by namespace: a cluster of tens of thousands of

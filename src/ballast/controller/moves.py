@@ -31,6 +31,7 @@ from ballast.controller.commands import (
     UnloadBundle,
 )
 from ballast.controller.events import ControllerEvent
+from ballast.controller.requests import RequestReply
 from ballast.tasks import spawn
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,29 @@ class MoveStats:
     transferred: int = 0
     split: int = 0
     failed: int = 0
+
+
+def move_reply(event: MoveFinished, owner: str | None) -> RequestReply:
+    """What the admin who asked for the move hears; ``owner`` is who owns the bundle now.
+
+    A move fails when the cluster changed under it (a broker left or stopped answering, a
+    newer leader fenced it off), so a retry may succeed: 503, saying where the bundle is."""
+    result: dict[str, object] = {"owner": event.owner, "children": list(event.children)}
+    if event.ok:
+        return RequestReply(
+            ok=True, message=event.message or f"{event.kind} of {event.bundle} done", result=result
+        )
+    where = (
+        f"it is owned by {owner}"
+        if owner is not None
+        else "it has no owner now, and the next lookup places it"
+    )
+    return RequestReply(
+        ok=False,
+        status=503,
+        message=f"{event.kind} of {event.bundle} failed: {event.message}; {where}",
+        result=result,
+    )
 
 
 class MoveExecutor:

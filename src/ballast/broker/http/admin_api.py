@@ -14,10 +14,9 @@ from aiohttp import web
 
 from ballast.broker.binary.peers import PeerError, PeerTopics
 from ballast.broker.http.errors import ApiError, reason, this_cluster
-from ballast.controller.commands import TransportError
+from ballast.broker.http.leader_calls import to_leader
 from ballast.controller.loading import load_failure_domains, load_namespace
 from ballast.controller.requests import (
-    AnyRequest,
     CreateNamespace,
     CreateTenant,
     DeleteNamespace,
@@ -47,20 +46,6 @@ from ballast.model.policies import BundlesData, LocalPolicies
 
 if TYPE_CHECKING:
     from ballast.broker.node import BrokerNode
-
-
-async def to_leader(node: BrokerNode, request: AnyRequest) -> RequestReply:
-    """Hand a change to the leader's controller (this broker's own, or over the transport)."""
-    controller = node.controller
-    if controller is not None and controller.running:
-        return await controller.request(request)
-    leader = await node.leader_id()
-    if leader is None or leader == node.broker_id:
-        return RequestReply(ok=False, status=503, message="no leader is elected yet; retry")
-    try:
-        return await node.transport.call_leader(leader, request)
-    except TransportError as exc:
-        return RequestReply(ok=False, status=503, message=str(exc))
 
 
 async def loaded_topics(
