@@ -69,9 +69,11 @@ from ballast.tasks import spawn
 log = logging.getLogger(__name__)
 
 # A stopping broker waits this long for its bundles to move after asking the leader to drain
-# it, and asks again this soon when there was no leader to ask.
+# it, and asks again this soon when there was no leader to ask. With no leader for
+# DRAIN_NO_LEADER_S (every broker is stopping: none is a candidate), it stops asking.
 DRAIN_WAIT_S = 5.0
 DRAIN_RETRY_S = 0.5
+DRAIN_NO_LEADER_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,18 +250,27 @@ class BrokerNode:
         await self.registration.abandon()
 
     async def _drain(self, deadline: float) -> None:
+        """Have the leader move this broker's bundles elsewhere, until none is left or the
+        deadline. It ends early where waiting could not help (waiting would only hold the
+        shutdown for brokerShutdownTimeoutMs): no other broker, none that can take a bundle
+        (all the others stopping too), or no leader at all for DRAIN_NO_LEADER_S."""
+        leaderless_since: float | None = None
         while self.clock.monotonic() < deadline:
             await self._settle_releases()
             if not self._movable_bundles():
                 break
             if not any(b != self.broker_id for b in self.registry.brokers()):
-                # The last broker: no one can take its bundles, so waiting for a drain would
-                # only hold the shutdown for brokerShutdownTimeoutMs.
                 log.info("%s is the only broker: nowhere to move its bundles", self.broker_id)
                 break
             asked = False
             leader = await self.leader_id()
-            if leader is not None and leader != self.broker_id:
+            if leader is None or leader == self.broker_id:
+                leaderless_since = leaderless_since or self.clock.monotonic()
+                if self.clock.monotonic() - leaderless_since >= DRAIN_NO_LEADER_S:
+                    log.info("%s: no leader to move its bundles", self.broker_id)
+                    break
+            else:
+                leaderless_since = None
                 try:
                     reply = await self.transport.call_leader(
                         leader, DrainBroker(broker=self.broker_id)
@@ -269,6 +280,9 @@ class BrokerNode:
                         log.warning("drain of %s refused: %s", self.broker_id, reply.message)
                 except TransportError:
                     pass
+                if asked and not reply.result.get("moving") and reply.result.get("unplaced"):
+                    log.info("%s: no broker can take its bundles", self.broker_id)
+                    break
             # No leader to ask yet (this broker just resigned, or the leader is starting):
             # ask again shortly rather than after the moves' usual wait.
             wait_s = DRAIN_WAIT_S if asked else DRAIN_RETRY_S

@@ -279,13 +279,17 @@ class AdminHandlers:
         if view is None:
             return failed(404, f"broker {request.broker} is not registered")
         view.draining = True
-        moved = 0
+        moved = unplaced = in_flight = 0
         for bundle in self.c.image.bundles_owned_by(request.broker):
             parsed = BundleName.parse(bundle)
-            if parsed.namespace.is_system_service or bundle in self.c.image.moving:
+            if parsed.namespace.is_system_service:
+                continue
+            if bundle in self.c.image.moving:
+                in_flight += 1
                 continue
             choice = self.c.choose(parsed)
             if choice is None or choice[0] == request.broker:
+                unplaced += 1  # every other broker is stopping too, or none may take it
                 continue
             destination, placed = choice
             self.c.image.moving.add(bundle)
@@ -299,7 +303,12 @@ class AdminHandlers:
             )
             self.c.moves.transfer(bundle, request.broker, destination)
             moved += 1
-        return ok(f"moving {moved} bundles off {request.broker}", moving=moved)
+        nowhere = f"; no broker can take {unplaced}" if unplaced else ""
+        return ok(
+            f"moving {moved + in_flight} bundles off {request.broker}{nowhere}",
+            moving=moved + in_flight,
+            unplaced=unplaced,
+        )
 
     # -- tenants and namespaces -----------------------------------------------------------------
 
