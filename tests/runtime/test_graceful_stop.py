@@ -8,9 +8,15 @@ import asyncio
 
 from ballast.broker.cluster import LocalCluster
 from ballast.broker.identity import BrokerIdentity
-from ballast.broker.node import DRAIN_NO_LEADER_S
+from ballast.broker.leader_calls import LEADER_WAIT_S
 from ballast.clock import Clock
-from ballast.controller.requests import CreateNamespace, CreateTenant, SetIsolationPolicy
+from ballast.controller.requests import (
+    AnyRequest,
+    CreateNamespace,
+    CreateTenant,
+    RequestReply,
+    SetIsolationPolicy,
+)
 from ballast.coordination.ownership import read_owner
 from ballast.model.config import load_settings
 from tests.runtime.test_scenarios import create_topics
@@ -47,7 +53,7 @@ async def test_every_broker_stopping_at_once_does_not_wait_out_the_shutdown_time
     await asyncio.gather(*(cluster.stop_broker(n.broker_id) for n in cluster.running()))
     took = clock.monotonic() - began
     # Stopping, none is a candidate: with no leader to ask, they stop asking.
-    assert took < DRAIN_NO_LEADER_S + 5 < SHUTDOWN_S, took
+    assert took < LEADER_WAIT_S + 5 < SHUTDOWN_S, took
     await cluster.close()
 
 
@@ -78,4 +84,44 @@ async def test_a_stop_whose_bundles_no_other_broker_may_take_does_not_wait(
     assert clock.monotonic() - began < 10 < SHUTDOWN_S
     bundle = await leader.lookups.bundle_of(topics[0])
     assert await read_owner(leader.store, bundle) is None  # let go, not moved against policy
+    await cluster.close()
+
+
+async def test_a_drain_asked_of_a_leader_that_stops_answering_goes_to_the_next_one(
+    clock: Clock,
+) -> None:
+    """A stopping broker's drain waited on a silent (paused) leader for the transport's
+    timeout, past its own deadline, while a new leader placed bundles on it; it dropped them
+    when it left. The drain follows the leadership now."""
+    cluster = await start(clock, ("10.0.0.1", "10.0.0.2", "10.0.0.3"))
+    assert (await cluster.request(CreateNamespace(namespace="t/d", bundles=6))).ok
+    topics = await create_topics(cluster, "t/d", 12)
+    for topic in topics:
+        await cluster.lookup(topic)
+    await clock.sleep(1.0)
+    old = cluster.leader()
+    assert old is not None
+    stopping, staying = (n for n in cluster.running() if n is not old)
+    drained = [b for b in stopping.ownership.owned() if b != stopping.heartbeat_bundle]
+    assert drained
+    call_leader = cluster.in_process.call_leader
+
+    async def silent_old_leader(leader_id: str, request: AnyRequest) -> RequestReply:
+        if leader_id == old.broker_id:
+            await asyncio.get_running_loop().create_future()  # never answers
+        return await call_leader(leader_id, request)
+
+    cluster.in_process.call_leader = silent_old_leader  # type: ignore[method-assign]
+    began = clock.monotonic()
+    stop = asyncio.ensure_future(cluster.stop_broker(stopping.broker_id))
+    await clock.sleep(0.5)
+    await cluster.crash_broker(old.broker_id)
+    await eventually(stop.done, clock, timeout_s=SHUTDOWN_S, what="the stop")
+    stop.result()
+    assert clock.monotonic() - began < SHUTDOWN_S / 2  # the session timeout and a transfer
+    assert staying.controller is not None and staying.controller.running
+    for bundle in drained:  # moved to the broker left, not dropped
+        owner = await read_owner(staying.store, bundle)
+        assert owner is not None and owner.broker_id == staying.broker_id, bundle
+    cluster.in_process.call_leader = call_leader  # type: ignore[method-assign]
     await cluster.close()

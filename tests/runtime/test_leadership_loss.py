@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from ballast.broker.http.leader_calls import to_leader
+from ballast.broker.leader_calls import to_leader
 from ballast.broker.lookup import AnswerKind, LookupErrorKind
 from ballast.clock import Clock
 from ballast.controller.commands import AnyCommand, CommandReply, TransferBundle, UnloadBundle
@@ -20,6 +20,7 @@ from ballast.controller.requests import (
     RequestReply,
     SplitRequest,
     UnloadRequest,
+    not_the_leader,
 )
 from ballast.metadata.chunking import ChunkingStore
 from ballast.metadata.memory import MemoryMetadataStore
@@ -285,16 +286,23 @@ async def test_a_request_forwarded_to_a_leader_that_stops_answering_goes_to_the_
 ) -> None:
     """A broker forwarding an admin change to a leader that went silent (paused) waited out
     the transport's timeout, though another broker was elected meanwhile. It follows the
-    leadership now."""
+    leadership now, and waits for the new leader to start (its controller starts a moment
+    after its election, and until then it answers "not the leader")."""
     cluster, observer = await start_cluster(clock, 3)
     old = cluster.leader()
     assert old is not None
-    via = next(n for n in cluster.running() if n is not old)
+    # The last to register, so the last to campaign: another follower is elected, and the
+    # request is forwarded to it.
+    via = [n for n in cluster.running() if n is not old][-1]
     call_leader = cluster.in_process.call_leader
+    starting = [2]  # the new leader's first answers: it has not started yet
 
     async def silent_old_leader(leader_id: str, request: AnyRequest) -> RequestReply:
         if leader_id == old.broker_id:
             await asyncio.get_running_loop().create_future()  # never answers
+        if starting[0] > 0:
+            starting[0] -= 1
+            return not_the_leader(leader_id)
         return await call_leader(leader_id, request)
 
     cluster.in_process.call_leader = silent_old_leader  # type: ignore[method-assign]
@@ -305,8 +313,9 @@ async def test_a_request_forwarded_to_a_leader_that_stops_answering_goes_to_the_
     await eventually(request.done, clock, timeout_s=SESSION_S * 4, what="an answer")
     reply = request.result()
     assert reply.ok, reply.message
+    assert starting == [0]  # it was told "not the leader", and asked again
     new = cluster.leader()
-    assert new is not None and new is not old
+    assert new is not None and new is not old and new is not via
     assert NamespaceName.parse("t/on") in new.controller.image.namespaces  # type: ignore[union-attr]
     cluster.in_process.call_leader = call_leader  # type: ignore[method-assign]
     await settle_and_check(cluster, observer, clock)

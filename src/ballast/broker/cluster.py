@@ -23,7 +23,7 @@ from ballast.broker.traffic import MeasuredTraffic, TrafficSource, WorkloadTraff
 from ballast.clock import Clock
 from ballast.controller.commands import AnyCommand, CommandReply, TransportError
 from ballast.controller.history import HistorySink
-from ballast.controller.requests import AnyRequest, ClusterTransport, RequestReply
+from ballast.controller.requests import AnyRequest, ClusterTransport, RequestReply, not_the_leader
 from ballast.coordination.election import read_leader
 from ballast.metadata.chunking import ChunkingStore
 from ballast.metadata.factory import MetadataStores
@@ -55,7 +55,7 @@ class InProcessTransport:
             raise TransportError(f"broker {leader_id} is not reachable")
         controller = node.controller
         if controller is None or not controller.running:
-            return RequestReply(ok=False, status=503, message=f"{leader_id} is not the leader")
+            return not_the_leader(leader_id)
         return await controller.request(request)
 
 

@@ -23,6 +23,7 @@ from types import MappingProxyType
 from ballast.broker.caches import NamespaceBundlesCache, NamespaceNotFoundError, OwnershipCache
 from ballast.broker.host_usage import HostUsageProvider
 from ballast.broker.identity import BrokerIdentity
+from ballast.broker.leader_calls import to_leader
 from ballast.broker.lookup import (
     DEFAULT_OPTIONS,
     LookupAnswer,
@@ -43,7 +44,6 @@ from ballast.controller.commands import (
     SplitBundle,
     TakeOverBundle,
     TransferBundle,
-    TransportError,
     UnloadBundle,
 )
 from ballast.controller.controller import Controller
@@ -69,11 +69,9 @@ from ballast.tasks import spawn
 log = logging.getLogger(__name__)
 
 # A stopping broker waits this long for its bundles to move after asking the leader to drain
-# it, and asks again this soon when there was no leader to ask. With no leader for
-# DRAIN_NO_LEADER_S (every broker is stopping: none is a candidate), it stops asking.
+# it, and asks again this soon when the leader could not be reached.
 DRAIN_WAIT_S = 5.0
 DRAIN_RETRY_S = 0.5
-DRAIN_NO_LEADER_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,8 +251,8 @@ class BrokerNode:
         """Have the leader move this broker's bundles elsewhere, until none is left or the
         deadline. It ends early where waiting could not help (waiting would only hold the
         shutdown for brokerShutdownTimeoutMs): no other broker, none that can take a bundle
-        (all the others stopping too), or no leader at all for DRAIN_NO_LEADER_S."""
-        leaderless_since: float | None = None
+        (all the others stopping too), or no leader at all (every broker stopping at once:
+        none is a candidate) for the wait of :func:`to_leader`."""
         while self.clock.monotonic() < deadline:
             await self._settle_releases()
             if not self._movable_bundles():
@@ -262,30 +260,18 @@ class BrokerNode:
             if not any(b != self.broker_id for b in self.registry.brokers()):
                 log.info("%s is the only broker: nowhere to move its bundles", self.broker_id)
                 break
-            asked = False
-            leader = await self.leader_id()
-            if leader is None or leader == self.broker_id:
-                leaderless_since = leaderless_since or self.clock.monotonic()
-                if self.clock.monotonic() - leaderless_since >= DRAIN_NO_LEADER_S:
-                    log.info("%s: no leader to move its bundles", self.broker_id)
-                    break
-            else:
-                leaderless_since = None
-                try:
-                    reply = await self.transport.call_leader(
-                        leader, DrainBroker(broker=self.broker_id)
-                    )
-                    asked = reply.ok
-                    if not reply.ok and reply.status != 503:
-                        log.warning("drain of %s refused: %s", self.broker_id, reply.message)
-                except TransportError:
-                    pass
-                if asked and not reply.result.get("moving") and reply.result.get("unplaced"):
-                    log.info("%s: no broker can take its bundles", self.broker_id)
-                    break
-            # No leader to ask yet (this broker just resigned, or the leader is starting):
-            # ask again shortly rather than after the moves' usual wait.
-            wait_s = DRAIN_WAIT_S if asked else DRAIN_RETRY_S
+            # The request follows the leadership (a new leader learns of the drain at once)
+            # and gives up at the deadline.
+            reply = await to_leader(self, DrainBroker(broker=self.broker_id), until=deadline)
+            if reply.not_leader:
+                log.info("%s: no leader to move its bundles", self.broker_id)
+                break
+            if reply.ok and not reply.result.get("moving") and reply.result.get("unplaced"):
+                log.info("%s: no broker can take its bundles", self.broker_id)
+                break
+            if not reply.ok and reply.status != 503:
+                log.warning("drain of %s refused: %s", self.broker_id, reply.message)
+            wait_s = DRAIN_WAIT_S if reply.ok else DRAIN_RETRY_S
             await self._wait_for_empty(min(deadline, self.clock.monotonic() + wait_s))
         left = self._movable_bundles()
         if left:

@@ -150,6 +150,15 @@ class RequestReply(msgspec.Struct, frozen=True, kw_only=True):
     status: int = 200
     message: str = ""
     result: dict[str, object] = {}
+    not_leader: bool = False  # the broker asked is not (or not yet) the leader: ask again
+
+
+def not_the_leader(broker_id: str) -> RequestReply:
+    """The answer of a broker asked for its controller when it runs none: the request was
+    not handled, so the asker may send it again (to the leader, once one runs)."""
+    return RequestReply(
+        ok=False, status=503, message=f"{broker_id} is not the leader", not_leader=True
+    )
 
 
 def ok(message: str = "", **result: Any) -> RequestReply:

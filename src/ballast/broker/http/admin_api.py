@@ -14,7 +14,7 @@ from aiohttp import web
 
 from ballast.broker.binary.peers import PeerError, PeerTopics
 from ballast.broker.http.errors import ApiError, reason, this_cluster
-from ballast.broker.http.leader_calls import to_leader
+from ballast.broker.leader_calls import to_leader
 from ballast.controller.loading import load_failure_domains, load_namespace
 from ballast.controller.requests import (
     CreateNamespace,

@@ -23,7 +23,7 @@ from ballast.broker.lookup import (
     LookupOptions,
 )
 from ballast.controller.commands import decode_command
-from ballast.controller.requests import RequestReply, decode_request
+from ballast.controller.requests import decode_request, not_the_leader
 from ballast.coordination.election import read_leader
 from ballast.coordination.ownership import OwnershipState
 from ballast.metadata import paths
@@ -192,9 +192,7 @@ class LookupApi:
             return reason(400, f"malformed request: {exc}")
         controller = self.node.controller
         if controller is None or not controller.running:
-            reply = RequestReply(
-                ok=False, status=503, message=f"{self.node.broker_id} is not the leader"
-            )
+            reply = not_the_leader(self.node.broker_id)
         else:
             reply = await controller.request(body)
         return web.Response(body=msgspec.json.encode(reply), content_type="application/json")

@@ -20,8 +20,8 @@ from ballast.broker.http.admin_api import (
     namespace_topics,
 )
 from ballast.broker.http.errors import ApiError, reason
-from ballast.broker.http.leader_calls import to_leader
 from ballast.broker.http.lookup_api import topic_from_parts
+from ballast.broker.leader_calls import to_leader
 from ballast.broker.lookup import partitions_of
 from ballast.controller.partitioned_topics import partitioned_topic_name
 from ballast.controller.requests import (
