@@ -47,6 +47,7 @@ from ballast.controller.event_types import (
     WriteLoadData,
 )
 from ballast.controller.events import EventManager, PreemptedError
+from ballast.controller.failover import Failover
 from ballast.controller.history import HistoryRecorder, HistorySink
 from ballast.controller.image import ClusterImage
 from ballast.controller.loading import (
@@ -124,7 +125,6 @@ class Controller:
         # The broker's own view of the registry (started and stopped by the broker): it has
         # seen every broker's last report, so it knows what a broker that died held.
         self.registry = registry
-        self._adopted_versions: set[tuple[str, int]] = set()
         self.cluster = settings.get_str("clusterName")
         self.shedding_config = SheddingConfig.from_settings(settings)
         self.placement_config = PlacementConfig.from_settings(settings)
@@ -139,6 +139,7 @@ class Controller:
         self.channel = ControllerChannel(transport, clock)
         self.moves = MoveExecutor(self.channel, self.epoch, self._move_finished)
         self.admin = AdminHandlers(self)
+        self.failover = Failover(self)
         self._ownership_watches: dict[NamespaceName, WatchHandle] = {}
         self._waiters: dict[int, asyncio.Future[RequestReply]] = {}
         self.running = False
@@ -210,8 +211,8 @@ class Controller:
     def _register_handlers(self) -> None:
         self.events.register(UpdateAll, self._update_all)
         self.events.register(MembershipEvent, self._membership)
-        self.events.register(AdoptOrphans, self._adopt_orphans)
-        self.events.register(OwnershipChanged, self._ownership_changed)
+        self.events.register(AdoptOrphans, self.failover.adopt_orphans)
+        self.events.register(OwnershipChanged, self.failover.ownership_changed)
         self.events.register(SheddingTick, self._shedding)
         self.events.register(WriteLoadData, self._write_load_data)
         self.events.register(PlaceBundle, self._place)
@@ -387,55 +388,11 @@ class Controller:
         if change.membership_changed:
             await self._update_all(UpdateAll())
         for broker in (*change.left, *change.bounced):
-            orphans = [b for b in self.image.bundles_owned_by(broker) if b not in self.image.moving]
-            for bundle in orphans:
-                self.image.drop_owner(bundle)
-            for bundle in orphans:
-                self._assign(BundleName.parse(bundle), f"its broker {broker} left")
-            if broker in change.left:
-                self._adopt_bundles_of(broker)
+            self.failover.broker_gone(broker, left=broker in change.left)
+        if change.joined:
+            self.failover.broker_joined()
         if change.updated and not change.membership_changed:
             self.events.defer("update-all", UPDATE_DEBOUNCE_S, UpdateAll)
-
-    async def _adopt_orphans(self, _event: AdoptOrphans) -> None:
-        live = self.registry.brokers()
-        for broker in sorted(self.registry.departed):
-            if broker not in live:
-                self._adopt_bundles_of(broker)
-
-    def _adopt_bundles_of(self, broker: str) -> None:
-        """Place the bundles a departed broker held, from its last report, that nobody owns:
-        its ownership records vanished with its session (the only trace left when it was the
-        leader, whose image died with it)."""
-        entry = self.registry.departed.get(broker)
-        if entry is None or (broker, entry.version) in self._adopted_versions:
-            return
-        self._adopted_versions.add((broker, entry.version))
-        try:
-            report = LocalBrokerData.from_json(entry.data)
-        except ModelError:
-            return
-        for bundle in sorted(report.bundles | report.last_stats.keys()):
-            parsed = BundleName.parse(bundle)
-            if (
-                bundle not in self.image.owners
-                and bundle not in self.image.moving
-                and self.image.bundle_exists(parsed)
-                and not parsed.namespace.is_heartbeat
-            ):
-                self._assign(parsed, f"it was held by {broker}, which is gone")
-
-    async def _ownership_changed(self, event: OwnershipChanged) -> None:
-        namespace = event.namespace
-        if namespace not in self.image.namespaces:
-            return
-        lost = self.image.set_owners(namespace, await scan_owners(self.store, namespace))
-        registered = self.registry.brokers()
-        for bundle, previous in lost.items():
-            if previous not in registered and bundle not in self.image.moving:
-                parsed = BundleName.parse(bundle)
-                if self.image.bundle_exists(parsed):
-                    self._assign(parsed, f"its owner {previous} is gone")
 
     async def _place(self, event: PlaceBundle) -> str:
         bundle = event.bundle
@@ -464,10 +421,6 @@ class Controller:
             p = result.preallocation
             self.image.preallocate(p.bundle, p.broker, p.data, p.new_bundle_data)
         return result.decision.broker, str(result.decision.reason)
-
-    def _assign(self, bundle: BundleName, why: str) -> None:
-        if self.start_assign(bundle, why, origin="failover") is None:
-            log.warning("cannot place %s (%s): no broker", bundle, why)
 
     def start_assign(self, bundle: BundleName, why: str, origin: str) -> tuple[str, int] | None:
         """Place the unowned ``bundle`` and start its assignment: the chosen broker and the
@@ -540,7 +493,7 @@ class Controller:
     async def _apply_move(self, event: MoveFinished) -> None:
         """The one place a finished move changes the image."""
         self.image.moving.discard(event.bundle)
-        owner = event.owner
+        owner, placing = event.owner, None
         if event.kind == "split" and event.ok and event.children:
             parsed = BundleName.parse(event.bundle)
             self.image.forget_bundle(event.bundle)
@@ -549,15 +502,21 @@ class Controller:
             # A move that failed part way (a broker left, a command refused) may have left
             # the bundle anywhere: the image takes the owner the store has (a failed split
             # has changed no owner).
-            found = await read_owner(self.store, BundleName.parse(event.bundle))
+            parsed = BundleName.parse(event.bundle)
+            found = await read_owner(self.store, parsed)
             owner = None if found is None else found.broker_id
             if event.kind != "split":
                 self.image.record_owner(event.bundle, owner)
+            gone = event.source is not None and event.source not in self.image.brokers
+            if owner is None and gone and self.image.bundle_exists(parsed):
+                # Its broker left mid-move: placed now, as that broker's other bundles were.
+                why = f"its broker {event.source} left during its {event.kind}"
+                placing = self.failover.assign(parsed, why)
         else:
             self.image.record_owner(event.bundle, event.owner)
         waiter = self._waiters.pop(event.move_id, None)
         if waiter is not None and not waiter.done():
-            waiter.set_result(move_reply(event, owner))
+            waiter.set_result(move_reply(event, owner, placing))
 
     async def _write_load_data(self, _event: WriteLoadData) -> None:
         """Every ``loadBalancerResourceQuotaUpdateIntervalMinutes``: broker time averages and

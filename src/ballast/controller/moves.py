@@ -62,8 +62,9 @@ class MoveStats:
     failed: int = 0
 
 
-def move_reply(event: MoveFinished, owner: str | None) -> RequestReply:
-    """What the admin who asked for the move hears; ``owner`` is who owns the bundle now.
+def move_reply(event: MoveFinished, owner: str | None, placing: str | None = None) -> RequestReply:
+    """What the admin who asked for the move hears; ``owner`` is who owns the bundle now,
+    ``placing`` the broker it is being assigned to when it has none.
 
     A move fails when the cluster changed under it (a broker left or stopped answering, a
     newer leader fenced it off), so a retry may succeed: 503, saying where the bundle is."""
@@ -72,11 +73,12 @@ def move_reply(event: MoveFinished, owner: str | None) -> RequestReply:
         return RequestReply(
             ok=True, message=event.message or f"{event.kind} of {event.bundle} done", result=result
         )
-    where = (
-        f"it is owned by {owner}"
-        if owner is not None
-        else "it has no owner now, and the next lookup places it"
-    )
+    if owner is not None:
+        where = f"it is owned by {owner}"
+    elif placing is not None:
+        where = f"it had no owner, and is being assigned to {placing}"
+    else:
+        where = "it has no owner now, and the next lookup places it"
     return RequestReply(
         ok=False,
         status=503,

@@ -1,0 +1,121 @@
+"""The leader places a dead broker's bundles at once, not at their next lookup: also those it
+could not place when the broker died (no broker could take them then: they are placed when
+one joins), and those the broker was moving when it died."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ballast.broker.cluster import LocalCluster
+from ballast.broker.identity import BrokerIdentity
+from ballast.clock import Clock
+from ballast.controller.commands import AnyCommand, CommandReply, TransferBundle
+from ballast.controller.requests import (
+    CreateNamespace,
+    CreateTenant,
+    SetIsolationPolicy,
+    UnloadRequest,
+)
+from ballast.coordination.ownership import read_owner
+from ballast.model.config import load_settings
+from tests.runtime.test_scenarios import create_topics
+from tests.support.waiting import eventually
+
+SESSION_S = 10.0
+HOSTS = ("10.0.0.1", "10.0.0.2", "10.0.0.3")
+
+
+def identity(host: str) -> BrokerIdentity:
+    return BrokerIdentity(host, 8080, 6650)
+
+
+async def start(clock: Clock) -> LocalCluster:
+    settings = load_settings(
+        overrides=[f"metadataStoreSessionTimeoutMillis={int(SESSION_S * 1000)}"]
+    ).settings
+    cluster = LocalCluster(clock, settings=settings)
+    for host in HOSTS:
+        await cluster.add_broker(identity(host))
+    await eventually(lambda: cluster.leader() is not None, clock, what="a leader")
+    assert (await cluster.request(CreateTenant(tenant="t"))).ok
+    return cluster
+
+
+async def test_bundles_no_broker_could_take_are_placed_when_one_joins(clock: Clock) -> None:
+    """Before, they waited for a lookup: after a store outage longer than a session, a new
+    leader found every broker gone, could place nothing, and never tried again."""
+    cluster = await start(clock)
+    pinned = identity(HOSTS[2])
+    policy = {
+        "namespaces": ["t/pinned"],
+        "primary": [HOSTS[2].replace(".", "\\.")],
+        "secondary": [],
+        "auto_failover_policy": {
+            "policy_type": "min_available",
+            "parameters": {"min_limit": "1", "usage_threshold": "80"},
+        },
+    }
+    assert (await cluster.request(SetIsolationPolicy(name="pin", policy=policy))).ok
+    assert (await cluster.request(CreateNamespace(namespace="t/pinned", bundles=2))).ok
+    topics = await create_topics(cluster, "t/pinned", 4)
+    for topic in topics:
+        assert (await cluster.lookup(topic)).broker_id == pinned.broker_id
+    leader = cluster.leader()
+    assert leader is not None and leader.broker_id != pinned.broker_id
+    bundles = {await leader.lookups.bundle_of(t) for t in topics}
+    await clock.sleep(1.0)
+    await cluster.crash_broker(pinned.broker_id)
+    await clock.sleep(SESSION_S * 2)  # gone; nobody else may take its bundles
+    for bundle in bundles:
+        assert await read_owner(leader.store, bundle) is None
+    await cluster.add_broker(pinned)  # back, with no client looking anything up
+    for bundle in bundles:
+
+        async def owned(bundle: object = bundle) -> bool:
+            owner = await read_owner(leader.store, bundle)  # type: ignore[arg-type]
+            return owner is not None and owner.broker_id == pinned.broker_id
+
+        await eventually(owned, clock, timeout_s=5.0, what=f"{bundle} placed again")
+    await cluster.close()
+
+
+async def test_a_bundle_whose_broker_dies_mid_transfer_is_placed_at_once(clock: Clock) -> None:
+    cluster = await start(clock)
+    assert (await cluster.request(CreateNamespace(namespace="t/x", bundles=2))).ok
+    [topic] = await create_topics(cluster, "t/x", 1)
+    leader = cluster.leader()
+    assert leader is not None
+    source, destination = (n.broker_id for n in cluster.running() if n is not leader)
+    bundle = await leader.lookups.bundle_of(topic)
+    await cluster.lookup(topic)
+    # Owned by a follower (the source must die, not the leader).
+    assert (await cluster.request(UnloadRequest(bundle=str(bundle), destination=source))).ok
+    owner = await read_owner(leader.store, bundle)
+    assert owner is not None and owner.broker_id == source
+    await clock.sleep(1.0)
+    send = cluster.in_process.send
+
+    async def slow_to_the_source(broker_id: str, command: AnyCommand) -> CommandReply:
+        if isinstance(command, TransferBundle):
+            await clock.sleep(SESSION_S * 3)  # the source dies meanwhile
+        return await send(broker_id, command)
+
+    cluster.in_process.send = slow_to_the_source  # type: ignore[method-assign]
+    request = asyncio.ensure_future(
+        cluster.request(UnloadRequest(bundle=str(bundle), destination=destination))
+    )
+    await clock.sleep(0.5)
+    await cluster.crash_broker(source)
+    await eventually(request.done, clock, timeout_s=SESSION_S * 4, what="the move's end")
+    reply = request.result()
+    assert not reply.ok and reply.status == 503
+    assert f"{source} left the cluster" in reply.message
+    assert "; it had no owner, and is being assigned to " in reply.message
+    cluster.in_process.send = send  # type: ignore[method-assign]
+
+    async def owned() -> bool:
+        owner = await read_owner(leader.store, bundle)
+        return owner is not None and owner.broker_id != source
+
+    await eventually(owned, clock, timeout_s=5.0, what="the bundle placed, with no lookup")
+    await cluster.close()
