@@ -455,10 +455,11 @@ class ZooKeeperMetadataStore(MetadataStore):
         await self.loop.run_in_executor(None, _stop, self._client)
 
 
-RECONNECT_MAX_DELAY_S = 1.0
+RECONNECT_MAX_DELAY_S = 0.5
 """The longest pause between attempts to reach ZooKeeper again. kazoo's own doubles up to an
 hour, so a broker came back tens of seconds after ZooKeeper did and found its session, which
-ZooKeeper had kept, expired meanwhile."""
+ZooKeeper had kept, expired meanwhile. At 1 s, a broker whose attempt fell just after its
+session timeout took a session as lost that ZooKeeper, back a second earlier, still held."""
 
 
 def _client(hosts: str, session_timeout_s: float) -> KazooClient:
