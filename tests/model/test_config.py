@@ -74,19 +74,20 @@ def test_a_malformed_escape_names_the_file_and_line() -> None:
     for bad, message in (
         ("x=\\u12\n", 'conf:2: malformed \\u escape "\\u12"'),  # Java refuses it too
         ("x=\\uZZZZ\n", 'conf:2: malformed \\u escape "\\uZZZZ"'),
-        ("clusterName=\\ud800\n", "conf:2: a \\u escape leaves half a surrogate pair"),
+        ("loadBalancerHistoryPath=\\ud800\n", "conf:2: a \\u escape leaves half a surrogate pair"),
     ):
         with pytest.raises(ConfigError) as caught:
             load_settings(conf_text="a=1\n" + bad, conf_name="conf")
         assert str(caught.value) == f"ConfigError: {message}"
-    paired = load_settings(conf_text="clusterName=\\ud83d\\ude00\n").settings
-    assert paired["clusterName"] == "\U0001f600"  # a whole pair is one character
+    paired = load_settings(conf_text="loadBalancerHistoryPath=\\ud83d\\ude00\n").settings
+    assert paired["loadBalancerHistoryPath"] == "\U0001f600"  # a whole pair is one character
 
 
 def test_errors_name_the_line_as_java_counts_lines() -> None:
     """NEL, form feed and the like are characters of a value, not line ends."""
     text = (
-        "clusterName=a\x85b\nadvertisedAddress=x\x1cy\x0cz\r\nloadBalancerSheddingEnabled=maybe\n"
+        "loadBalancerHistoryPath=a\x85b\nbindAddress=x\x1cy\x0cz\r\n"
+        "loadBalancerSheddingEnabled=maybe\n"
     )
     with pytest.raises(ConfigError, match=r"\(from broker.conf:3\)"):
         load_settings(conf_text=text, conf_name="broker.conf")
@@ -173,12 +174,28 @@ def test_foreign_keys_of_a_real_broker_conf_are_summarised() -> None:
             '"range_equaly_divide" is not one of: range_equally_divide',
         ),
         ("noequals", "is not key=value"),
+        # names that become steps of metadata paths: the controller died on these, and a
+        # broker ran as leader without one
+        ("clusterName=..", 'clusterName=".." is not valid: letters, digits and "-=:._"'),
+        ("clusterName=a/b", 'clusterName="a/b" is not valid'),
+        ("clusterName=a\x01b", "is not valid"),
+        ("advertisedAddress=a/b", 'advertisedAddress="a/b" is not valid: a host name'),
+        ("advertisedAddress=.", "is not valid"),
     ],
 )
 def test_bad_values_name_key_value_and_type(pair: str, message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(overrides=[pair])
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "pair",
+    ["clusterName=us-west:1", "clusterName=a.b_c=d", "advertisedAddress=broker-1.example.com"],
+)
+def test_names_pulsar_allows_are_taken(pair: str) -> None:
+    key, _, value = pair.partition("=")
+    assert load_settings(overrides=[pair]).settings[key] == value
 
 
 def test_a_long_setting_takes_what_a_java_long_holds() -> None:

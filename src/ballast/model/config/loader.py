@@ -153,6 +153,8 @@ def parse_value(setting: Setting, raw: str) -> Any:
     value = setting.aliases.get(text, text)
     if setting.choices and value not in setting.choices:
         raise ConfigError(f'{setting.key}="{raw}" is not one of: {", ".join(setting.choices)}')
+    if setting.pattern and re.fullmatch(setting.pattern, value) is None:
+        raise ConfigError(f'{setting.key}="{raw}" is not valid: {setting.pattern_doc}')
     return value
 
 

@@ -21,7 +21,8 @@ class Kind(enum.Enum):
 class Setting:
     """One configuration key. ``minimum`` and ``maximum`` bound a number; ``choices`` restrict
     a string, or each item of a list; ``aliases`` map other accepted spellings (such as
-    Pulsar's class names) to a choice. An integer is a Java ``int``, as most of Pulsar's are,
+    Pulsar's class names) to a choice; ``pattern`` restricts a string, ``pattern_doc``
+    saying how to the user. An integer is a Java ``int``, as most of Pulsar's are,
     or with ``java_long`` a ``long``: Pulsar refuses to start on a value its field cannot
     hold."""
 
@@ -36,6 +37,8 @@ class Setting:
     aliases: Mapping[str, str] = field(default_factory=dict)
     deprecated: str = ""
     java_long: bool = False
+    pattern: str = ""  # a string must match it whole
+    pattern_doc: str = ""  # what it allows, for the error
 
 
 BOOL, INT, FLOAT, STR, LIST, OPT_FLOAT = (

@@ -432,9 +432,27 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
         java_long=True,
     ),
-    Setting("clusterName", STR, "standalone", "", "Name of this cluster."),
+    Setting(
+        "clusterName",
+        STR,
+        "standalone",
+        "",
+        "Name of this cluster.",
+        # Pulsar's name rule (NamedEntity); "." and ".." cannot be a metadata path's step.
+        pattern=r"(?!\.\.?$)[-=:.A-Za-z0-9_]+",
+        pattern_doc='letters, digits and "-=:._", and not "." or ".."',
+    ),
     Setting("bindAddress", STR, "0.0.0.0", "", "Address the listeners bind to."),
-    Setting("advertisedAddress", STR, "127.0.0.1", "", "Host other brokers and clients reach."),
+    Setting(
+        "advertisedAddress",
+        STR,
+        "127.0.0.1",
+        "",
+        "Host other brokers and clients reach.",
+        # It names the broker (HOST:PORT) in metadata paths and its heartbeat namespace.
+        pattern=r"(?!\.\.?$)[-:.A-Za-z0-9_]+",
+        pattern_doc='a host name or address: letters, digits and "-:._", and not "." or ".."',
+    ),
     Setting(
         "webServicePort",
         INT,
