@@ -1,15 +1,19 @@
 """The leader places a dead broker's bundles at once, not at their next lookup: also those it
 could not place when the broker died (no broker could take them then: they are placed when
-one joins), and those the broker was moving when it died."""
+one joins), and those the broker was moving when it died. A leader that cannot run its
+controller hands the leadership on."""
 
 from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from ballast.broker.cluster import LocalCluster
 from ballast.broker.identity import BrokerIdentity
 from ballast.clock import Clock
 from ballast.controller.commands import AnyCommand, CommandReply, TransferBundle
+from ballast.controller.controller import Controller
 from ballast.controller.requests import (
     CreateNamespace,
     CreateTenant,
@@ -17,6 +21,7 @@ from ballast.controller.requests import (
     UnloadRequest,
 )
 from ballast.coordination.ownership import read_owner
+from ballast.metadata.store import MetadataError
 from ballast.model.config import load_settings
 from tests.runtime.test_scenarios import create_topics
 from tests.support.waiting import eventually
@@ -118,4 +123,28 @@ async def test_a_bundle_whose_broker_dies_mid_transfer_is_placed_at_once(clock: 
         return owner is not None and owner.broker_id != source
 
     await eventually(owned, clock, timeout_s=5.0, what="the bundle placed, with no lookup")
+    await cluster.close()
+
+
+async def test_a_leader_whose_controller_fails_to_start_steps_down(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, the broker stayed leader with no controller: nothing was placed or moved
+    until it stopped."""
+    start_controller = Controller.start
+    failed: list[str] = []
+
+    async def failing_once(self: Controller) -> None:
+        if not failed:
+            failed.append(self.leader_id)
+            raise MetadataError("the store failed while the image was rebuilt")
+        await start_controller(self)
+
+    monkeypatch.setattr(Controller, "start", failing_once)
+    cluster = await start(clock)  # waits for a running leader
+    leader = cluster.leader()
+    assert leader is not None and failed and leader.broker_id != failed[0]
+    assert leader.controller is not None and leader.controller.epoch == 2
+    assert cluster.nodes[failed[0]].controller is None
+    assert (await cluster.request(CreateNamespace(namespace="t/after", bundles=1))).ok
     await cluster.close()

@@ -72,6 +72,8 @@ log = logging.getLogger(__name__)
 # it, and asks again this soon when the leader could not be reached.
 DRAIN_WAIT_S = 5.0
 DRAIN_RETRY_S = 0.5
+# A leader whose controller failed to start campaigns again after this pause.
+CONTROLLER_RETRY_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +338,21 @@ class BrokerNode:
             cycle_listeners=self.cycle_listeners,
             history=self._history,
         )
-        spawn(f"controller-start-{self.broker_id}", self.controller.start())
+        spawn(
+            f"controller-start-{self.broker_id}",
+            self.controller.start(),
+            on_death=self._controller_failed,
+        )
+
+    def _controller_failed(self, _name: str, exc: BaseException) -> None:
+        """A leader whose controller could not start (a store failure while it rebuilt its
+        image, a record it cannot read) steps down, rather than stay a leader that decides
+        nothing: another broker takes over, or this one tries again after a pause."""
+        reason = f"its controller failed to start: {exc}"
+        spawn(
+            f"step-down-{self.broker_id}",
+            self.election.step_down(reason, pause_s=CONTROLLER_RETRY_S),
+        )
 
     async def _stop_controller(self) -> None:
         if self.controller is not None:

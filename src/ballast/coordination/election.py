@@ -113,6 +113,7 @@ class LeaderElection:
         self._task: asyncio.Task[None] | None = None
         self._watch: WatchHandle | None = None
         self._stopped = False
+        self._campaign_after = 0.0  # clock.monotonic() time; later after stepping down
 
     # -- public -----------------------------------------------------------------------------
 
@@ -147,6 +148,22 @@ class LeaderElection:
                 await self._store.delete(paths.LEADER, leadership.record_version)
             except MetadataError:
                 pass  # already gone, or replaced: nothing of ours to remove
+
+    async def step_down(self, reason: str, *, pause_s: float) -> None:
+        """Give up a leadership this candidate cannot serve (its controller failed to start):
+        resign, remove the record so that another candidate takes over, and campaign again
+        only after ``pause_s``, so that a failure that persists does not churn elections."""
+        leadership = self._leadership
+        if leadership is None or self._stopped:
+            return
+        self._campaign_after = self._clock.monotonic() + pause_s
+        self._resign(reason)
+        if self._store.state is ConnectionState.CONNECTED:
+            try:
+                await self._store.delete(paths.LEADER, leadership.record_version)
+            except MetadataError:
+                pass  # already gone, or replaced: nothing of ours to remove
+        self._wake.set()
 
     async def abandon(self) -> None:
         """Stop campaigning without touching the store (the process is dying)."""
@@ -186,6 +203,10 @@ class LeaderElection:
             self._wake.clear()
             if self._leadership is not None or self._store.state is not ConnectionState.CONNECTED:
                 await self._wake.wait()
+                continue
+            pause_s = self._campaign_after - self._clock.monotonic()
+            if pause_s > 0:
+                await self._clock.sleep(pause_s)
                 continue
             try:
                 await self._try_once()
