@@ -64,6 +64,8 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
     vast.write_text("hotspot_factor = 1e300\n")
     split_fine = tmp_path / "split-fine.toml"
     split_fine.write_text("bundles = 2000000\n")  # it ran, without its namespace (refused)
+    huge = tmp_path / "huge.toml"
+    huge.write_text("size = 99999999999\n")  # it ran, brokers at a billion percent
     for args, needle in (
         (["--brokers", "0"], "--brokers must be in 1..100, not 0"),
         (["--brokers", "101"], "run `ballast broker` processes for a bigger cluster"),
@@ -76,6 +78,7 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
         (["--workload", str(endless)], "rate = inf is out of range (at most 1e+15)"),
         (["--workload", str(vast)], "hotspot_factor = 1e+300 is out of range"),
         (["--workload", str(split_fine)], "bundles = 2000000 is out of range (at most 1,048,576)"),
+        (["--workload", str(huge)], "size = 99999999999 is out of range (at most 5,242,880)"),
         (["--workload", str(tmp_path / "missing.toml")], "cannot read"),
         (["--no-load", "--workload", str(bad)], "exclude each other"),
         (["--port", "65535", "--brokers", "3"], "web ports 65535..65537"),

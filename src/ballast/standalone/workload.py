@@ -27,6 +27,7 @@ from typing import Any
 from ballast.broker.traffic import TopicStats, WorkloadTraffic
 from ballast.model.bundles import MAX_CREATED_BUNDLES, NamespaceBundles, topic_hash
 from ballast.model.naming import InvalidNameError, NamespaceName, TopicName
+from ballast.protocol.versions import DEFAULT_MAX_MESSAGE_SIZE
 
 
 class WorkloadError(ValueError):
@@ -43,7 +44,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "bundles": (1, MAX_CREATED_BUNDLES),
     "topics": (1, MAX_TOPICS),
     "rate": (0, MAX_VALUE),
-    "size": (0, MAX_VALUE),
+    "size": (0, DEFAULT_MAX_MESSAGE_SIZE),  # a message the brokers would take
     "fan_out": (0, MAX_VALUE),
     "skew": (0, MAX_VALUE),
     "hotspot_after_s": (0, MAX_VALUE),
