@@ -345,7 +345,14 @@ def namespaces_split(
     still = (split.lower, split.upper) in itertools.pairwise(
         parse_boundaries(bundles["boundaries"])
     )
-    show(ctx, answer, ok=f"ok: {target} was not split (no cut point inside it)" if still else "ok")
+    # The API answers 204 either way, as Pulsar's does; the algorithms that read topics
+    # find no cut point in a bundle with fewer than two topics loaded (nor at positions
+    # outside it), which is the usual reason.
+    why = (
+        "its split algorithm found no cut point: the topic-count, flow and position "
+        "algorithms need at least two topics loaded in the bundle, and positions inside it"
+    )
+    show(ctx, answer, ok=f"ok: {target} was not split ({why})" if still else "ok")
 
 
 @namespaces_app.command("anti-affinity")
