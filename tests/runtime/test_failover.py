@@ -17,13 +17,13 @@ from ballast.controller.controller import Controller
 from ballast.controller.requests import (
     CreateNamespace,
     CreateTenant,
-    SetIsolationPolicy,
     UnloadRequest,
 )
 from ballast.coordination.ownership import read_owner
 from ballast.metadata.store import MetadataError
 from ballast.model.config import load_settings
 from tests.runtime.test_scenarios import create_topics
+from tests.support.pinning import pinned_namespace
 from tests.support.waiting import eventually
 
 SESSION_S = 10.0
@@ -51,20 +51,7 @@ async def test_bundles_no_broker_could_take_are_placed_when_one_joins(clock: Clo
     leader found every broker gone, could place nothing, and never tried again."""
     cluster = await start(clock)
     pinned = identity(HOSTS[2])
-    policy = {
-        "namespaces": ["t/pinned"],
-        "primary": [HOSTS[2].replace(".", "\\.")],
-        "secondary": [],
-        "auto_failover_policy": {
-            "policy_type": "min_available",
-            "parameters": {"min_limit": "1", "usage_threshold": "80"},
-        },
-    }
-    assert (await cluster.request(SetIsolationPolicy(name="pin", policy=policy))).ok
-    assert (await cluster.request(CreateNamespace(namespace="t/pinned", bundles=2))).ok
-    topics = await create_topics(cluster, "t/pinned", 4)
-    for topic in topics:
-        assert (await cluster.lookup(topic)).broker_id == pinned.broker_id
+    topics = await pinned_namespace(cluster, "t/pinned", HOSTS[2], 4)
     leader = cluster.leader()
     assert leader is not None and leader.broker_id != pinned.broker_id
     bundles = {await leader.lookups.bundle_of(t) for t in topics}
@@ -137,7 +124,7 @@ async def test_a_leader_whose_controller_fails_to_start_steps_down(
     async def failing_once(self: Controller) -> None:
         if not failed:
             failed.append(self.leader_id)
-            raise MetadataError("the store failed while the image was rebuilt")
+            raise MetadataError("/namespace", "the store failed while the image was rebuilt")
         await start_controller(self)
 
     monkeypatch.setattr(Controller, "start", failing_once)

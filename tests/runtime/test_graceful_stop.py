@@ -15,11 +15,11 @@ from ballast.controller.requests import (
     CreateNamespace,
     CreateTenant,
     RequestReply,
-    SetIsolationPolicy,
 )
 from ballast.coordination.ownership import read_owner
 from ballast.model.config import load_settings
 from tests.runtime.test_scenarios import create_topics
+from tests.support.pinning import pinned_namespace
 from tests.support.waiting import eventually
 
 SHUTDOWN_S = 60.0  # brokerShutdownTimeoutMs, Pulsar's default
@@ -62,21 +62,7 @@ async def test_a_stop_whose_bundles_no_other_broker_may_take_does_not_wait(
 ) -> None:
     cluster = await start(clock, ("10.0.0.1", "10.0.0.2", "10.0.0.3"))
     pinned = "10.0.0.3:8080"
-    policy = {
-        "namespaces": ["t/pinned"],
-        "primary": ["10\\.0\\.0\\.3"],
-        "secondary": [],
-        "auto_failover_policy": {
-            "policy_type": "min_available",
-            "parameters": {"min_limit": "1", "usage_threshold": "80"},
-        },
-    }
-    assert (await cluster.request(SetIsolationPolicy(name="pin", policy=policy))).ok
-    assert (await cluster.request(CreateNamespace(namespace="t/pinned", bundles=2))).ok
-    topics = await create_topics(cluster, "t/pinned", 4)
-    for topic in topics:
-        answer = await cluster.lookup(topic)
-        assert answer.broker_id == pinned
+    topics = await pinned_namespace(cluster, "t/pinned", "10.0.0.3", 4)
     leader = cluster.leader()
     assert leader is not None and leader.broker_id != pinned  # else it resigns first
     began = clock.monotonic()
