@@ -41,7 +41,6 @@ async def to_leader(
     clock = node.clock
     changes = 0
     waiting_since: float | None = None
-    why = "no leader is elected yet; retry"
     while True:
         controller = node.controller
         if controller is not None and controller.running:
@@ -64,6 +63,8 @@ async def to_leader(
             why = f"{reply.message} yet; retry"  # elected, its controller still starting
         elif leader == node.broker_id:
             why = f"{node.broker_id} is elected, and not yet started as the leader; retry"
+        else:
+            why = "no leader is elected yet; retry"
         now = clock.monotonic()
         if waiting_since is None:
             waiting_since = now
@@ -100,8 +101,8 @@ async def _forward(
             if deadline is not None and deadline.done():
                 return failed(503, f"the leader {leader} did not answer in time")
             changed.clear()
-            now = await node.leader_id()
-            if now is not None and now != leader:
+            current = await node.leader_id()
+            if current is not None and current != leader:
                 return None
     finally:
         watch.cancel()

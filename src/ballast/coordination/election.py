@@ -143,11 +143,8 @@ class LeaderElection:
         await cancel_and_wait(self._task)
         if self._watch is not None:
             self._watch.cancel()
-        if leadership is not None and self._store.state is ConnectionState.CONNECTED:
-            try:
-                await self._store.delete(paths.LEADER, leadership.record_version)
-            except MetadataError:
-                pass  # already gone, or replaced: nothing of ours to remove
+        if leadership is not None:
+            await self._remove_record(leadership)
 
     async def step_down(self, reason: str, *, pause_s: float) -> None:
         """Give up a leadership this candidate cannot serve (its controller failed to start):
@@ -158,12 +155,18 @@ class LeaderElection:
             return
         self._campaign_after = self._clock.monotonic() + pause_s
         self._resign(reason)
-        if self._store.state is ConnectionState.CONNECTED:
-            try:
-                await self._store.delete(paths.LEADER, leadership.record_version)
-            except MetadataError:
-                pass  # already gone, or replaced: nothing of ours to remove
+        await self._remove_record(leadership)
         self._wake.set()
+
+    async def _remove_record(self, leadership: Leadership) -> None:
+        """Delete the leader record of ``leadership`` so that others take over at once,
+        rather than when the session ends."""
+        if self._store.state is not ConnectionState.CONNECTED:
+            return
+        try:
+            await self._store.delete(paths.LEADER, leadership.record_version)
+        except MetadataError:
+            pass  # already gone, or replaced: nothing of ours to remove
 
     async def abandon(self) -> None:
         """Stop campaigning without touching the store (the process is dying)."""
