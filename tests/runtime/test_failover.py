@@ -12,7 +12,7 @@ import pytest
 from ballast.broker.cluster import LocalCluster
 from ballast.broker.identity import BrokerIdentity
 from ballast.clock import Clock
-from ballast.controller.commands import AnyCommand, CommandReply, TransferBundle
+from ballast.controller.commands import TransferBundle
 from ballast.controller.controller import Controller
 from ballast.controller.requests import (
     CreateNamespace,
@@ -24,6 +24,7 @@ from ballast.metadata.store import MetadataError
 from ballast.model.config import load_settings
 from tests.runtime.test_scenarios import create_topics
 from tests.support.pinning import pinned_namespace
+from tests.support.transport_faults import delayed
 from tests.support.waiting import eventually
 
 SESSION_S = 10.0
@@ -85,25 +86,17 @@ async def test_a_bundle_whose_broker_dies_mid_transfer_is_placed_at_once(clock: 
     owner = await read_owner(leader.store, bundle)
     assert owner is not None and owner.broker_id == source
     await clock.sleep(1.0)
-    send = cluster.in_process.send
-
-    async def slow_to_the_source(broker_id: str, command: AnyCommand) -> CommandReply:
-        if isinstance(command, TransferBundle):
-            await clock.sleep(SESSION_S * 3)  # the source dies meanwhile
-        return await send(broker_id, command)
-
-    cluster.in_process.send = slow_to_the_source  # type: ignore[method-assign]
-    request = asyncio.ensure_future(
-        cluster.request(UnloadRequest(bundle=str(bundle), destination=destination))
-    )
-    await clock.sleep(0.5)
-    await cluster.crash_broker(source)
-    await eventually(request.done, clock, timeout_s=SESSION_S * 4, what="the move's end")
+    with delayed(cluster, clock, TransferBundle, SESSION_S * 3):  # the source dies meanwhile
+        request = asyncio.ensure_future(
+            cluster.request(UnloadRequest(bundle=str(bundle), destination=destination))
+        )
+        await clock.sleep(0.5)
+        await cluster.crash_broker(source)
+        await eventually(request.done, clock, timeout_s=SESSION_S * 4, what="the move's end")
     reply = request.result()
     assert not reply.ok and reply.status == 503
     assert f"{source} left the cluster" in reply.message
     assert "; it had no owner, and is being assigned to " in reply.message
-    cluster.in_process.send = send  # type: ignore[method-assign]
 
     async def owned() -> bool:
         owner = await read_owner(leader.store, bundle)

@@ -11,7 +11,7 @@ import re
 from ballast.broker.leader_calls import to_leader
 from ballast.broker.lookup import AnswerKind, LookupErrorKind
 from ballast.clock import Clock
-from ballast.controller.commands import AnyCommand, CommandReply, TransferBundle, UnloadBundle
+from ballast.controller.commands import TransferBundle, UnloadBundle
 from ballast.controller.event_types import OwnershipChanged
 from ballast.controller.requests import (
     AnyRequest,
@@ -29,6 +29,7 @@ from ballast.model.naming import NamespaceName
 from tests.runtime.test_scenarios import SESSION_S, broker, create_topics, start_cluster
 from tests.support.invariants import ownership_records, settle_and_check
 from tests.support.slow_reads import SlowReads, slow_cluster
+from tests.support.transport_faults import delayed
 from tests.support.waiting import eventually
 
 
@@ -49,20 +50,14 @@ async def test_a_request_waiting_on_a_move_is_answered_when_leadership_is_lost(
     leader = cluster.leader()
     assert leader is not None and leader.controller is not None
     bundle = await leader.lookups.bundle_of(topics[0])
-    send = cluster.in_process.send
-
-    async def slow_unloads(broker_id: str, command: AnyCommand) -> CommandReply:
-        if isinstance(command, UnloadBundle):
-            await clock.sleep(2.0)
-        return await send(broker_id, command)
-
-    cluster.in_process.send = slow_unloads  # type: ignore[method-assign]
-    request = asyncio.ensure_future(leader.controller.request(UnloadRequest(bundle=str(bundle))))
-    await clock.sleep(0.5)  # the unload is on its way to the owner
-    memory(leader.store).partition()
-    await clock.sleep(1.0)
-    memory(leader.store).heal()
-    await eventually(request.done, clock, timeout_s=5, what="an answer")
+    with delayed(cluster, clock, UnloadBundle, 2.0):
+        unload = UnloadRequest(bundle=str(bundle))
+        request = asyncio.ensure_future(leader.controller.request(unload))
+        await clock.sleep(0.5)  # the unload is on its way to the owner
+        memory(leader.store).partition()
+        await clock.sleep(1.0)
+        memory(leader.store).heal()
+        await eventually(request.done, clock, timeout_s=5, what="an answer")
     reply = request.result()
     assert not reply.ok and reply.status == 503
     assert "leadership of epoch" in reply.message and "check and retry" in reply.message
@@ -209,25 +204,17 @@ async def test_a_transfer_whose_destination_leaves_ends_and_the_image_follows_th
     destination = next(
         n.broker_id for n in cluster.running() if n.broker_id not in (source, leader.broker_id)
     )
-    send = cluster.in_process.send
-
-    async def slow_to_the_source(broker_id: str, command: AnyCommand) -> CommandReply:
-        if isinstance(command, TransferBundle):
-            await clock.sleep(SESSION_S * 2)  # the destination leaves meanwhile
-        return await send(broker_id, command)
-
-    cluster.in_process.send = slow_to_the_source  # type: ignore[method-assign]
     moving = UnloadRequest(bundle=str(bundle), destination=destination)
-    request = asyncio.ensure_future(cluster.request(moving))
-    await clock.sleep(0.5)
-    await cluster.crash_broker(destination)
-    await eventually(request.done, clock, timeout_s=SESSION_S * 4, what="the move's end")
+    with delayed(cluster, clock, TransferBundle, SESSION_S * 2):  # the destination leaves
+        request = asyncio.ensure_future(cluster.request(moving))
+        await clock.sleep(0.5)
+        await cluster.crash_broker(destination)
+        await eventually(request.done, clock, timeout_s=SESSION_S * 4, what="the move's end")
     reply = request.result()
     assert not reply.ok and reply.status == 503  # the cluster changed under it: retry
     assert f"{destination} left the cluster" in reply.message
     # The admin is told where the bundle went: its source let it go when the move failed.
     assert re.search(r"; it (is owned by \S+|has no owner now, and the next lookup)", reply.message)
-    cluster.in_process.send = send  # type: ignore[method-assign]
     controller = leader.controller
     assert controller.channel.brokers() == sorted(
         n.broker_id for n in cluster.running()
