@@ -11,9 +11,8 @@ from subprocess import CompletedProcess
 
 import pytest
 
-from ballast.metadata.zkserver import free_port
 from tests.conftest import REPO
-from tests.support.live import free_ports, get_json, running_ballast
+from tests.support.live import get_json, running_ballast, standalone_ports
 
 Run = Callable[..., CompletedProcess[str]]
 pytestmark = pytest.mark.integration
@@ -21,12 +20,12 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_ports(3)
+    port, broker_port = standalone_ports(3)
     log = tmp_path_factory.mktemp("standalone") / "stderr.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
             [sys.executable, "-m", "ballast", "standalone", "--no-load", "--port", str(port),
-             "--broker-port", str(free_port()), "--duration", "600"],
+             "--broker-port", str(broker_port), "--duration", "600"],
             stdout=subprocess.DEVNULL, stderr=stderr, cwd=REPO,
         )  # fmt: skip
     try:
@@ -205,10 +204,10 @@ def test_partitioned_topic_commands(ballast: Run, cluster_url: str) -> None:
 def test_brokers_and_isolation_default_to_the_cluster_of_the_broker(ballast: Run) -> None:
     """A cluster named by its brokers' clusterName ("prod"), not "standalone": without
     --cluster the commands take the one cluster the broker at --url belongs to."""
-    port = free_ports(1)
+    port, broker_port = standalone_ports(1)
     args = ("standalone", "--no-load", "--brokers", "1", "--port", str(port))
     with running_ballast(
-        *args, "--broker-port", str(free_port()), "--set", "clusterName=prod",
+        *args, "--broker-port", str(broker_port), "--set", "clusterName=prod",
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     ):  # fmt: skip
         get_json(f"http://127.0.0.1:{port}/admin/v2/brokers/leaderBroker", 90)

@@ -22,9 +22,8 @@ from typing import Any
 import pytest
 
 from ballast.clock import Clock
-from ballast.metadata.zkserver import free_port
 from tests.conftest import REPO
-from tests.support.live import free_ports, get_json
+from tests.support.live import get_json, standalone_ports
 from tests.support.official_client import pulsar_url, start_cluster
 from tests.support.waiting import eventually
 
@@ -332,7 +331,7 @@ async def test_a_second_ctrl_c_stops_waiting_for_receipts(clock: Clock, tmp_path
     """With its broker frozen, a stopped run waited out the client's 30 s send timeout for
     the receipts, deaf to a second Ctrl-C. (A standalone in its own process, so that it can
     be frozen: a closed broker fails the sends at once.)"""
-    web, binary = free_ports(2), free_port()
+    web, binary = standalone_ports(1)
     log = tmp_path / "standalone.log"
     with log.open("wb") as stderr:
         server = subprocess.Popen(

@@ -12,23 +12,22 @@ from subprocess import CompletedProcess
 
 import pytest
 
-from ballast.metadata.zkserver import free_port
 from tests.conftest import REPO
-from tests.support.live import free_ports, get_json
+from tests.support.live import get_json, standalone_ports
 
 Run = Callable[..., CompletedProcess[str]]
 
 
 @pytest.mark.integration
 def test_standalone_runs_serves_and_summarises(tmp_path: Path) -> None:
-    port = free_ports(3)
+    port, broker_port = standalone_ports(3)
     workload = tmp_path / "w.toml"
     workload.write_text(
         'namespace = "public/demo"\nbundles = 8\ntopics = 60\nhotspot_after_s = 5.0\n'
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "ballast", "standalone", "--port", str(port),
-         "--broker-port", str(free_port()), "--duration", "25", "--workload", str(workload),
+         "--broker-port", str(broker_port), "--duration", "25", "--workload", str(workload),
          "--store", f"sqlite:{tmp_path / 'cluster.db'}"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
     )  # fmt: skip
@@ -120,10 +119,10 @@ def test_a_leader_record_that_never_expires_does_not_hang_the_start(
     assert ballast("metadata", "ls", "/loadbalance", "--store", store).returncode == 1
     kept = ballast("metadata", "load", str(dump), "--store", store, "--keep-ephemeral")
     assert kept.returncode == 0, kept.stderr
-    port = free_port()
+    port, broker_port = standalone_ports(1)
     run = ballast(
         "standalone", "--store", store, "--no-load", "--brokers", "1", "--duration", "3",
-        "--port", str(port), "--broker-port", str(free_port()),
+        "--port", str(port), "--broker-port", str(broker_port),
     )  # fmt: skip
     # It used to wait for that leader for ever, deaf to --duration; then it stopped with no
     # leader elected. A leader's record is ephemeral: this one is no leader, and is removed.

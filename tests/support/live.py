@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import random
 import socket
 import subprocess
 import sys
@@ -15,7 +16,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ballast.clock import SystemClock
-from ballast.metadata.zkserver import free_port
 from tests.conftest import REPO
 from tests.support.waiting import eventually
 
@@ -43,13 +43,27 @@ def distinct_free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def free_ports(count: int) -> int:
+# Ports handed out for servers come from below Linux's ephemeral range (32768 and up by
+# default): a port from inside it, free when checked, could be taken by any outgoing
+# connection before the server under test binds it, and a standalone then failed to start.
+_SERVER_PORTS = range(20000, 32768)
+
+
+def free_ports(count: int, *, avoid: range = range(0)) -> int:
     """The first of ``count`` consecutive free loopback ports (a standalone cluster's brokers
-    take consecutive ports)."""
+    take consecutive ports), none of them in ``avoid``."""
     while True:
-        first = free_port()
-        if all(port_is_free(first + i) for i in range(count)):
+        first = random.randrange(_SERVER_PORTS.start, _SERVER_PORTS.stop - count)
+        wanted = range(first, first + count)
+        if not set(wanted) & set(avoid) and all(port_is_free(port) for port in wanted):
             return first
+
+
+def standalone_ports(brokers: int) -> tuple[int, int]:
+    """Free ``--port`` and ``--broker-port`` for a standalone of ``brokers``: two ranges
+    of consecutive ports that do not overlap."""
+    web = free_ports(brokers)
+    return web, free_ports(brokers, avoid=range(web, web + brokers))
 
 
 def wait_until(
