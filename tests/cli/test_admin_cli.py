@@ -19,8 +19,16 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port, broker_port = standalone_ports(3)
+def cluster_ports() -> tuple[int, int]:
+    """The standalone's first web port and first binary port."""
+    return standalone_ports(3)
+
+
+@pytest.fixture(scope="module")
+def cluster_url(
+    tmp_path_factory: pytest.TempPathFactory, cluster_ports: tuple[int, int]
+) -> Iterator[str]:
+    port, broker_port = cluster_ports
     log = tmp_path_factory.mktemp("standalone") / "stderr.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
@@ -166,6 +174,19 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
         assert bad_url.returncode == 2 and "is not a valid URL" in bad_url.stderr, url
     unreachable = ballast("admin", "--url", "http://127.0.0.1:1", "brokers", "list")
     assert unreachable.returncode == 1 and "cannot reach" in unreachable.stderr
+
+
+def test_admin_pointed_at_a_binary_port_says_so(
+    ballast: Run, cluster_url: str, cluster_ports: tuple[int, int]
+) -> None:
+    binary_port = cluster_ports[1]
+    result = ballast("admin", "--url", f"http://127.0.0.1:{binary_port}", "tenants", "list")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"error: cannot reach http://127.0.0.1:{binary_port}: its answer is not HTTP (is it a "
+        "broker's binary port, brokerServicePort? admin calls go to its web port, "
+        "webServicePort: 8080 unless configured)"
+    )
 
 
 def test_partitioned_topic_commands(ballast: Run, cluster_url: str) -> None:

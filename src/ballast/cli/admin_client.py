@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 import typer
 
-from ballast.broker.http.transport import delivery_failure
+from ballast.broker.http.transport import NOT_HTTP, delivery_failure
 from ballast.cli.common import fail, print_json
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -76,6 +76,11 @@ def call(
                 f"{target.url} did not answer within {target.timeout_s:g} s; the request may "
                 "still complete (check before repeating it)",
                 code=1,
+            )
+        if why == NOT_HTTP:
+            why += (
+                " (is it a broker's binary port, brokerServicePort? admin calls go to its web "
+                "port, webServicePort: 8080 unless configured)"
             )
         fail(f"cannot reach {target.url}: {why}", code=1)
     if status >= 400:

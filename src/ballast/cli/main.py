@@ -4,6 +4,7 @@ while they load is one line too."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sys
@@ -25,9 +26,41 @@ def run() -> None:
             raise
         print("ballast: interrupted", file=sys.stderr)
         sys.exit(130)
+    except OSError as exc:  # the system refused a read or a write: say which, not "internal"
+        if os.environ.get("BALLAST_DEBUG"):
+            raise
+        _silence_stdout()
+        print(f"ballast: {_describe_os_error(exc)}", file=sys.stderr)
+        sys.exit(1)
     except Exception as exc:  # the last line of defence: never a bare traceback for users
         if os.environ.get("BALLAST_DEBUG"):
             raise
         print(f"ballast: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         print("(set BALLAST_DEBUG=1 to see the traceback)", file=sys.stderr)
         sys.exit(1)
+
+
+def _describe_os_error(exc: OSError) -> str:
+    """``cannot write standard output: No space left on device``, or the error's own words
+    with the file it names."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.filename is not None:
+        return f"{reason}: {exc.filename}"
+    if exc.errno in _OUTPUT_ERRNOS:
+        return f"cannot write the output: {reason}"
+    return reason
+
+
+# The errors a write to a full, failing or closed file or device gives.
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EPIPE, errno.EDQUOT, errno.EFBIG})
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's flush at exit does not fail on
+    the same full or broken output again with a second message."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

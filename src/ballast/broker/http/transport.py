@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import aiohttp
 import msgspec
+from aiohttp.http_exceptions import HttpProcessingError
 
 from ballast.controller.commands import AnyCommand, CommandReply, TransportError, encode_command
 from ballast.controller.requests import AnyRequest, RequestReply
 
 COMMANDS_PATH = "/admin/v2/ballast/commands"
 CONTROLLER_PATH = "/admin/v2/ballast/controller"
+# Why a call failed when the server's answer was not HTTP at all.
+NOT_HTTP = "its answer is not HTTP"
 
 
 def _refusal(status: int, data: bytes) -> str | None:
@@ -38,6 +41,12 @@ def delivery_failure(exc: BaseException, timeout: aiohttp.ClientTimeout) -> tupl
         return False, f"no connection within {timeout.connect:g} s"
     if isinstance(exc, TimeoutError):
         return True, f"no answer within {timeout.total:g} s"
+    if isinstance(exc, aiohttp.ClientResponseError) and isinstance(
+        exc.__cause__, HttpProcessingError
+    ):
+        # aiohttp's parser refused the answer: whatever listens there does not speak HTTP
+        # (a broker's binary port answers an HTTP request with a protocol error frame).
+        return False, NOT_HTTP
     return False, str(exc) or type(exc).__name__
 
 
