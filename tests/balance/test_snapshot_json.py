@@ -231,6 +231,7 @@ def test_a_load_record_a_metadata_dump_holds_as_text_is_refused_not_dropped() ->
         ("oops", "a record is an object"),
         ({"text": ""}, "an empty load record"),
         ({"yaml": 1}, "a record without json, text or base64"),
+        ({"json": BROKER, "text": "x"}, "a record holds json, text or base64, not json and text"),
     ):
         dump = {"root": "/", "records": {"/loadbalance/brokers/10.0.0.2:8080": entry}}
         with pytest.raises(ModelError, match=why) as caught:

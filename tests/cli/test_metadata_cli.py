@@ -71,6 +71,25 @@ def test_load_ls_get_dump_round_trip(ballast: Run, tmp_path: Path) -> None:
     assert json.loads(placed.stdout)["decisions"][0]["broker"] == "10.0.0.1:8080"
 
 
+def test_dump_out_creates_its_directories_and_writes_whole_or_nothing(
+    ballast: Run, tmp_path: Path
+) -> None:
+    store = f"sqlite:{tmp_path / 'meta.db'}"
+    dump_file = tmp_path / "pulsar.json"
+    dump_file.write_text(json.dumps(PULSAR_DUMP), encoding="utf-8")
+    assert ballast("metadata", "load", str(dump_file), "--store", store).returncode == 0
+    nested = tmp_path / "backups" / "today" / "lb.json"
+    written = ballast("metadata", "dump", "/loadbalance", "--store", store, "--out", str(nested))
+    assert written.returncode == 0, written.stderr
+    assert json.loads(nested.read_text())["records"]["/loadbalance/note"] == {"text": "plain text"}
+    # A target that cannot be written leaves nothing beside it.
+    (tmp_path / "taken").mkdir()
+    refused = ballast("metadata", "dump", "/", "--store", store, "--out", str(tmp_path / "taken"))
+    assert refused.returncode == 2 and "cannot write" in refused.stderr
+    assert not [path.name for path in tmp_path.iterdir() if "partial" in path.name]
+    assert not list((tmp_path / "taken").iterdir())
+
+
 def test_a_store_file_a_running_process_holds_is_read_not_written(
     ballast: Run, tmp_path: Path, clock: Clock
 ) -> None:
@@ -172,6 +191,10 @@ def test_against_a_real_zookeeper(
     assert records["/cli-test/big/blob"] == {"base64": blob}
     assert not [p for p in records if "ballast-chunks" in p]  # bookkeeping left out
     assert not [p for p in records if p.startswith("/zookeeper")]  # and ZooKeeper's own node
+    # ... unless it is what the dump is of
+    own = ballast("metadata", "dump", "/zookeeper", "--store", zookeeper_server.url)
+    assert own.returncode == 0, own.stderr
+    assert "/zookeeper/quota" in json.loads(own.stdout)["records"]
     (tmp_path / "whole.json").write_text(whole.stdout)
     again = ballast(
         "metadata", "load", str(tmp_path / "whole.json"), "--store", zookeeper_server.url

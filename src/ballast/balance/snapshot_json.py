@@ -236,6 +236,8 @@ _DUMP_PARTS = {
 # `ballast metadata dump` writes {"root": PATH, "records": {PATH: {"json": ...}, ...}}
 METADATA_DUMP_KEYS = frozenset({"root", "records"})
 LOADBALANCE_ROOT = "/loadbalance/"
+# The keys a dump's record holds its value under, exactly one of them.
+_VALUE_KINDS = frozenset({"json", "text", "base64"})
 
 
 def is_metadata_dump(obj: object) -> bool:
@@ -260,6 +262,11 @@ def metadata_dump_to_object(dump: Mapping[str, Any]) -> tuple[dict[str, Any], li
         where = f"$.records{key_path(path)}"
         if not isinstance(entry, dict):
             raise ModelError(where, f'{path}: a record is an object ({{"json": ...}})')
+        kinds = sorted(entry.keys() & _VALUE_KINDS)
+        if len(kinds) > 1:  # which one is the value is unknown, as `metadata load` says too
+            raise ModelError(
+                where, f"{path}: a record holds json, text or base64, not {' and '.join(kinds)}"
+            )
         if "json" in entry:
             values[relative] = entry["json"]
             continue

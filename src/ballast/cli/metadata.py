@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -165,10 +166,23 @@ def dump_command(
         typer.echo(text)
     else:
         try:
-            out.write_text(text + "\n", encoding="utf-8")
+            _write_whole(out, text + "\n")
         except OSError as exc:
             fail(f"cannot write {out}: {exc.strerror or exc}")
         typer.echo(f"{len(dumped['records'])} records written to {out}", err=True)
+
+
+def _write_whole(out: Path, text: str) -> None:
+    """Write ``out`` whole or not at all (a full disk leaves no half dump that a later ``load``
+    would refuse, nor an earlier dump cut short), creating its missing directories as ``load``
+    and ``standalone --store sqlite:`` do for theirs."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 @metadata_app.command("load")

@@ -73,15 +73,19 @@ async def dump_tree(
     store: MetadataStore, root: str, *, ensemble_root: bool = False
 ) -> dict[str, Any]:
     """Every record at and below ``root`` (parents first, children sorted); with
-    ``ensemble_root`` (a ZooKeeper store without a chroot), not ZooKeeper's own node."""
+    ``ensemble_root`` (a ZooKeeper store without a chroot), not ZooKeeper's own node unless
+    ``root`` is in it."""
     validate_path(root)
     records: dict[str, Any] = {}
+    # ZooKeeper's own node is left out of a dump of the tree above it, not of itself: asked
+    # for by name, it is what the dump is of.
+    skip_zookeepers_own = ensemble_root and not _zookeepers_own(root)
 
     async def visit(path: str) -> None:
         if (
             path == CHUNK_ROOT
             or path.endswith(CHUNK_ROOT)
-            or (ensemble_root and _zookeepers_own(path))
+            or (skip_zookeepers_own and _zookeepers_own(path))
         ):
             # the store's own bookkeeping, not data: at its root, or at a chroot's when the
             # dump is of an ensemble's root (the manifests above find their chunks there);
