@@ -210,7 +210,7 @@ def test_partitioned_topic_commands(ballast: Run, cluster_url: str) -> None:
     ) == {"partitions": 6}
     again = admin("topics", "create-partitioned-topic", topic, "-p", "3")
     assert again.returncode == 1 and "409: This topic already exists" in again.stderr
-    for partitions in ("0", "-1"):  # refused before any request
+    for partitions in ("0", "-1", "2147483648"):  # refused before any request (a Java int)
         zero = admin("topics", "create-partitioned-topic", topic, "-p", partitions)
         assert zero.returncode == 2 and "--partitions" in zero.stderr
     v1 = admin("topics", "get-partitioned-topic-metadata", "persistent://public/c/default/x")

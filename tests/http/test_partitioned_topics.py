@@ -88,7 +88,13 @@ async def test_bad_partitioned_topic_requests_get_pulsar_status_codes(clock: Clo
             ("POST", ORDERS, 9, 422, "Expect partitions 9 greater than maximum partitions per"),
             ("PUT", "/admin/v2/non-persistent/t/ns/x/partitions", "four", 400, "JSON integer"),
             ("PUT", "/admin/v2/non-persistent/t/ns/x/partitions", True, 400, "JSON integer"),
-            ("PUT", "/admin/v2/non-persistent/t/ns/x/partitions", 2**31, 400, "JSON integer"),
+            (
+                "PUT",
+                "/admin/v2/non-persistent/t/ns/x/partitions",
+                2**31,
+                400,
+                "integer up to 2147483647",
+            ),
             (
                 "PUT",
                 "/admin/v2/non-persistent/t/ns/x-partition-1/partitions",

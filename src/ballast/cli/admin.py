@@ -432,7 +432,17 @@ def _partitions_path(text: str) -> str:
 
 
 PartitionsOption = Annotated[
-    int, typer.Option("--partitions", "-p", help="Number of partitions.", min=1)
+    int,
+    typer.Option(
+        "--partitions",
+        "-p",
+        help=(
+            "Number of partitions (at most maxNumPartitionsPerPartitionedTopic, and Ballast's "
+            "ceiling of 10000)."
+        ),
+        min=1,
+        max=2**31 - 1,  # the API's body is a Java int
+    ),
 ]
 
 

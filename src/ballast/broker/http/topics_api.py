@@ -61,7 +61,10 @@ async def partition_count(request: web.Request) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value not in _JAVA_INT:
-        raise ApiError(400, "the body is the number of partitions, a JSON integer (e.g. 4)")
+        raise ApiError(
+            400,
+            "the body is the number of partitions, a JSON integer up to 2147483647 (e.g. 4)",
+        )
     return value
 
 

@@ -545,7 +545,10 @@ SETTINGS: tuple[Setting, ...] = (
         INT,
         0,
         "partitions",
-        "Most partitions a partitioned topic may be created or updated with (0: no limit).",
+        (
+            "Most partitions a partitioned topic may be created or updated with (0: no limit "
+            "but Ballast's own ceiling of 10000, which holds a larger value too)."
+        ),
         minimum=0,
     ),
     Setting(
