@@ -14,9 +14,11 @@ from ballast.controller.requests import (
     AnyRequest,
     CreateNamespace,
     CreateTenant,
+    DrainBroker,
     RequestReply,
 )
 from ballast.coordination.ownership import read_owner
+from ballast.metadata import paths
 from ballast.model.config import load_settings
 from tests.runtime.test_scenarios import create_topics
 from tests.support.pinning import pinned_namespace
@@ -110,4 +112,88 @@ async def test_a_drain_asked_of_a_leader_that_stops_answering_goes_to_the_next_o
         owner = await read_owner(staying.store, bundle)
         assert owner is not None and owner.broker_id == staying.broker_id, bundle
     cluster.in_process.call_leader = call_leader  # type: ignore[method-assign]
+    await cluster.close()
+
+
+async def test_a_leader_elected_while_a_broker_drains_places_nothing_on_it(
+    clock: Clock,
+) -> None:
+    """A new leader learnt of a drain only when the stopping broker's request reached it, and
+    placed the bundles of a dead broker on the stopping one meanwhile: the stopping broker
+    dropped them when it left. The drain is in the store now, read before anything is placed."""
+    cluster = await start(clock, ("10.0.0.1", "10.0.0.2", "10.0.0.3"))
+    assert (await cluster.request(CreateNamespace(namespace="t/r", bundles=12))).ok
+    for topic in await create_topics(cluster, "t/r", 48):
+        await cluster.lookup(topic)
+    await clock.sleep(1.0)
+    old = cluster.leader()
+    assert old is not None
+    stopping, staying = (n for n in cluster.running() if n is not old)
+    orphans = [b for b in old.ownership.owned() if b != old.heartbeat_bundle]
+    assert len(orphans) >= 2
+    await eventually(  # a dead leader's bundles are known from its last load report
+        lambda: {str(b) for b in orphans} <= set(old.reporter.last_written.bundles),
+        clock,
+        what="reported",
+    )
+    call_leader = cluster.in_process.call_leader
+
+    async def drains_never_arrive(leader_id: str, request: AnyRequest) -> RequestReply:
+        if isinstance(request, DrainBroker):
+            await asyncio.get_running_loop().create_future()  # lost on the way
+        return await call_leader(leader_id, request)
+
+    cluster.in_process.call_leader = drains_never_arrive  # type: ignore[method-assign]
+    stop = asyncio.ensure_future(cluster.stop_broker(stopping.broker_id))
+    await clock.sleep(0.5)
+    await cluster.crash_broker(old.broker_id)
+    await eventually(
+        lambda: staying.controller is not None and staying.controller.running,
+        clock,
+        timeout_s=30,
+        what="the next leader",
+    )
+
+    async def owners() -> dict[object, str | None]:
+        found = {}
+        for bundle in orphans:
+            owner = await read_owner(staying.store, bundle)
+            found[bundle] = None if owner is None else owner.broker_id
+        return found
+
+    async def all_placed() -> bool:
+        return None not in (await owners()).values()
+
+    await eventually(all_placed, clock, timeout_s=30, what="the dead leader's bundles placed")
+    assert set((await owners()).values()) == {staying.broker_id}
+    assert not stop.done()  # still draining: the stopping broker was registered all along
+    cluster.in_process.call_leader = call_leader  # type: ignore[method-assign]
+    await eventually(stop.done, clock, timeout_s=SHUTDOWN_S * 2, what="the stop")
+    await cluster.close()
+
+
+async def test_a_draining_record_of_another_session_leaves_the_broker_a_candidate(
+    clock: Clock,
+) -> None:
+    """A draining record outlives nothing but its session; one that is not the session's of
+    the broker registered now (a copied store's, loaded as a persistent record) is not a drain."""
+    cluster = await start(clock, ("10.0.0.1", "10.0.0.2"))
+    leader = cluster.leader()
+    assert leader is not None and leader.controller is not None
+    other = next(n for n in cluster.running() if n is not leader)
+    await leader.store.put(paths.draining(other.broker_id), b"")  # persistent: no session's
+    await leader.store.put(paths.draining("10.0.0.9:8080"), b"")  # nor a registered broker's
+    await clock.sleep(1.0)
+    assert sorted(leader.controller.image.placeable_brokers()) == sorted(
+        b.broker_id for b in cluster.running()
+    )
+    await other.registration.mark_draining()  # its own: it is draining
+    await eventually(
+        lambda: (
+            leader.controller is not None
+            and leader.controller.image.placeable_brokers() == [leader.broker_id]
+        ),
+        clock,
+        what="the drain seen",
+    )
     await cluster.close()

@@ -215,6 +215,12 @@ class BrokerNode:
         if timeout_s is None:
             timeout_s = self.settings.get_int("brokerShutdownTimeoutMs") / 1000
         deadline = self.clock.monotonic() + timeout_s
+        if graceful:
+            # Before resigning: the leader elected next reads it before it places anything.
+            try:
+                await self.registration.mark_draining()
+            except MetadataError as exc:
+                log.warning("%s could not record that it is draining: %s", self.broker_id, exc)
         await self.election.stop()  # resigns: another broker takes over the controller
         await self._stop_controller()
         if graceful:

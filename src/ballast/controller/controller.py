@@ -37,6 +37,7 @@ from ballast.controller.channel import ControllerChannel
 from ballast.controller.decision_log import CycleListener, DecisionListener, DecisionLog
 from ballast.controller.event_types import (
     AdoptOrphans,
+    DrainingChanged,
     MembershipEvent,
     NoBrokerError,
     OwnershipChanged,
@@ -64,7 +65,7 @@ from ballast.controller.moves import MoveExecutor, MoveFinished, move_reply
 from ballast.controller.requests import AnyRequest, ClusterTransport, RequestReply
 from ballast.coordination.election import LeaderElection, Leadership
 from ballast.coordination.ownership import read_owner
-from ballast.coordination.registry import BrokerRegistry, MembershipChange
+from ballast.coordination.registry import BrokerRegistry, MembershipChange, read_draining
 from ballast.metadata import paths
 from ballast.metadata.store import (
     MetadataStore,
@@ -141,6 +142,9 @@ class Controller:
         self.admin = AdminHandlers(self)
         self.failover = Failover(self)
         self._ownership_watches: dict[NamespaceName, WatchHandle] = {}
+        self._draining_watch: WatchHandle | None = None
+        # broker -> the session of its draining record (read_draining)
+        self._draining_records: dict[str, int | None] = {}
         self._waiters: dict[int, asyncio.Future[RequestReply]] = {}
         self.running = False
         self._abandoned = False
@@ -164,6 +168,7 @@ class Controller:
         self.events.start()
         self.running = True
         self.events.put(UpdateAll())
+        self.events.put(DrainingChanged())  # a broker that began to drain during the rebuild
         self.events.put(AdoptOrphans())
         self._schedule_shedding()
         self.events.defer(
@@ -201,6 +206,8 @@ class Controller:
         for watch in self._ownership_watches.values():
             watch.cancel()
         self._ownership_watches.clear()
+        if self._draining_watch is not None:
+            self._draining_watch.cancel()
         if self.history is not None:
             await self.history.close()
 
@@ -211,6 +218,7 @@ class Controller:
     def _register_handlers(self) -> None:
         self.events.register(UpdateAll, self._update_all)
         self.events.register(MembershipEvent, self._membership)
+        self.events.register(DrainingChanged, self._draining_changed)
         self.events.register(AdoptOrphans, self.failover.adopt_orphans)
         self.events.register(OwnershipChanged, self.failover.ownership_changed)
         self.events.register(SheddingTick, self._shedding)
@@ -230,6 +238,9 @@ class Controller:
         memory = await load_shedding_memory(self.store)
         if memory is not None:
             self._restore_shedding(memory)
+        # Armed before the read: a broker that begins to drain in between is not missed.
+        self._draining_watch = await self.store.watch(paths.DRAINING, self._on_draining)
+        self._draining_records = await read_draining(self.store)
         for broker in self.registry.brokers():
             self.channel.add_broker(broker)
 
@@ -324,6 +335,10 @@ class Controller:
 
         return changed
 
+    def _on_draining(self, _notification: Notification) -> None:
+        if self.running:
+            self.events.put(DrainingChanged())
+
     def _move_finished(self, event: MoveFinished) -> None:
         if self.running:
             self.events.put(event)
@@ -351,11 +366,22 @@ class Controller:
             parsed[broker] = (entry.version, entry.session, report)
             reports[broker] = (report, entry.session)
         self._parsed_reports = parsed
-        draining = {b for b, v in self.image.brokers.items() if v.draining}
         self.image.update_all(reports)
-        for broker in draining & self.image.brokers.keys():
-            self.image.brokers[broker].draining = True
+        self._apply_draining()
         self._check_splits()
+
+    async def _draining_changed(self, _event: DrainingChanged) -> None:
+        self._draining_records = await read_draining(self.store)
+        self._apply_draining()
+
+    def _apply_draining(self) -> None:
+        """Mark the brokers that recorded they are shutting down: placement and shedding
+        leave them out, whichever leader the drain request reaches first."""
+        for broker, session in self._draining_records.items():
+            view = self.image.brokers.get(broker)
+            if view is not None and view.session == session and not view.draining:
+                view.draining = True
+                log.info("%s is shutting down: nothing more is placed on it", broker)
 
     def _check_splits(self) -> None:
         if not self.running or not self.split_config.enabled or len(self.image.brokers) <= 1:

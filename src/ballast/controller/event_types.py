@@ -31,6 +31,13 @@ class AdoptOrphans(ControllerEvent):
 
 
 @dataclass(frozen=True)
+class DrainingChanged(ControllerEvent):
+    """A broker recorded that it is shutting down (``/loadbalance/draining``)."""
+
+    name = "draining-changed"
+
+
+@dataclass(frozen=True)
 class MembershipEvent(ControllerEvent):
     name = "membership"
     change: MembershipChange

@@ -116,6 +116,8 @@ class ClusterImage:
             if view is None:
                 self.brokers[broker] = BrokerView(report, session)
             else:
+                if view.session != session:  # it restarted: a drain of the last run is over
+                    view.draining = False
                 view.report, view.session = report, session
         views = list(self.brokers.values())
         sums = self._averages.fold([view.report.last_stats for view in views])

@@ -15,6 +15,7 @@ Concurrency contract: one event loop; listeners run on it and must not block.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ class BrokerRegistration:
         self._path = paths.broker(broker_id)
         self._data = b""
         self._registered = False
+        self._draining = False
         self._version = -1
         self._repair: asyncio.Task[None] | None = None
         store.add_state_listener(self._on_state)
@@ -109,6 +111,21 @@ class BrokerRegistration:
             return
         self._version = stat.version
 
+    async def mark_draining(self) -> None:
+        """Record that this broker is shutting down (ephemeral, bound to this session), so
+        that every leader, one elected while it drains included, places nothing on it. A
+        record of an earlier incarnation with our id is replaced."""
+        self._draining = True
+        path = paths.draining(self.broker_id)
+        try:
+            await self._store.put(path, b"", -1, ephemeral=True)
+        except NodeExistsError:
+            record = await self._store.get(path)
+            if record is None or record.stat.ephemeral_owner != self._store.session_id:
+                with contextlib.suppress(NoNodeError):
+                    await self._store.delete(path)
+                await self._store.put(path, b"", -1, ephemeral=True)
+
     async def unregister(self) -> None:
         self._registered = False
         self._data = b""
@@ -138,6 +155,8 @@ class BrokerRegistration:
         try:
             await self.register(self._data)
             log.info("broker %s registered again after a session loss", self.broker_id)
+            if self._draining:  # its draining record went with the old session too
+                await self.mark_draining()
         except (ConnectionLossError, SessionExpiredError):
             pass  # the next CONNECTED tries again
 
@@ -321,3 +340,15 @@ class BrokerRegistry:
 
 def _entry(broker_id: str, record: Record) -> BrokerEntry:
     return BrokerEntry(broker_id, record.value, record.stat.ephemeral_owner, record.stat.version)
+
+
+async def read_draining(store: MetadataStore) -> dict[str, int | None]:
+    """The brokers shutting down (:meth:`BrokerRegistration.mark_draining`), each with the
+    session its record belongs to: a record of an earlier incarnation of a broker id does not
+    make the broker registered under that id now draining."""
+    draining: dict[str, int | None] = {}
+    for name in await store.children(paths.DRAINING):
+        record = await store.get(paths.draining(name))
+        if record is not None:
+            draining[name] = record.stat.ephemeral_owner
+    return draining

@@ -6,6 +6,7 @@ cluster's tree reads as one of ours) plus the leader's epoch counter.
 | ``/loadbalance/brokers/<broker>`` | ephemeral: LocalBrokerData (lookup data, load report) |
 | ``/loadbalance/leader`` | ephemeral: the leader (``brokerId``, ``serviceUrl``, ``epoch``) |
 | ``/loadbalance/leader-epoch`` | the epoch counter; its version fences every leader write |
+| ``/loadbalance/draining/<broker>`` | ephemeral: the broker is shutting down (Ballast's) |
 | ``/loadbalance/broker-time-average/<broker>`` | TimeAverageBrokerData |
 | ``/loadbalance/bundle-data/<tenant>/<ns>/<range>`` | BundleData |
 | ``/loadbalance/resource-quota/namespace/<tenant>/<ns>/<range>`` | legacy ResourceQuota |
@@ -34,6 +35,9 @@ RESOURCE_QUOTA = "/loadbalance/resource-quota/namespace"
 # Ballast's addition: the leader's shedding memory (strategy state, recently unloaded bundles
 # and brokers), so that a new leader carries on where the last one stopped.
 SHEDDING_STATE = "/loadbalance/shedding-state"
+# Ballast's addition: ephemeral, one per broker that is shutting down gracefully, so that every
+# leader, the next one included, places nothing on a broker being drained.
+DRAINING = "/loadbalance/draining"
 OWNERSHIP = "/namespace"
 ADMIN = "/admin"
 POLICIES = "/admin/policies"
@@ -45,6 +49,10 @@ MANAGED_LEDGERS = "/managed-ledgers"
 
 def broker(broker_id: str) -> str:
     return f"{BROKERS}/{broker_id}"
+
+
+def draining(broker_id: str) -> str:
+    return f"{DRAINING}/{broker_id}"
 
 
 def broker_time_average(broker_id: str) -> str:
