@@ -4,6 +4,7 @@ summary — and the admin API answers while it runs."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -47,8 +48,9 @@ def test_standalone_runs_serves_and_summarises(tmp_path: Path) -> None:
             process.wait()
     assert process.returncode == 0, output
     assert "Ballast standalone" in output and "leader=127.0.0.1" in output
-    assert "final loads:" in output and "decisions" in output
-    assert "'assign'" in output  # the demo's bundles were placed by the leader
+    assert "final loads:" in output
+    # the demo's bundles were placed by the leader
+    assert re.search(r"^load std-dev [0-9.]+; decisions: \d+ assign", output, re.MULTILINE)
     assert "Traceback" not in output
     # The durable store kept the namespace for the next run.
     assert (tmp_path / "cluster.db").exists()

@@ -76,6 +76,11 @@ class Summary:
             found[entry["action"]] = found.get(entry["action"], 0) + 1
         return found
 
+    def counts_text(self) -> str:
+        """``17 assign, 2 transfer``: the leader's decisions by kind, or ``none``."""
+        counts = self.counts()
+        return ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or "none"
+
 
 class Standalone:
     def __init__(self, options: StandaloneOptions) -> None:
@@ -288,7 +293,8 @@ async def _tick(stop: asyncio.Event, standalone: Standalone, deadline: float | N
 def _status_line(summary: Summary) -> str:
     loads = " ".join(f"{b}={v * 100:.0f}%" for b, v in sorted(summary.loads.items()))
     return (
-        f"t={summary.uptime_s:.0f}s leader={summary.leader} loads: {loads} moves={summary.counts()}"
+        f"t={summary.uptime_s:.0f}s leader={summary.leader} loads: {loads} "
+        f"decisions: {summary.counts_text()}"
     )
 
 
@@ -299,6 +305,6 @@ def summary_text(summary: Summary) -> str:
         f"ran {summary.uptime_s:.0f} s; leader {summary.leader}",
         "final loads: "
         + ", ".join(f"{b} {v * 100:.1f}%" for b, v in sorted(summary.loads.items())),
-        f"load std-dev {spread:.3f}; decisions {summary.counts() or 'none'}",
+        f"load std-dev {spread:.3f}; decisions: {summary.counts_text()}",
     ]
     return "\n".join(lines)
