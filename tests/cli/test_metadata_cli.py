@@ -52,6 +52,9 @@ def test_load_ls_get_dump_round_trip(ballast: Run, tmp_path: Path) -> None:
     body = json.loads(got.stdout)
     assert body["value"]["json"]["cpu"] == {"usage": 3.1, "limit": 100}
     assert body["stat"]["ephemeralOwner"] is None  # loaded records are persistent
+    binary = ballast("metadata", "get", "/loadbalance/blob", "--store", store)
+    assert binary.stdout == "AAEC/w==\n"  # the value alone, for base64 -d
+    assert binary.stderr == "(4 bytes, not UTF-8 text: shown as base64)\n"
     dumped = json.loads(ballast("metadata", "dump", "/loadbalance", "--store", store).stdout)
     records = dumped["records"]
     assert records["/loadbalance/blob"] == {"base64": "AAEC/w=="}

@@ -142,6 +142,8 @@ def get_command(
         typer.echo(value["text"])
     else:
         typer.echo(value["base64"])
+        # stdout stays the value alone (for base64 -d); stderr says how it is written
+        typer.echo(f"({len(record.value)} bytes, not UTF-8 text: shown as base64)", err=True)
 
 
 @metadata_app.command("dump")
