@@ -91,6 +91,16 @@ def test_specified_positions_algorithm_needs_two_owned_topics(ballast: Run, tmp_
     assert "no split" in result.stderr
 
 
+def test_a_topic_algorithm_without_topics_says_where_they_go(ballast: Run) -> None:
+    for algorithm in ("topic_count_equally_divide", "flow_or_qps_equally_divide"):
+        result = ballast("bundle", "split", "0x00000000_0x40000000", "--algorithm", algorithm)
+        assert result.returncode == 0 and result.stdout == ""
+        assert result.stderr == (
+            "no split: bundle owns 0 topic(s); needs at least 2 "
+            f"({algorithm} cuts by the bundle's topics: give them with --topics-file)\n"
+        )
+
+
 def test_flow_or_qps_on_the_example_topics(ballast: Run) -> None:
     result = ballast(
         "bundle",

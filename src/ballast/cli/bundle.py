@@ -25,11 +25,16 @@ from ballast.model.bundles import (
 )
 from ballast.model.config import SplitConfig
 from ballast.model.split_algorithms import (
+    FLOW_OR_QPS_EQUALLY_DIVIDE,
     SPECIFIED_POSITIONS_DIVIDE,
+    TOPIC_COUNT_EQUALLY_DIVIDE,
     SplitRequest,
     TopicLoad,
     split_algorithm,
 )
+
+# The algorithms that cut by the bundle's topics (their names, or their load too).
+TOPIC_ALGORITHMS = frozenset({TOPIC_COUNT_EQUALLY_DIVIDE, FLOW_OR_QPS_EQUALLY_DIVIDE})
 
 bundle_app = typer.Typer(
     help="Bundle boundaries and splits, computed as Pulsar computes them.",
@@ -232,6 +237,8 @@ def split_command(
                 )
             found = run(request)
             cut_points, reason = found.points, found.reason
+            if not cut_points and topics_file is None and chosen in TOPIC_ALGORITHMS:
+                reason += f" ({chosen} cuts by the bundle's topics: give them with --topics-file)"
         children = split_boundaries(parent, cut_points) if cut_points else ()
     except InvalidBundle as exc:
         fail(str(exc))
