@@ -75,7 +75,7 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
         (["--duration", "inf"], "--duration must be a positive number"),  # omit it instead
         (["--store", "zk:127.0.0.1:2181"], "ballast broker"),
         (["--store", "nope"], "invalid metadata store URL"),
-        (["--workload", str(bad)], "topics = -3 is out of range"),
+        (["--workload", str(bad)], f"error: {bad}: topics = -3 is out of range"),
         (["--workload", str(endless)], "rate = inf is out of range (at most 1e+15)"),
         (["--workload", str(vast)], "hotspot_factor = 1e+300 is out of range"),
         (["--workload", str(split_fine)], "bundles = 2000000 is out of range (at most 1,048,576)"),

@@ -83,7 +83,7 @@ class DemoWorkload:
         except OSError as exc:
             raise WorkloadError(f"cannot read {path}: {exc.strerror or exc}") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise WorkloadError(f"{path} is not TOML: {exc}") from None
+            raise WorkloadError(f"{path}: not TOML: {exc}") from None
         known = {f.name: f.type for f in fields(cls)}
         unknown = sorted(set(raw) - set(known))
         if unknown:
@@ -100,7 +100,10 @@ class DemoWorkload:
             ):
                 raise WorkloadError(f"{path}: {key} must be a number")
             values[key] = float(value) if wanted == "float" else value
-        return cls(**values)
+        try:
+            return cls(**values)
+        except WorkloadError as exc:  # a value out of range: named with its file too
+            raise WorkloadError(f"{path}: {exc}") from None
 
     @property
     def namespace_name(self) -> NamespaceName:
