@@ -9,6 +9,7 @@ import asyncio
 from ballast.broker.cluster import LocalCluster
 from ballast.broker.identity import BrokerIdentity
 from ballast.broker.leader_calls import LEADER_WAIT_S
+from ballast.broker.node import BrokerNode
 from ballast.clock import Clock
 from ballast.controller.requests import (
     AnyRequest,
@@ -40,6 +41,21 @@ async def start(clock: Clock, hosts: tuple[str, ...]) -> LocalCluster:
     await eventually(lambda: cluster.leader() is not None, clock, what="a leader")
     assert (await cluster.request(CreateTenant(tenant="t"))).ok
     return cluster
+
+
+async def three_with_load(
+    clock: Clock, namespace: str, bundles: int, topics: int
+) -> tuple[LocalCluster, BrokerNode, BrokerNode, BrokerNode]:
+    """Three brokers serving a namespace's topics: the cluster, its leader and the other two."""
+    cluster = await start(clock, ("10.0.0.1", "10.0.0.2", "10.0.0.3"))
+    assert (await cluster.request(CreateNamespace(namespace=namespace, bundles=bundles))).ok
+    for topic in await create_topics(cluster, namespace, topics):
+        await cluster.lookup(topic)
+    await clock.sleep(1.0)
+    leader = cluster.leader()
+    assert leader is not None
+    first, second = (n for n in cluster.running() if n is not leader)
+    return cluster, leader, first, second
 
 
 async def test_every_broker_stopping_at_once_does_not_wait_out_the_shutdown_timeout(
@@ -81,15 +97,7 @@ async def test_a_drain_asked_of_a_leader_that_stops_answering_goes_to_the_next_o
     """A stopping broker's drain waited on a silent (paused) leader for the transport's
     timeout, past its own deadline, while a new leader placed bundles on it; it dropped them
     when it left. The drain follows the leadership now."""
-    cluster = await start(clock, ("10.0.0.1", "10.0.0.2", "10.0.0.3"))
-    assert (await cluster.request(CreateNamespace(namespace="t/d", bundles=6))).ok
-    topics = await create_topics(cluster, "t/d", 12)
-    for topic in topics:
-        await cluster.lookup(topic)
-    await clock.sleep(1.0)
-    old = cluster.leader()
-    assert old is not None
-    stopping, staying = (n for n in cluster.running() if n is not old)
+    cluster, old, stopping, staying = await three_with_load(clock, "t/d", 6, 12)
     drained = [b for b in stopping.ownership.owned() if b != stopping.heartbeat_bundle]
     assert drained
     call_leader = cluster.in_process.call_leader
@@ -121,14 +129,7 @@ async def test_a_leader_elected_while_a_broker_drains_places_nothing_on_it(
     """A new leader learnt of a drain only when the stopping broker's request reached it, and
     placed the bundles of a dead broker on the stopping one meanwhile: the stopping broker
     dropped them when it left. The drain is in the store now, read before anything is placed."""
-    cluster = await start(clock, ("10.0.0.1", "10.0.0.2", "10.0.0.3"))
-    assert (await cluster.request(CreateNamespace(namespace="t/r", bundles=12))).ok
-    for topic in await create_topics(cluster, "t/r", 48):
-        await cluster.lookup(topic)
-    await clock.sleep(1.0)
-    old = cluster.leader()
-    assert old is not None
-    stopping, staying = (n for n in cluster.running() if n is not old)
+    cluster, old, stopping, staying = await three_with_load(clock, "t/r", 12, 48)
     orphans = [b for b in old.ownership.owned() if b != old.heartbeat_bundle]
     assert len(orphans) >= 2
     await eventually(  # a dead leader's bundles are known from its last load report
