@@ -40,19 +40,19 @@ def run() -> None:
         sys.exit(1)
 
 
+# The errors a write to a full, failing or closed file or device gives.
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EPIPE, errno.EDQUOT, errno.EFBIG})
+
+
 def _describe_os_error(exc: OSError) -> str:
-    """``cannot write standard output: No space left on device``, or the error's own words
-    with the file it names."""
+    """``cannot write the output: No space left on device``, or the error's own words with
+    the file it names."""
     reason = exc.strerror or str(exc) or type(exc).__name__
     if exc.filename is not None:
         return f"{reason}: {exc.filename}"
     if exc.errno in _OUTPUT_ERRNOS:
         return f"cannot write the output: {reason}"
     return reason
-
-
-# The errors a write to a full, failing or closed file or device gives.
-_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EPIPE, errno.EDQUOT, errno.EFBIG})
 
 
 def _silence_stdout() -> None:

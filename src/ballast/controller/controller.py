@@ -168,7 +168,7 @@ class Controller:
         self.events.start()
         self.running = True
         self.events.put(UpdateAll())
-        self.events.put(DrainingChanged())  # a broker that began to drain during the rebuild
+        self.events.put(DrainingChanged())  # before any placement: who is shutting down
         self.events.put(AdoptOrphans())
         self._schedule_shedding()
         self.events.defer(
@@ -238,9 +238,9 @@ class Controller:
         memory = await load_shedding_memory(self.store)
         if memory is not None:
             self._restore_shedding(memory)
-        # Armed before the read: a broker that begins to drain in between is not missed.
+        # Armed before the DrainingChanged that start() queues reads the records: a broker
+        # that begins to drain after that read is told by the watch.
         self._draining_watch = await self.store.watch(paths.DRAINING, self._on_draining)
-        self._draining_records = await read_draining(self.store)
         for broker in self.registry.brokers():
             self.channel.add_broker(broker)
 

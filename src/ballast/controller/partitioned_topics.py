@@ -65,8 +65,8 @@ class PartitionedTopicHandlers:
 
     def _count_refused(self, partitions: int, *, update: bool = False) -> RequestReply | None:
         """A count of 0 or above ``maxNumPartitionsPerPartitionedTopic`` (0: no limit but
-        :data:`PARTITIONS_CEILING`): 406 for
-        a create, and 422 for an update past the limit, as Pulsar answers each."""
+        :data:`PARTITIONS_CEILING`): 406 for a create, and 422 for an update past the limit,
+        as Pulsar answers each."""
         if partitions <= 0:
             return failed(406, "Number of partitions should be more than 0")
         limit = self.c.settings.get_int(MAX_PARTITIONS_SETTING)

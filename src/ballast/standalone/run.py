@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -70,15 +71,9 @@ class Summary:
     leader: str | None = None
     hot: bool = False
 
-    def counts(self) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for entry in self.decisions:
-            found[entry["action"]] = found.get(entry["action"], 0) + 1
-        return found
-
     def counts_text(self) -> str:
         """``17 assign, 2 transfer``: the leader's decisions by kind, or ``none``."""
-        counts = self.counts()
+        counts = Counter(entry["action"] for entry in self.decisions)
         return ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or "none"
 
 
