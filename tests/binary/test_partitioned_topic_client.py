@@ -106,10 +106,21 @@ async def test_clients_use_every_partition_of_a_partitioned_topic(clock: Clock) 
                 assert f"{PARTITIONS} of its partitions loaded on brokers" in why
             async with session.get(admin) as response:
                 assert await response.json() == {"partitions": PARTITIONS}
+            closed_before = sum(b.topics.closed_by_broker for b in cluster.binary.values())
             async with session.delete(admin, params={"force": "true"}) as response:
                 assert response.status == 204, await response.text()
             async with session.get(admin) as response:
                 assert await response.json() == {"partitions": 0}
+            # As in Pulsar, the forced delete disconnects every partition's clients (the
+            # producer and the three consumers on each), and no broker serves one any more.
+            partitions = {TopicName.parse(name) for name in names}
+
+            def served() -> set[TopicName]:
+                return {t for b in cluster.binary.values() for t in b.topics.topics} & partitions
+
+            await eventually(lambda: not served(), clock, what="no partition served")
+            closed = sum(b.topics.closed_by_broker for b in cluster.binary.values())
+            assert closed - closed_before >= 4 * PARTITIONS
             # nor is a partition of no partitioned topic, or of no topic at all
             for stray in (f"{TOPIC}-x-partition-0", f"non-persistent://{NAMESPACE}/-partition-0"):
                 with pytest.raises(pulsar.TopicNotFound):

@@ -39,6 +39,7 @@ from ballast.clock import Clock
 from ballast.controller.commands import (
     AnyCommand,
     AssignBundle,
+    CloseTopics,
     CommandReply,
     ForgetBundle,
     SplitBundle,
@@ -553,6 +554,14 @@ class BrokerNode:
                 children=tuple(str(c) for c in outcome.children),
                 message=f"{bundle} not split: {outcome.why_not}" if outcome.why_not else "",
             )
+        if isinstance(command, CloseTopics):
+            closed = 0
+            for name in command.topics:
+                topic = TopicName.parse(name)
+                if self.served.bundle_of(topic) == bundle:
+                    self.served.remove_topic(topic)  # its clients are disconnected
+                    closed += 1
+            return CommandReply(ok=True, message=f"closed {closed} of {len(command.topics)}")
         raise ValueError(f"unknown command {type(command).__name__}")
 
     async def unload(self, bundle: BundleName) -> None:

@@ -50,8 +50,22 @@ class SplitBundle(Command, frozen=True, kw_only=True, tag="split"):
     unload: bool = False
 
 
+class CloseTopics(Command, frozen=True, kw_only=True, tag="close-topics"):
+    """``topics`` (of ``bundle``) were deleted: disconnect their clients and stop serving them,
+    as Pulsar's forced delete closes each partition's producers and consumers (Kafka's
+    ``StopReplica`` with delete, for a deleted topic's replicas)."""
+
+    topics: tuple[str, ...]
+
+
 AnyCommand = (
-    AssignBundle | UnloadBundle | TransferBundle | TakeOverBundle | ForgetBundle | SplitBundle
+    AssignBundle
+    | UnloadBundle
+    | TransferBundle
+    | TakeOverBundle
+    | ForgetBundle
+    | SplitBundle
+    | CloseTopics
 )
 
 

@@ -14,11 +14,14 @@ Concurrency contract: handlers run in the controller's event task.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from typing import TYPE_CHECKING
 
 import msgspec
 
+from ballast.controller.commands import CloseTopics, CommandReply
 from ballast.controller.requests import (
     CreatePartitionedTopic,
     DeletePartitionedTopic,
@@ -40,6 +43,8 @@ from ballast.model.partitioned import PartitionedTopicMetadata, read_partitioned
 
 if TYPE_CHECKING:
     from ballast.controller.controller import Controller
+
+log = logging.getLogger(__name__)
 
 MAX_PARTITIONS_SETTING = "maxNumPartitionsPerPartitionedTopic"
 # Ballast's own ceiling, below any limit set: a persistent topic's partitions are recorded one
@@ -155,14 +160,36 @@ class PartitionedTopicHandlers:
         record = await self.c.store.get(path)
         if record is None:
             return failed(404, "Partitioned topic does not exist")
+        count = read_partitioned(record.value).partitions
         if topic.is_persistent:
             # The partitions first, as Pulsar deletes them: a delete that stops part-way
             # leaves a partitioned topic to delete again, not partitions without one.
-            for index in range(read_partitioned(record.value).partitions):
+            for index in range(count):
                 with contextlib.suppress(NoNodeError):
                     await self.c.store.delete(paths.managed_ledger(topic.partition(index)))
         await self.c.fenced([Delete(path, record.stat.version)])
+        if not topic.is_persistent:
+            self._close_partitions(topic, count)
         return ok(f"partitioned topic {topic} deleted")
+
+    def _close_partitions(self, topic: TopicName, count: int) -> None:
+        """Tell the owner of each bundle holding a partition of the deleted ``topic`` to
+        disconnect its clients, as Pulsar's delete closes every partition's producers and
+        consumers. After the metadata is gone, so that a client reconnecting finds no
+        partition to open. Not awaited: the channel delivers each command however long its
+        broker takes, and the leader's queue does not wait for it."""
+        bundles = self.c.image.namespaces.get(topic.namespace)
+        if bundles is None:
+            return
+        by_bundle: dict[str, list[str]] = {}
+        for index in range(count):
+            partition = topic.partition(index)
+            by_bundle.setdefault(str(bundles.find(partition)), []).append(str(partition))
+        for bundle, names in sorted(by_bundle.items()):
+            owner = self.c.image.owners.get(bundle)
+            if owner is not None:
+                command = CloseTopics(epoch=self.c.epoch, bundle=bundle, topics=tuple(names))
+                self.c.channel.send(owner, command).add_done_callback(_log_closed)
 
     async def _store_partitions(self, topic: TopicName, count: int) -> None:
         """Record the persistent partitions that are missing, as Pulsar creates their managed
@@ -191,3 +218,14 @@ class PartitionedTopicHandlers:
             elif stored.is_partition and stored.partitioned_parent == topic:
                 highest = max(highest, stored.partition_index)
         return whole, highest
+
+
+def _log_closed(reply: asyncio.Future[CommandReply]) -> None:
+    """The outcome of a :class:`CloseTopics`: logged, as nobody waits for it."""
+    if reply.cancelled():
+        return
+    failure = reply.exception()
+    if failure is not None:
+        log.info("closing a deleted topic's partitions: %s", failure)
+    elif not reply.result().ok:
+        log.info("closing a deleted topic's partitions failed: %s", reply.result().message)
