@@ -12,7 +12,7 @@ import pytest
 import typer
 from pyspark.sql import SparkSession
 
-from ballast.cli import pipeline as command
+from ballast.cli import spark_command as command
 from ballast.pipeline.file_check import HistoryFileError, check_table_files, table_files
 from ballast.pipeline.schema import BUNDLES
 

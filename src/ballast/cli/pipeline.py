@@ -10,14 +10,8 @@ command). Each command prints a JSON summary.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import logging
 import os
-import signal
-import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -25,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ballast.cli.common import fail, print_json, settings_from, warn
+from ballast.cli.spark_command import parse_conf, spark_session
 from ballast.pipeline.jobs import HISTORY_JOBS, JobEntry, JobError, JobPaths, load
 from ballast.pipeline.jobs.base import JobRunner, Summary
 from ballast.pipeline.synthetic_spec import DEFAULT_START_MS, LAST_MS, GenerateSpec, SpecError
@@ -102,16 +97,6 @@ def parse_time_ms(text: str) -> int:
     return ms
 
 
-def parse_conf(pairs: list[str] | None) -> dict[str, str]:
-    conf: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            fail(f'--conf "{pair}" is not key=value')
-        conf[key.strip()] = value.strip()
-    return conf
-
-
 def check_history_early(history: str, master: str | None, conf: list[str] | None) -> None:
     """Exit 2 at once when ``--history`` is empty or surely a local path without a history,
     before a JVM starts (Spark checks every other path itself)."""
@@ -140,91 +125,6 @@ def check_output_early(
     )
     if problem is not None:
         fail(problem)
-
-
-@contextmanager
-def spark_session(master: str | None, conf: list[str] | None) -> Iterator[SparkSession]:
-    """:func:`_spark_session`, without PySpark's warnings unless BALLAST_DEBUG is set: it
-    warns of a failed task with the task's whole traceback, which the one line says."""
-    with warnings.catch_warnings():
-        if not os.environ.get("BALLAST_DEBUG"):
-            warnings.filterwarnings("ignore", category=UserWarning, module=r"pyspark\.")
-        with _spark_session(master, conf) as spark:
-            yield spark
-
-
-@contextmanager
-def _spark_session(master: str | None, conf: list[str] | None) -> Iterator[SparkSession]:
-    """A Spark session for one command, stopped after it. What Spark fails (an unreadable
-    file, a master that stops answering) ends the command with one line, exit 1; Ctrl-C with
-    one line, exit 130. Spark's own log stays quiet unless BALLAST_DEBUG is set: the line
-    says the cause, where Spark would print every task's Java stack."""
-    from ballast.pipeline.session import (
-        SessionOptions,
-        SparkUnavailable,
-        build_session,
-        job_failure,
-    )
-
-    debug = bool(os.environ.get("BALLAST_DEBUG"))
-    options = SessionOptions(master=master, conf=parse_conf(conf), quiet_start=not debug)
-    previous = signal.signal(signal.SIGINT, _quiet_interrupt) if not debug else None
-    try:
-        try:
-            spark = build_session(options)
-        except SparkUnavailable as exc:
-            fail(str(exc))
-        except Exception as exc:  # the JVM started, its context did not (a master refusing)
-            reason = job_failure(exc)
-            if reason is None or debug:
-                raise
-            fail(f"Spark did not start (master {master or 'local'}): {reason}")
-        if not debug:
-            spark.sparkContext.setLogLevel("OFF")
-        interrupted = False
-        try:
-            yield spark
-        except KeyboardInterrupt:
-            interrupted = True
-            _stop_quietly(spark)
-            fail(
-                "interrupted: the job stopped before its end (its results may be missing "
-                "or partial)",
-                code=130,
-            )
-        except Exception as exc:
-            reason = job_failure(exc)
-            if reason is None or debug:
-                raise
-            hint = ""
-            if "stopped SparkContext" in reason and (master or "").startswith("spark://"):
-                hint = (
-                    f" (the master {master} stopped answering or is none: its port is the "
-                    "master's, 7077 by default, not its web UI's)"
-                )
-            fail(f"Spark failed the job: {reason}{hint}", code=1)
-        finally:
-            if not interrupted:
-                spark.stop()
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
-
-
-def _quiet_interrupt(_signum: int, _frame: object) -> None:
-    """Ctrl-C during a Spark job: py4j logs and prints what each interrupted call to the JVM
-    was doing; the command says it was interrupted, in one line, instead."""
-    logging.disable(logging.CRITICAL)
-    raise KeyboardInterrupt
-
-
-def _stop_quietly(spark: SparkSession) -> None:
-    """Stop a session whose gateway an interrupt may have broken mid-call."""
-    with contextlib.redirect_stderr(io.StringIO()):
-        try:
-            spark.stop()
-        except Exception:  # a broken gateway: the JVM exits with this process
-            pass
 
 
 @pipeline_app.command("import")

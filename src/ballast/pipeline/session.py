@@ -18,16 +18,20 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 from py4j.protocol import Py4JError, Py4JJavaError
+from pyspark import SparkConf, SparkContext
 from pyspark.errors import IllegalArgumentException, PySparkRuntimeError
 from pyspark.sql import SparkSession
 
@@ -271,11 +275,12 @@ def build_session(options: SessionOptions) -> SparkSession:
     if conf.get("spark.master", "").startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.appName(options.app_name)
-    for key, value in conf.items():
-        builder = builder.config(key, value)
+    settings = {"spark.app.name": options.app_name, **conf}
+    on_interrupt = _interrupt_handler()
     try:
-        spark = builder.getOrCreate()
+        # The context first, then the session on it (getOrCreate joins the context): so that
+        # the handler SparkContext sets is replaced before the session's own start.
+        SparkContext.getOrCreate(SparkConf().setAll(list(settings.items())))
     except PySparkRuntimeError as exc:
         if exc.getCondition() != "JAVA_GATEWAY_EXITED":
             raise
@@ -284,6 +289,16 @@ def build_session(options: SessionOptions) -> SparkSession:
             f"Spark did not start (master {conf.get('spark.master', 'from spark-submit')}): "
             "its launcher exited; its message is above"
         ) from None
+    finally:
+        if on_interrupt is not None:
+            # SparkContext replaces the SIGINT handler with one that cancels every job through
+            # the gateway; while the main thread waits on that gateway the call is reentrant,
+            # fails, and py4j prints its tracebacks. The caller's handler stays.
+            signal.signal(signal.SIGINT, on_interrupt)
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
         spark.sql("SELECT 1")  # builds the session's SQL state, where bad SQL settings fail
@@ -295,6 +310,14 @@ def build_session(options: SessionOptions) -> SparkSession:
             f"{_java_root_cause(exc) or root_cause(str(exc))}"
         ) from None
     return spark
+
+
+def _interrupt_handler() -> Callable[[int, FrameType | None], Any] | int | None:
+    """The SIGINT handler set now, where one can be set again (the main thread, a handler
+    Python knows), else None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.getsignal(signal.SIGINT)
 
 
 def _java_root_cause(exc: Exception) -> str | None:
