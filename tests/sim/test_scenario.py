@@ -231,6 +231,25 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
             r"namespaces\[0\].consumers: topics without consumers deliver nothing",
         ),
         ("[[events]]\nat = 1\nadd_brokerz = 1", r"events\[0\]: needs exactly one of"),
+        # a key far from any kind is named; a typo of an option is suggested; a key of
+        # another kind of event is named as such, not as unknown
+        (
+            "[[events]]\nat = 1\nbursts = 1",
+            r"events\[0\]: needs exactly one of .* \(it has bursts: no such key\)",
+        ),
+        (
+            "[[events]]\nat = 1\nscale_rates = { factr = 2 }",
+            r"scale_rates.factor: give factor, size_factor or both "
+            r"\(events\[0\].scale_rates.factr is no key: did you mean factor\?\)",
+        ),
+        (
+            "[[events]]\nat = 1\nadd_brokers = 1\nrestart_after = '10s'",
+            r"events\[0\].restart_after: a key of crash_brokers events, not of add_brokers$",
+        ),
+        (
+            "[[events]]\nat = 1\nstop_brokers = 1\ninterval = '5s'",
+            r"events\[0\].interval: a key of restart_brokers events, not of stop_brokers$",
+        ),
         ("[[events]]\nat = 1\nadd_brokers = 0", r"events\[0\].add_brokers: must be at least 1"),
         ("[[events]]\nat = 1\nstop_brokers = 1\npick = 'heaviest'", r"events\[0\].pick: one of"),
         (

@@ -339,11 +339,24 @@ def _selection(table: Table, key: str = "brokers") -> BrokerSelection:
     raise ScenarioError(f'{table.path(key)}: a count, a list of indexes or "all"')
 
 
+# The keys an event of each kind may have besides its kind's own and ``at``: a key of
+# another kind is named as such, not as unknown.
+EVENT_OPTIONS = {
+    "add_brokers": ("capacity",),
+    "stop_brokers": ("graceful", "pick"),
+    "crash_brokers": ("restart_after", "pick"),
+    "restart_brokers": ("graceful", "down", "interval", "pick"),
+}
+
+
 def _event(table: Table, tenant: str, base: BrokerCapacity) -> Event:
     at_s = table.duration("at")
     kinds = [k for k in EVENT_KINDS if table.has(k)]
     if len(kinds) != 1:
         found = f" (it has {' and '.join(kinds)})" if kinds else table.misspelt(EVENT_KINDS)
+        if not found:
+            strangers = sorted(set(table.data) - table.known)
+            found = f" (it has {', '.join(strangers)}: no such key)" if strangers else ""
         raise ScenarioError(f"{table.where}: needs exactly one of {', '.join(EVENT_KINDS)}{found}")
     kind = kinds[0]
     action: Action
@@ -389,7 +402,8 @@ def _event(table: Table, tenant: str, base: BrokerCapacity) -> Event:
             raise ScenarioError(f"{sub.path('pick')}: needs brokers = N, the count it picks")
         brokers = _selection(sub, "brokers") if sub.has("brokers") else None
         if not sub.has("factor") and not sub.has("size_factor"):
-            raise ScenarioError(f"{sub.path('factor')}: give factor, size_factor or both")
+            typo = sub.misspelt(("factor", "size_factor"))
+            raise ScenarioError(f"{sub.path('factor')}: give factor, size_factor or both{typo}")
         size_factor = sub.number("size_factor", 1.0)
         if size_factor <= 0:
             raise ScenarioError(f"{sub.path('size_factor')}: must be above 0")
@@ -403,6 +417,12 @@ def _event(table: Table, tenant: str, base: BrokerCapacity) -> Event:
             brokers=brokers,
         )
         sub.finish()
+    for key in sorted(set(table.data) - table.used):
+        owners = [k for k, options in EVENT_OPTIONS.items() if key in options]
+        if owners:
+            raise ScenarioError(
+                f"{table.path(key)}: a key of {' and '.join(owners)} events, not of {kind}"
+            )
     table.finish()
     return Event(at_s, action)
 
