@@ -99,6 +99,10 @@ def test_a_topic_algorithm_without_topics_says_where_they_go(ballast: Run) -> No
             "no split: bundle owns 0 topic(s); needs at least 2 "
             f"({algorithm} cuts by the bundle's topics: give them with --topics-file)\n"
         )
+    positions = ("--algorithm", "specified_positions_divide", "--positions", "0x20000000")
+    result = ballast("bundle", "split", "0x00000000_0x40000000", *positions)
+    assert result.returncode == 0 and result.stdout == ""
+    assert "give them with --topics-file, or give --positions alone" in result.stderr
 
 
 def test_flow_or_qps_on_the_example_topics(ballast: Run) -> None:

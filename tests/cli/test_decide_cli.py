@@ -232,6 +232,10 @@ def test_bad_names_exit_2_with_the_valid_choices(ballast: Run) -> None:
     assert outside.returncode == 2 and "not a bundle of namespace t/n" in outside.stderr
     bad = ballast("decide", "place", snapshot, "--bundle", "t/n/nope")
     assert bad.returncode == 2
+    # a time before 1970 or past a Java long is no time of a snapshot
+    for now in ("-5", str(2**63)):
+        past = ballast("decide", "shed", snapshot, "--now-ms", now)
+        assert past.returncode == 2 and "--now-ms" in past.stderr, now
 
 
 def test_pulsar_class_names_are_accepted(ballast: Run) -> None:

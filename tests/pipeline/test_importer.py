@@ -246,6 +246,7 @@ def test_import_refuses_what_it_cannot_write_well(ballast: Run, tmp_path: Path) 
         (("--history", " "), "--history is empty"),
         (("--history", str(tmp_path / "a"), "--at", "9" * 20), "is outside 1970-01-01 to 9999"),
         (("--history", str(tmp_path / "a"), "--at", "253402300800000"), "is outside 1970"),
+        (("--history", str(tmp_path / "a"), "--at", "-1"), '"-1" is outside 1970'),
     ):
         refused = ballast("pipeline", "import", str(EXAMPLE), *args)
         assert refused.returncode == 2 and said in refused.stderr, args

@@ -239,6 +239,11 @@ def split_command(
             cut_points, reason = found.points, found.reason
             if not cut_points and topics_file is None and chosen in TOPIC_ALGORITHMS:
                 reason += f" ({chosen} cuts by the bundle's topics: give them with --topics-file)"
+            elif not cut_points and topics_file is None and chosen == SPECIFIED_POSITIONS_DIVIDE:
+                reason += (
+                    f" ({chosen} splits only a bundle with topics, as Pulsar does: give them "
+                    "with --topics-file, or give --positions alone to cut anyway)"
+                )
         children = split_boundaries(parent, cut_points) if cut_points else ()
     except InvalidBundle as exc:
         fail(str(exc))

@@ -66,7 +66,12 @@ SetOpt = Annotated[
 ]
 NowOpt = Annotated[
     int | None,
-    typer.Option("--now-ms", help="The current time, epoch ms (default: the wall clock)."),
+    typer.Option(
+        "--now-ms",
+        min=0,
+        max=2**63 - 1,  # a Java long, as Pulsar keeps times
+        help="The current time, epoch ms (default: the wall clock).",
+    ),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random tie-breaks (placement).")]
 

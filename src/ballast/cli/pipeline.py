@@ -81,9 +81,10 @@ def parse_time_ms(text: str) -> int:
     """Epoch milliseconds, or an ISO 8601 time (UTC unless it says otherwise), from 1970 to
     the end of 9999 (the years a history's ``date=`` partition can name)."""
     stripped = text.strip()
-    if stripped.isdigit():
+    digits = stripped.removeprefix("-")
+    if digits.isdigit():
         # past 20 digits it is out of range anyway (and int() refuses 4,300 digits)
-        ms = int(stripped) if len(stripped) <= 20 else LAST_MS + 1
+        ms = int(stripped) if len(digits) <= 20 else LAST_MS + 1
     else:
         try:
             moment = datetime.fromisoformat(stripped)
@@ -413,7 +414,12 @@ def shed_command(
     ] = None,
     now_ms: Annotated[
         int | None,
-        typer.Option("--now-ms", help="The current time, epoch ms (default: the snapshot's)."),
+        typer.Option(
+            "--now-ms",
+            min=0,
+            max=2**63 - 1,  # a Java long, as Pulsar keeps times
+            help="The current time, epoch ms (default: the snapshot's).",
+        ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of placement's tie-breaks.")] = 0,
     apply: Annotated[
