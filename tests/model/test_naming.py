@@ -90,8 +90,10 @@ def test_v1_parts_and_the_slash_quirk() -> None:
         ("persistent://t/./x", 'namespace "." is not a name'),
         ("persistent://t/../ns/x", 'cluster ".." is not a name'),
         ("", "short name"),
-        # the byte 0xff of a shell argument, as Python decodes it; shown escaped
-        ("persistent://t/ns/a\udcff", '"persistent://t/ns/a\\udcff" is not valid UTF-8 text'),
+        # the byte 0xff of a shell argument, as Python decodes it; shown as that byte
+        ("persistent://t/ns/a\udcff", '"persistent://t/ns/a\\xff" is not valid UTF-8 text'),
+        # a lone surrogate of other text (JSON's \ud800), shown escaped
+        ("persistent://t/ns/a\ud800", '"persistent://t/ns/a\\ud800" is not valid UTF-8 text'),
     ],
 )
 def test_invalid_names_say_which_part(text: str, message: str) -> None:

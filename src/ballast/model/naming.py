@@ -293,7 +293,10 @@ class TopicName:
             )
         if _SURROGATE.search(local_name):
             # bytes that were not UTF-8 (a shell argument, say): a name no client could send
-            shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
+            try:  # the bytes as given: \xff, not the surrogate Python decoded it to
+                shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            except UnicodeEncodeError:  # a lone surrogate of other text (JSON's \ud800)
+                shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
             raise InvalidTopicName(f'topic name "{shown}" is not valid UTF-8 text')
         return cls(domain, namespace, local_name)
 
