@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -91,6 +93,33 @@ def test_dump_out_creates_its_directories_and_writes_whole_or_nothing(
     assert refused.returncode == 2 and "cannot write" in refused.stderr
     assert not [path.name for path in tmp_path.iterdir() if "partial" in path.name]
     assert not list((tmp_path / "taken").iterdir())
+
+
+def test_dump_out_writes_through_a_symlink_and_into_a_pipe(ballast: Run, tmp_path: Path) -> None:
+    """What is at ``--out`` stays what it is: renaming the dump over it would turn a link,
+    a pipe or a device into a plain file."""
+    store = f"sqlite:{tmp_path / 'meta.db'}"
+    dump_file = tmp_path / "pulsar.json"
+    dump_file.write_text(json.dumps(PULSAR_DUMP), encoding="utf-8")
+    assert ballast("metadata", "load", str(dump_file), "--store", store).returncode == 0
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "latest.json"
+    link.symlink_to(tmp_path / "real" / "lb.json")
+    written = ballast("metadata", "dump", "/loadbalance", "--store", store, "--out", str(link))
+    assert written.returncode == 0, written.stderr
+    assert link.is_symlink()
+    assert json.loads((tmp_path / "real" / "lb.json").read_text())["records"]
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # so that the writer's open returns
+    try:
+        piped = ballast("metadata", "dump", "/loadbalance", "--store", store, "--out", str(pipe))
+        assert piped.returncode == 0, piped.stderr
+        assert stat.S_ISFIFO(pipe.lstat().st_mode)
+        received = os.read(reader, 1 << 16)
+    finally:
+        os.close(reader)
+    assert json.loads(received)["records"] == json.loads(link.read_text())["records"]
 
 
 def test_a_store_file_a_running_process_holds_is_read_not_written(
