@@ -143,6 +143,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         self._client = client
         self.loop = loop
         self._timeout_s = session_timeout_s
+        self._granted = _GrantedTimeout()
         self._state = ConnectionState.CONNECTED
         self._listeners: list[StateListener] = []
         self._watches: list[_ZkWatch] = []
@@ -181,8 +182,12 @@ class ZooKeeperMetadataStore(MetadataStore):
             finally:
                 await loop.run_in_executor(None, _stop, root_client)
         client = _client(hosts, session_timeout_s)
+        granted = _GrantedTimeout()
+        _note_granted_timeout(client, granted)
         await _start(loop, client, hosts, connect_timeout_s)
-        return cls(client, loop, session_timeout_s)
+        store = cls(client, loop, session_timeout_s)
+        store._granted = granted
+        return store
 
     # -- bridging ---------------------------------------------------------------------------
 
@@ -392,7 +397,7 @@ class ZooKeeperMetadataStore(MetadataStore):
             self._expiry.cancel()
             self._expiry = None
         if state is ConnectionState.SUSPENDED:
-            self._expiry = self.loop.call_later(self._timeout_s, self._expire_here)
+            self._expiry = self.loop.call_later(self.session_timeout_s, self._expire_here)
         for listener in list(self._listeners):
             listener(state)
         if state is ConnectionState.CONNECTED:
@@ -411,7 +416,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         log.warning(
             "no ZooKeeper server answered for the session timeout (%.0f s): the session is "
             "taken as expired; a new one starts when a server answers",
-            self._timeout_s,
+            self.session_timeout_s,
         )
         self._set_state(ConnectionState.LOST)
         self._renewal = self.loop.run_in_executor(None, _renew, self._client)
@@ -436,7 +441,12 @@ class ZooKeeperMetadataStore(MetadataStore):
 
     @property
     def session_timeout_s(self) -> float:
-        return self._timeout_s
+        """The timeout the server granted at the last connect (ZooKeeper bounds the one asked
+        by its minSessionTimeout and maxSessionTimeout: a broker asking 90 s of a server
+        that grants 60 s is expired at 60 s, and must stop serving by then), else the one
+        asked."""
+        granted = self._granted.seconds
+        return self._timeout_s if granted is None else granted
 
     async def close(self) -> None:
         if self._closed:
@@ -468,6 +478,32 @@ def _client(hosts: str, session_timeout_s: float) -> KazooClient:
         timeout=session_timeout_s,
         connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": RECONNECT_MAX_DELAY_S},
     )
+
+
+class _GrantedTimeout:
+    """The session timeout a server granted, in seconds, once one has: kazoo uses it but
+    does not keep it. Written by kazoo's connection thread, read by the event loop (one
+    float, replaced whole)."""
+
+    def __init__(self) -> None:
+        self.seconds: float | None = None
+
+
+def _note_granted_timeout(client: KazooClient, granted: _GrantedTimeout) -> None:
+    """Have ``client`` note in ``granted`` the timeout each connect is granted. kazoo's
+    connection handler returns a read timeout of two thirds of it (milliseconds) from
+    ``_connect``; a kazoo without that method leaves the timeout asked."""
+    connection = getattr(client, "_connection", None)
+    connect = getattr(connection, "_connect", None)
+    if connection is None or connect is None:
+        return
+
+    def connect_and_note(*args: Any, **kwargs: Any) -> Any:
+        timeouts = connect(*args, **kwargs)
+        granted.seconds = round(timeouts[0] * 1.5) / 1000
+        return timeouts
+
+    connection._connect = connect_and_note
 
 
 def _renew(client: KazooClient) -> None:

@@ -507,7 +507,9 @@ SETTINGS: tuple[Setting, ...] = (
         INT,
         30000,
         "ms",
-        "Session timeout: a broker silent this long loses its ephemeral records.",
+        "Session timeout: a broker silent this long loses its ephemeral records. ZooKeeper "
+        "bounds it by its own minSessionTimeout and maxSessionTimeout; the broker works by "
+        "the timeout granted.",
         minimum=1,
         java_long=True,
     ),
