@@ -261,6 +261,13 @@ class LookupService:
             leader = await self._leader_id()
             if leader is None:
                 return _not_placed(bundle, "no leader is elected yet to place it")
+            if leader == self._identity.broker_id:
+                # The record of a leadership this broker no longer holds: its session was
+                # given up (ZooKeeper out of reach for longer than it), and ZooKeeper has not
+                # expired it yet. A redirect would send the client back here, again and again.
+                return _not_placed(
+                    bundle, "the leader's record names this broker, which is not leading now"
+                )
             urls = await self.urls_of(leader)
             if urls is None:
                 return _not_placed(bundle, f"the leader {leader} is not registered yet")
