@@ -81,9 +81,11 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     for i in range(40):  # own every bundle (over HTTP: forty CLI start-ups would dominate the test)
         get_json(f"{cluster_url}/lookup/v2/topic/persistent/acme/orders/t{i}", 10)
     split = admin(
-        "namespaces", "split", "acme/orders", owned_range, "--algorithm", "range_equally_divide"
-    )
+        "--json", "namespaces", "split", "acme/orders", owned_range,
+        "--algorithm", "range_equally_divide",
+    )  # fmt: skip
     assert split.returncode == 0, split.stderr
+    assert json.loads(split.stdout) == {"ok": True, "split": True}
     after = json.loads(admin("--json", "namespaces", "bundles", "acme/orders").stdout)
     assert after["numBundles"] == 5 and "0x20000000" in after["boundaries"]
     assert admin("namespaces", "unload", "acme/orders", "0x80000000_0xc0000000").returncode == 0
@@ -101,6 +103,10 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
         "ok: 0x80000000_0xc0000000 was not split (its split algorithm found no cut point: "
     )
     assert "need at least two topics loaded in the bundle" in cut.stdout  # the reason here
+    cut_json = admin("--json", "namespaces", "split", "acme/orders", "0x80000000_0xc0000000",
+                     "--positions", "0x90000000")  # fmt: skip
+    said = json.loads(cut_json.stdout)
+    assert (said["ok"], said["split"]) == (True, False) and "no cut point" in said["reason"]
     assert json.loads(admin("--json", "namespaces", "bundles", "acme/orders").stdout) == after
     mixed = admin("namespaces", "split", "acme/orders", "0x90000000_0xc0000000",
                   "--positions", "0xa0000000", "--algorithm", "range_equally_divide")  # fmt: skip

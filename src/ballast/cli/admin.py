@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from ballast.cli.admin_client import ANSWER_TIMEOUT_S, DEFAULT_URL, AdminTarget, call, show
-from ballast.cli.common import fail, read_text_arg, url_problem
+from ballast.cli.common import fail, print_json, read_text_arg, url_problem
 from ballast.model.bundles import (
     SPLIT_NAMED_BUNDLES,
     BundleRange,
@@ -337,7 +337,7 @@ def namespaces_split(
     name = _namespace(namespace)
     target = _bundle(bundle, named=True)
     answer = call(ctx, "PUT", f"/admin/v2/namespaces/{name}/{target}/split", body, params=params)
-    if target in SPLIT_NAMED_BUNDLES or ctx.obj.as_json:
+    if target in SPLIT_NAMED_BUNDLES:
         show(ctx, answer)
         return
     bundles = call(ctx, "GET", f"/admin/v2/namespaces/{name}/bundles")
@@ -352,6 +352,9 @@ def namespaces_split(
         "its split algorithm found no cut point: the topic-count, flow and position "
         "algorithms need at least two topics loaded in the bundle, and positions inside it"
     )
+    if ctx.obj.as_json:
+        print_json({"ok": True, "split": not still, **({"reason": why} if still else {})})
+        return
     show(ctx, answer, ok=f"ok: {target} was not split ({why})" if still else "ok")
 
 
