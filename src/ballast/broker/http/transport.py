@@ -6,6 +6,8 @@ answer is a refusal, not a failure to deliver, and becomes a reply that says so.
 
 from __future__ import annotations
 
+import os
+
 import aiohttp
 import msgspec
 from aiohttp.http_exceptions import HttpProcessingError
@@ -47,6 +49,11 @@ def delivery_failure(exc: BaseException, timeout: aiohttp.ClientTimeout) -> tupl
         # aiohttp's parser refused the answer: whatever listens there does not speak HTTP
         # (a broker's binary port answers an HTTP request with a protocol error frame).
         return False, NOT_HTTP
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return False, f"cannot resolve the host {exc.host}"
+    if isinstance(exc, aiohttp.ClientConnectorError) and exc.os_error.errno:
+        # aiohttp's own words add "ssl:default" and asyncio's "Connect call failed (...)"
+        return False, f"cannot connect to {exc.host}:{exc.port}: {os.strerror(exc.os_error.errno)}"
     return False, str(exc) or type(exc).__name__
 
 
