@@ -97,6 +97,12 @@ async def test_unload_and_split_change_ownership(clock: Clock) -> None:
         )
         assert status == 204
         assert first not in await ownership_records(store)
+        # A destination that is no broker is refused, owned bundle or not (it was taken for ok).
+        status, body, _ = await api.call(
+            "PUT",
+            "/admin/v2/namespaces/t/moves/0x00000000_0x80000000/unload?destinationBroker=nobody:1",
+        )
+        assert status == 412 and "destination broker nobody:1 is not available" in str(body)
         # Split the other bundle in two, owned by its owner.
         second = "t/moves/0x80000000_0xffffffff"
         status, _, _ = await api.call(

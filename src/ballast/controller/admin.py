@@ -120,6 +120,10 @@ class AdminHandlers:
         if isinstance(bundle, RequestReply):
             return bundle
         name = str(bundle)
+        destination = request.destination
+        if destination is not None and destination not in self.c.image.brokers:
+            # refused whether or not the bundle is owned, so that a typo is never taken for ok
+            return failed(412, f"destination broker {destination} is not available")
         owner = self.c.image.owners.get(name)
         if owner is None:
             return ok(f"{name} is not owned: nothing to unload")
@@ -129,8 +133,6 @@ class AdminHandlers:
         if request.destination == owner:  # where it is asked to go: it stays (no move)
             return ok(f"{name} is already on {owner}: nothing to move")
         if request.destination is not None:
-            if request.destination not in self.c.image.brokers:
-                return failed(412, f"destination broker {request.destination} is not available")
             self.c.image.moving.add(name)
             self.c.image.recently_unloaded_bundles[name] = now
             self.c.log_decision(
