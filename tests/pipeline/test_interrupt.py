@@ -21,6 +21,13 @@ from tests.support.live import wait_until
 GENERATE = ["--snapshots", "400", "--brokers", "20", "--bundles", "4000", "--seed", "3"]
 # The JVM says this on its own stderr at every start; it is not the command's.
 JVM_NOTICE = "WARNING: Using incubator modules"
+# ``ballast ARGS`` with SIGINT at its default, as a terminal's foreground command has it: a
+# test run started in the background (``&``) passes SIGINT on ignored, and an ignored SIGINT
+# stays ignored by the command (on purpose).
+AT_A_TERMINAL = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'ballast', *sys.argv[1:]])"
+)
 
 
 def _descendants(process: psutil.Process) -> list[psutil.Process]:
@@ -57,7 +64,7 @@ def _interrupt_when(moment: Callable[[psutil.Process], bool], out: Path) -> tupl
     """Run ``pipeline generate``, send SIGINT to its process group once ``moment`` holds;
     its exit code and its stderr lines (the JVM's notice aside)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "ballast", "pipeline", "generate", "--out", str(out), *GENERATE],
+        [sys.executable, "-c", AT_A_TERMINAL, "pipeline", "generate", "--out", str(out), *GENERATE],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
