@@ -5,6 +5,7 @@ running."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -48,16 +49,17 @@ def _running(process: psutil.Process, word: str) -> bool:
     return False
 
 
-def _left_in_session(session: int) -> list[str]:
-    """Live processes of the session ``session`` (zombies aside)."""
-    left = []
-    for process in psutil.process_iter(["pid", "status", "cmdline"]):
+def _in_session(session: int) -> list[psutil.Process]:
+    """The live processes of the session ``session`` (zombies aside): the command's, wherever
+    in it they moved their process group."""
+    found = []
+    for process in psutil.process_iter():
         try:
             if os.getsid(process.pid) == session and process.status() != psutil.STATUS_ZOMBIE:
-                left.append(" ".join(process.info["cmdline"] or [])[:120])
+                found.append(process)
         except (ProcessLookupError, psutil.NoSuchProcess):
             continue
-    return left
+    return found
 
 
 def _interrupt_when(moment: Callable[[psutil.Process], bool], out: Path) -> tuple[int, list[str]]:
@@ -81,25 +83,15 @@ def _interrupt_when(moment: Callable[[psutil.Process], bool], out: Path) -> tupl
         wait_until(came, timeout_s=120, interval_s=0.02, what="the moment")
         os.killpg(process.pid, signal.SIGINT)
         _, stderr = process.communicate(timeout=120)
-        wait_until(
-            lambda: not _left_in_session(process.pid),
-            timeout_s=30,
-            what=f"no process of the command left: {_left_in_session(process.pid)}",
-        )
+        wait_until(lambda: not _in_session(process.pid), timeout_s=30, what="no process of it left")
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-        for pid in [p.pid for p in psutil.process_iter() if _session_of(p.pid) == process.pid]:
-            os.kill(pid, signal.SIGKILL)
+        for left in _in_session(process.pid):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                left.kill()
     return process.returncode, [line for line in stderr.splitlines() if JVM_NOTICE not in line]
-
-
-def _session_of(pid: int) -> int | None:
-    try:
-        return os.getsid(pid)
-    except ProcessLookupError:
-        return None
 
 
 @pytest.mark.integration

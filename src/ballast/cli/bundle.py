@@ -36,6 +36,19 @@ from ballast.model.split_algorithms import (
 # The algorithms that cut by the bundle's topics (their names, or their load too).
 TOPIC_ALGORITHMS = frozenset({TOPIC_COUNT_EQUALLY_DIVIDE, FLOW_OR_QPS_EQUALLY_DIVIDE})
 
+
+def _where_topics_go(algorithm: str) -> str:
+    """What to add to an algorithm's "no split" when it was given no topics: it needed them."""
+    if algorithm in TOPIC_ALGORITHMS:
+        return f" ({algorithm} cuts by the bundle's topics: give them with --topics-file)"
+    if algorithm == SPECIFIED_POSITIONS_DIVIDE:
+        return (
+            f" ({algorithm} splits only a bundle with topics, as Pulsar does: give them with "
+            "--topics-file, or give --positions alone to cut anyway)"
+        )
+    return ""
+
+
 bundle_app = typer.Typer(
     help="Bundle boundaries and splits, computed as Pulsar computes them.",
     no_args_is_help=True,
@@ -237,13 +250,8 @@ def split_command(
                 )
             found = run(request)
             cut_points, reason = found.points, found.reason
-            if not cut_points and topics_file is None and chosen in TOPIC_ALGORITHMS:
-                reason += f" ({chosen} cuts by the bundle's topics: give them with --topics-file)"
-            elif not cut_points and topics_file is None and chosen == SPECIFIED_POSITIONS_DIVIDE:
-                reason += (
-                    f" ({chosen} splits only a bundle with topics, as Pulsar does: give them "
-                    "with --topics-file, or give --positions alone to cut anyway)"
-                )
+            if not cut_points and topics_file is None:
+                reason += _where_topics_go(chosen)
         children = split_boundaries(parent, cut_points) if cut_points else ()
     except InvalidBundle as exc:
         fail(str(exc))

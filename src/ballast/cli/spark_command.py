@@ -132,10 +132,10 @@ class _Interrupt:
         self.received = False
 
     def __call__(self, _signum: int, _frame: object) -> None:
-        if self.deferred and not self.received:
-            self.received = True
-            return
+        first = not self.received
         self.received = True
+        if self.deferred and first:
+            return
         logging.disable(logging.CRITICAL)
         raise KeyboardInterrupt
 

@@ -130,15 +130,15 @@ class AdminHandlers:
         if name in self.c.image.moving:
             return failed(409, f"{name} is already being moved")
         now = self.c.clock.wall_ms()
-        if request.destination == owner:  # where it is asked to go: it stays (no move)
+        if destination == owner:  # where it is asked to go: it stays (no move)
             return ok(f"{name} is already on {owner}: nothing to move")
-        if request.destination is not None:
+        if destination is not None:
             self.c.image.moving.add(name)
             self.c.image.recently_unloaded_bundles[name] = now
             self.c.log_decision(
-                "transfer", name, owner, request.destination, "admin unload", origin="admin"
+                "transfer", name, owner, destination, "admin unload", origin="admin"
             )
-            return self.c.completion(self.c.moves.transfer(name, owner, request.destination))
+            return self.c.completion(self.c.moves.transfer(name, owner, destination))
         return self.c.completion(self._start_unload(name, owner, "admin unload"))
 
     async def _UnloadNamespace(self, request: UnloadNamespace) -> Any:  # noqa: N802

@@ -138,12 +138,16 @@ class ZooKeeperMetadataStore(MetadataStore):
     """A kazoo client (one ZooKeeper session) behind the :class:`MetadataStore` interface."""
 
     def __init__(
-        self, client: KazooClient, loop: asyncio.AbstractEventLoop, session_timeout_s: float
+        self,
+        client: KazooClient,
+        loop: asyncio.AbstractEventLoop,
+        session_timeout_s: float,
+        granted: _GrantedTimeout | None = None,
     ) -> None:
         self._client = client
         self.loop = loop
         self._timeout_s = session_timeout_s
-        self._granted = _GrantedTimeout()
+        self._granted = _GrantedTimeout() if granted is None else granted
         self._state = ConnectionState.CONNECTED
         self._listeners: list[StateListener] = []
         self._watches: list[_ZkWatch] = []
@@ -185,9 +189,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         granted = _GrantedTimeout()
         _note_granted_timeout(client, granted)
         await _start(loop, client, hosts, connect_timeout_s)
-        store = cls(client, loop, session_timeout_s)
-        store._granted = granted
-        return store
+        return cls(client, loop, session_timeout_s, granted)
 
     # -- bridging ---------------------------------------------------------------------------
 
