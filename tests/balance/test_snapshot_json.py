@@ -213,6 +213,28 @@ def test_a_metadata_dump_is_a_snapshot() -> None:
         parse_snapshot(json.dumps({"root": "/", "records": []}))
 
 
+def test_the_empty_nodes_above_v1_bundle_records_are_skipped() -> None:
+    """ZooKeeper keeps a node for every path level: a v1 bundle's record
+    (``bundle-data/TENANT/CLUSTER/NAMESPACE/RANGE``) has three empty nodes above it, and a
+    namespace whose bundles are gone leaves its node. None is a load record; an empty node
+    ending in a bundle range is one, and refused."""
+    v1 = "/loadbalance/bundle-data/old/us-west/legacy"
+    records = {
+        "/loadbalance/brokers/10.0.0.1:8080": {"json": BROKER},
+        "/loadbalance/bundle-data/old": {"text": ""},
+        "/loadbalance/bundle-data/old/us-west": {"text": ""},
+        v1: {"text": ""},
+        f"{v1}/0x00000000_0xffffffff": {"json": BUNDLE},
+        "/loadbalance/bundle-data/gone/ns": {"text": ""},  # no records below it
+    }
+    parsed = parse_snapshot(json.dumps({"root": "/loadbalance", "records": records}))
+    assert list(parsed.snapshot.bundles) == ["old/us-west/legacy/0x00000000_0xffffffff"]
+    records[f"{v1}/0x00000000_0xffffffff"] = {"text": ""}
+    with pytest.raises(ModelError, match="an empty load record") as caught:
+        parse_snapshot(json.dumps({"root": "/loadbalance", "records": records}))
+    assert caught.value.path == f'$.records["{v1}/0x00000000_0xffffffff"]'
+
+
 def test_a_load_record_a_metadata_dump_holds_as_text_is_refused_not_dropped() -> None:
     for entry, kind in (({"text": "not json"}, "text"), ({"base64": "AAE="}, "base64")):
         dump = {

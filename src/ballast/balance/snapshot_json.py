@@ -8,6 +8,7 @@ JSON path of the problem (``$.brokers["b1"].cpu.usage``). Every part is optional
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -238,6 +239,7 @@ METADATA_DUMP_KEYS = frozenset({"root", "records"})
 LOADBALANCE_ROOT = "/loadbalance/"
 # The keys a dump's record holds its value under, exactly one of them.
 _VALUE_KINDS = frozenset({"json", "text", "base64"})
+_BUNDLE_RANGE = re.compile(r"0x[0-9a-fA-F]{8}_0x[0-9a-fA-F]{8}")
 
 
 def is_metadata_dump(obj: object) -> bool:
@@ -270,9 +272,10 @@ def metadata_dump_to_object(dump: Mapping[str, Any]) -> tuple[dict[str, Any], li
         if "json" in entry:
             values[relative] = entry["json"]
             continue
-        # Only bundle-data has nodes above its records: bundle-data/TENANT and
-        # bundle-data/TENANT/NAMESPACE, empty.
-        above = section == "bundle-data" and name.count("/") < 2
+        # Only bundle-data has nodes above its records, empty: bundle-data/TENANT,
+        # bundle-data/TENANT/NAMESPACE and, for a v1 name (tenant/cluster/namespace),
+        # bundle-data/TENANT/CLUSTER/NAMESPACE. Unlike a record, none ends in a bundle range.
+        above = section == "bundle-data" and not _BUNDLE_RANGE.fullmatch(name.rpartition("/")[2])
         if above and entry.get("text") == "":
             continue
         held = next((kind for kind in ("text", "base64") if kind in entry), None)
