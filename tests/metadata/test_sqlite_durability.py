@@ -120,6 +120,9 @@ def test_unusable_file_is_a_clear_error(clock: Clock, tmp_path: Path) -> None:
         ("sqlite:/tmp/x.db", "sqlite", "/tmp/x.db"),
         ("zk:127.0.0.1:2181", "zk", "127.0.0.1:2181"),
         ("zk:a:1,b:2/ballast/prod", "zk", "a:1,b:2/ballast/prod"),
+        # No scheme: ZooKeeper, as Pulsar reads a URL without one of its schemes.
+        ("127.0.0.1:2181", "zk", "127.0.0.1:2181"),
+        ("zk1:2181,zk2:2181/pulsar", "zk", "zk1:2181,zk2:2181/pulsar"),
     ],
 )
 def test_store_urls(url: str, scheme: str, target: str) -> None:
@@ -129,8 +132,14 @@ def test_store_urls(url: str, scheme: str, target: str) -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["", "localhost:2181x", "zk:", "zk:host", "zk:host:99999", "sqlite:", "etcd:x:1", "zk:a:1/c/"],
+    ["", "localhost:2181x", "zk:", "zk:host", "zk:host:99999", "sqlite:", "zk:a:1/c/", "zk:a:b:1"],
 )
 def test_bad_store_urls(url: str) -> None:
     with pytest.raises(InvalidStoreUrlError):
+        parse_store_url(url)
+
+
+@pytest.mark.parametrize("url", ["etcd:x:1", "rocksdb:/data/md", "oxia://o:6648", "bogus:"])
+def test_a_scheme_ballast_lacks_is_named_not_taken_for_a_host(url: str) -> None:
+    with pytest.raises(InvalidStoreUrlError, match=f'unknown scheme "{url.partition(":")[0]}"'):
         parse_store_url(url)

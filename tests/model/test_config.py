@@ -124,12 +124,48 @@ def test_strict_loading_refuses_an_unknown_key() -> None:
 
 
 def test_foreign_keys_of_a_real_broker_conf_are_summarised() -> None:
-    conf = "zookeeperServers=zk:2181\nmanagedLedgerDefaultEnsembleSize=2\n"
+    conf = "bookkeeperClientTimeoutInSeconds=30\nmanagedLedgerDefaultEnsembleSize=2\n"
     loaded = load_settings(conf_text=conf, conf_name="broker.conf")
     assert loaded.warnings == (
-        "2 key(s) in broker.conf not used by Ballast: zookeeperServers, "
+        "2 key(s) in broker.conf not used by Ballast: bookkeeperClientTimeoutInSeconds, "
         "managedLedgerDefaultEnsembleSize",
     )
+
+
+def test_keys_of_pulsars_own_broker_conf_are_not_taken_for_typos() -> None:
+    """``brokerServicePortTls`` is Pulsar's, not a misspelt ``brokerServicePort``: in a file it
+    joins the summary; a real typo in the same file still gets its hint."""
+    conf = "brokerServicePortTls=6651\nbindAddresses=\nbrokerServicePrt=6650\n"
+    loaded = load_settings(conf_text=conf, conf_name="broker.conf")
+    assert loaded.warnings == (
+        "unknown key brokerServicePrt in broker.conf:3 ignored; did you mean brokerServicePort?",
+        "2 key(s) in broker.conf not used by Ballast: brokerServicePortTls, bindAddresses",
+    )
+
+
+def test_the_old_zookeeper_keys_stand_in_for_the_store_keys_as_in_pulsar() -> None:
+    """Pulsar 2.x's broker.conf names its ZooKeeper in ``zookeeperServers``: Pulsar reads it
+    as ``zk:`` + the value while ``metadataStoreUrl`` is blank, and a
+    ``zooKeeperSessionTimeoutMillis`` above 0 as the session timeout."""
+    conf = "zookeeperServers=zk1:2181,zk2:2181\nzooKeeperSessionTimeoutMillis=45000\n"
+    loaded = load_settings(conf_text=conf, conf_name="old.conf")
+    assert loaded.settings.get_str("metadataStoreUrl") == "zk:zk1:2181,zk2:2181"
+    assert loaded.settings.source("metadataStoreUrl") == "old.conf:1 (via zookeeperServers)"
+    assert loaded.settings.get_int("metadataStoreSessionTimeoutMillis") == 45000
+    assert [w.split(" is ")[0] for w in loaded.warnings] == [
+        "zookeeperServers",
+        "zooKeeperSessionTimeoutMillis",
+    ]
+    # metadataStoreUrl, when given, wins; a blank one does not count as given.
+    for url, expected in (("zk:new:2181", "zk:new:2181"), ("", "zk:zk1:2181,zk2:2181")):
+        both = load_settings(conf_text=f"metadataStoreUrl={url}\n{conf}")
+        assert both.settings.get_str("metadataStoreUrl") == expected
+    # Pulsar's own broker.conf lists both at their defaults: nothing changes, no warning.
+    stock = "metadataStoreUrl=\nzookeeperServers=\nzooKeeperSessionTimeoutMillis=-1\n"
+    loaded = load_settings(conf_text=stock)
+    assert loaded.settings.get_str("metadataStoreUrl") == "memory:"
+    assert loaded.settings.get_int("metadataStoreSessionTimeoutMillis") == 30000
+    assert loaded.warnings == ()
 
 
 @pytest.mark.parametrize(

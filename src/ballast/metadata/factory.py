@@ -3,7 +3,8 @@
 - ``memory:`` or ``memory:NAME`` — in-process; every store opened with the same URL through one
   :class:`MetadataStores` shares one tree (the brokers of a standalone process or a simulation);
 - ``sqlite:PATH`` — the same, kept durable in a SQLite file;
-- ``zk:host:port[,host:port...][/chroot]`` — a ZooKeeper ensemble.
+- ``zk:host:port[,host:port...][/chroot]`` — a ZooKeeper ensemble; without a scheme
+  (``host:port,...``) too, as Pulsar takes a URL with none of its schemes for ZooKeeper.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ class StoreUrl:
 def parse_store_url(url: str) -> StoreUrl:
     """Parse and check a store URL (see the module docstring)."""
     scheme, sep, target = url.partition(":")
+    if sep and scheme not in ("memory", "sqlite", "zk") and "://" not in url:
+        try:  # host:port[,...][/chroot], Pulsar's ZooKeeper default
+            return parse_store_url(f"zk:{url}")
+        except InvalidStoreUrlError:
+            pass  # not a host list either: the scheme is what is wrong
     if not sep:
         raise InvalidStoreUrlError(url, "expected memory:, sqlite:PATH or zk:host:port")
     if scheme == "memory":
@@ -55,6 +61,9 @@ def parse_store_url(url: str) -> StoreUrl:
             raise InvalidStoreUrlError(url, "zk: needs host:port[,host:port...]")
         for host in hosts.split(","):
             name, colon, port = host.rpartition(":")
+            bracketed = name.startswith("[") and name.endswith("]")  # an IPv6 address
+            if ":" in name and not bracketed:
+                raise InvalidStoreUrlError(url, f'"{host}" is not host:port')
             if not colon or not name or not port.isdigit() or not 0 < int(port) < 65536:
                 raise InvalidStoreUrlError(url, f'"{host}" is not host:port')
         steps = chroot.split("/")

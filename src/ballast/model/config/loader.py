@@ -18,6 +18,7 @@ from typing import Any
 
 import javaproperties
 
+from ballast.model.config.pulsar_keys import PULSAR_KEYS_NEAR_OURS
 from ballast.model.config.setting import Kind, Setting
 from ballast.model.config.settings import SETTINGS, SETTINGS_BY_KEY
 
@@ -261,17 +262,18 @@ def load_settings(
             hint = f"; did you mean {match}?" if match else ""
             if strict:
                 raise ConfigError(f"unknown key {key} in {source}{hint}")
-            if match is None and quiet_if_foreign:
+            if quiet_if_foreign and (match is None or key in PULSAR_KEYS_NEAR_OURS):
                 unused.append(key)
             else:
                 warnings.append(f"unknown key {key} in {source} ignored{hint}")
             return
-        if setting.deprecated:
-            warnings.append(f"{key} is deprecated: {setting.deprecated}")
         try:
             parsed = parse_value(setting, raw)
         except ConfigError as exc:
             raise ConfigError(f"{exc.args[0]} (from {source})") from None
+        # Pulsar's own broker.conf lists its deprecated keys at their defaults: no news.
+        if setting.deprecated and parsed is not _UNSET and parsed != setting.default:
+            warnings.append(f"{key} is deprecated: {setting.deprecated}")
         if parsed is not _UNSET:
             values[key] = parsed
             sources[key] = source
@@ -289,6 +291,7 @@ def load_settings(
         shown = ", ".join(unused[:5]) + (", ..." if len(unused) > 5 else "")
         warnings.append(f"{len(unused)} key(s) in {conf_name} not used by Ballast: {shown}")
     _honour_legacy_weights(values, sources)
+    _honour_legacy_store_keys(values, sources)
     return Loaded(Settings(MappingProxyType(values), MappingProxyType(sources)), tuple(warnings))
 
 
@@ -306,3 +309,19 @@ def _honour_legacy_weights(values: dict[str, Any], sources: dict[str, str]) -> N
         ):
             values[new] = values[old]
             sources[new] = sources.get(old, "default") + f" (via {old})"
+
+
+def _honour_legacy_store_keys(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """Pulsar's ``getMetadataStoreUrl()`` answers ``zk:`` + ``zookeeperServers`` when
+    ``metadataStoreUrl`` is blank, and ``getMetadataStoreSessionTimeoutMillis()`` answers
+    ``zooKeeperSessionTimeoutMillis`` when that is above 0: a broker.conf of Pulsar 2.x finds
+    its ZooKeeper."""
+    servers = values["zookeeperServers"].strip()
+    if servers and "metadataStoreUrl" not in sources:
+        values["metadataStoreUrl"] = f"zk:{servers}"
+        sources["metadataStoreUrl"] = f"{sources['zookeeperServers']} (via zookeeperServers)"
+    if values["zooKeeperSessionTimeoutMillis"] > 0:
+        values["metadataStoreSessionTimeoutMillis"] = values["zooKeeperSessionTimeoutMillis"]
+        sources["metadataStoreSessionTimeoutMillis"] = (
+            f"{sources['zooKeeperSessionTimeoutMillis']} (via zooKeeperSessionTimeoutMillis)"
+        )

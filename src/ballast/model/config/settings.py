@@ -514,6 +514,25 @@ SETTINGS: tuple[Setting, ...] = (
         java_long=True,
     ),
     Setting(
+        "zookeeperServers",
+        STR,
+        "",
+        "",
+        "Pulsar's old store key: read as metadataStoreUrl=zk:VALUE while that is not set.",
+        deprecated="use metadataStoreUrl (read as zk:VALUE while metadataStoreUrl is not set, "
+        "as Pulsar does)",
+    ),
+    Setting(
+        "zooKeeperSessionTimeoutMillis",
+        INT,
+        -1,
+        "ms",
+        "Pulsar's old session timeout key: above 0 it is the session timeout.",
+        deprecated="use metadataStoreSessionTimeoutMillis (a value above 0 takes its place, as "
+        "in Pulsar)",
+        java_long=True,
+    ),
+    Setting(
         "brokerDeleteInactiveTopicsEnabled",
         BOOL,
         True,
