@@ -93,7 +93,8 @@ async def test_an_id_held_by_a_live_broker_cannot_be_taken(harness: Harness, clo
     first = await harness.open()
     await BrokerRegistration(first, "dup:8080", clock).register(b"{}")
     second = await harness.open()
-    with pytest.raises(RegistrationError, match="another live session"):
+    taken = "another live session: another broker advertises the same address and port"
+    with pytest.raises(RegistrationError, match=taken):
         await BrokerRegistration(second, "dup:8080", clock).register(b"{}")
 
 

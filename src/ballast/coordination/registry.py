@@ -85,7 +85,12 @@ class BrokerRegistration:
                     self._registered = True
                     return
             if self._clock.monotonic() >= deadline:
-                raise RegistrationError(self.broker_id, "the id is held by another live session")
+                raise RegistrationError(
+                    self.broker_id,
+                    "the id is held by another live session: another broker advertises the "
+                    "same address and port (give each its own advertisedAddress or "
+                    "webServicePort)",
+                )
             if not told:
                 told = True
                 log.warning(
