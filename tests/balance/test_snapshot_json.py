@@ -179,6 +179,24 @@ def test_dump_directory_layout() -> None:
     assert caught.value.path == '$.brokers["x"]'
 
 
+def test_the_extensible_load_managers_lookup_data_is_named_in_a_warning() -> None:
+    """Its ``brokers/`` records hold no load: read as reports, the brokers look idle."""
+    lookup = {
+        "webServiceUrl": "http://b1:8080",
+        "pulsarServiceUrl": "pulsar://b1:6650",
+        "loadManagerClassName": "org.apache.pulsar.broker.loadbalance.extensions."
+        "ExtensibleLoadManagerImpl",
+        "brokerVersion": "3.1.0",
+    }
+    files = {f"brokers/b{i}:8080": json.dumps(lookup).encode() for i in range(1, 5)}
+    files["brokers/b5:8080"] = json.dumps(BROKER).encode()  # a report: not named
+    _, warnings = dump_to_object(files)
+    assert warnings == [
+        "4 broker(s) (b1:8080, b2:8080, b3:8080, ...) are registered by Pulsar's extensible "
+        "load manager, which keeps their load out of /loadbalance: they read as idle"
+    ]
+
+
 def test_a_metadata_dump_is_a_snapshot() -> None:
     """``ballast metadata dump /loadbalance`` (or of ``/``): its load records read as the
     directory layout does; the leader and intermediate nodes are skipped without a word."""

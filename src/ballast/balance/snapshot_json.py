@@ -331,4 +331,22 @@ def _assemble_dump(
         raise ModelError("$", f"no /loadbalance entries ({sections}) in the dump")
     if not obj["brokers"]:
         warnings.append("the dump has no brokers/ entries")
+    lookup_only = [name for name, value in obj["brokers"].items() if _lookup_data_only(value)]
+    if lookup_only:
+        # The extensible load manager registers BrokerLookupData here and keeps each
+        # broker's load in system topics: read as reports, these brokers would look idle.
+        warnings.append(
+            f"{len(lookup_only)} broker(s) ({', '.join(lookup_only[:3])}"
+            f"{', ...' if len(lookup_only) > 3 else ''}) are registered by Pulsar's extensible "
+            "load manager, which keeps their load out of /loadbalance: they read as idle"
+        )
     return {key: value for key, value in obj.items()}, warnings
+
+
+def _lookup_data_only(record: object) -> bool:
+    """Whether a ``brokers/`` record is the extensible load manager's lookup data (no load)."""
+    return (
+        isinstance(record, dict)
+        and str(record.get("loadManagerClassName", "")).endswith(".ExtensibleLoadManagerImpl")
+        and not record.keys() & {"cpu", "memory", "bandwidthIn", "bandwidthOut", "lastUpdate"}
+    )
