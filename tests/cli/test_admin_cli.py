@@ -231,6 +231,49 @@ def test_partitioned_topic_commands(ballast: Run, cluster_url: str) -> None:
     assert admin("topics", "list-partitioned-topics", "public/default").stdout == ""
 
 
+def test_pulsar_admin_spellings(ballast: Run, cluster_url: str) -> None:
+    """An operator's pulsar-admin habits work: ``create -b``, ``unload -b``/``-d``,
+    ``split-bundle -b ... -san``, ``brokers list CLUSTER``, ``brokers leader-broker``,
+    ``topics list``."""
+
+    def admin(*args: str) -> CompletedProcess[str]:
+        return ballast("admin", "--url", cluster_url, *args)
+
+    assert admin("namespaces", "create", "public/habits", "-b", "2").returncode == 0
+    bundles = json.loads(admin("--json", "namespaces", "bundles", "public/habits").stdout)
+    assert bundles["boundaries"] == ["0x00000000", "0x80000000", "0xffffffff"]
+    for i in range(10):  # own both bundles
+        get_json(f"{cluster_url}/lookup/v2/topic/non-persistent/public/habits/t{i}", 10)
+    split = admin("--json", "namespaces", "split-bundle", "public/habits",
+                  "-b", "0x00000000_0x80000000", "-san", "range_equally_divide")  # fmt: skip
+    assert split.returncode == 0, split.stderr
+    assert json.loads(split.stdout) == {"ok": True, "split": True}
+    after = json.loads(admin("--json", "namespaces", "bundles", "public/habits").stdout)
+    assert after["boundaries"] == ["0x00000000", "0x40000000", "0x80000000", "0xffffffff"]
+    unload = admin("namespaces", "unload", "public/habits", "-b", "0x40000000_0x80000000")
+    assert (unload.returncode, unload.stdout.strip()) == (0, "ok"), unload.stderr
+    leader = json.loads(admin("--json", "brokers", "leader").stdout)["brokerId"]
+    moved = admin("namespaces", "unload", "public/habits", "--bundle", "0x80000000_0xffffffff",
+                  "-d", leader)  # fmt: skip
+    assert moved.returncode == 0, moved.stderr
+    owner = get_json(f"{cluster_url}/lookup/v2/topic/non-persistent/public/habits/t0", 10)
+    assert owner["httpUrl"] == f"http://{leader}"  # t0 hashes into the bundle moved there
+    two = admin("namespaces", "unload", "public/habits", "0x80000000_0xffffffff",
+                "-b", "0x00000000_0x40000000")  # fmt: skip
+    assert two.returncode == 2 and "two bundles given" in two.stderr
+    unnamed = admin("namespaces", "split-bundle", "public/habits")
+    assert unnamed.returncode == 2 and "name the bundle" in unnamed.stderr
+    named = admin("brokers", "list", "standalone")
+    assert (named.returncode, named.stdout) == (0, admin("brokers", "list").stdout)
+    assert len(named.stdout.split()) == 3
+    other = admin("brokers", "list", "elsewhere")
+    assert other.returncode == 1 and "404" in other.stderr
+    assert json.loads(admin("--json", "brokers", "leader-broker").stdout)["brokerId"] == leader
+    listed = admin("topics", "list", "public/habits")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == admin("namespaces", "topics", "public/habits").stdout
+
+
 def test_brokers_and_isolation_default_to_the_cluster_of_the_broker(ballast: Run) -> None:
     """A cluster named by its brokers' clusterName ("prod"), not "standalone": without
     --cluster the commands take the one cluster the broker at --url belongs to."""

@@ -116,12 +116,29 @@ def _bundle(text: str, *, named: bool = False) -> str:
 
 NamespaceArg = Annotated[str, typer.Argument(metavar="TENANT/NAMESPACE")]
 SplitBundleArg = Annotated[
-    str,
+    str | None,
     typer.Argument(
         metavar="BUNDLE",
         help="0x..._0x..., LARGEST (most persistent topics) or HOT (highest long-term throughput)",
+        show_default=False,
     ),
 ]
+# pulsar-admin names the bundle with -b; either way is taken.
+BundleOption = Annotated[
+    str | None,
+    typer.Option("--bundle", "-b", help="The bundle, as pulsar-admin names it (or the argument)."),
+]
+
+
+def _one_bundle(argument: str | None, option: str | None, *, required: bool) -> str | None:
+    """The bundle given as the argument or as ``--bundle`` (pulsar-admin's way), not both."""
+    if argument is not None and option is not None and argument != option:
+        fail(f"two bundles given: {argument} and --bundle {option}")
+    bundle = argument if argument is not None else option
+    if bundle is None and required:
+        fail("name the bundle (0x..._0x..., LARGEST or HOT), as an argument or with --bundle")
+    return bundle
+
 
 # -- tenants ------------------------------------------------------------------------------------
 
@@ -208,7 +225,7 @@ def namespaces_create(
     ctx: typer.Context,
     namespace: NamespaceArg,
     bundles: Annotated[
-        int | None, typer.Option("--bundles", help="Number of bundles.", min=1)
+        int | None, typer.Option("--bundles", "-b", help="Number of bundles.", min=1)
     ] = None,
 ) -> None:
     """Create a namespace (with the default number of bundles unless --bundles)."""
@@ -251,6 +268,7 @@ def namespaces_bundles(ctx: typer.Context, namespace: NamespaceArg) -> None:
 TOPIC_MODES = {"persistent": "PERSISTENT", "non-persistent": "NON_PERSISTENT", "all": "ALL"}
 
 
+@topics_app.command("list")  # pulsar-admin's way to the same list
 @namespaces_app.command("topics")
 def namespaces_topics(
     ctx: typer.Context,
@@ -283,11 +301,19 @@ def namespaces_unload(
         ),
     ] = None,
     destination: Annotated[
-        str | None, typer.Option("--destination", help="Transfer to this broker (host:port).")
+        str | None,
+        typer.Option(
+            "--destination",
+            "--destinationBroker",
+            "-d",
+            help="Transfer to this broker (host:port).",
+        ),
     ] = None,
+    bundle_option: BundleOption = None,
 ) -> None:
     """Unload a bundle (or transfer it with --destination), or the whole namespace."""
     ns = _namespace(namespace)
+    bundle = _one_bundle(bundle, bundle_option, required=False)
     if bundle is None:
         if destination:
             fail("--destination moves one bundle: name it")
@@ -298,26 +324,34 @@ def namespaces_unload(
     show(ctx, call(ctx, "PUT", path, params=params))
 
 
+@namespaces_app.command("split-bundle", hidden=True)  # pulsar-admin's name
 @namespaces_app.command("split")
 def namespaces_split(
     ctx: typer.Context,
     namespace: NamespaceArg,
-    bundle: SplitBundleArg,
+    bundle: SplitBundleArg = None,
     algorithm: Annotated[
-        str | None, typer.Option("--algorithm", help="A split algorithm name.")
+        str | None,
+        typer.Option(
+            "--algorithm", "--split-algorithm-name", "-san", help="A split algorithm name."
+        ),
     ] = None,
-    unload: Annotated[bool, typer.Option("--unload", help="Unload the two halves.")] = False,
+    unload: Annotated[bool, typer.Option("--unload", "-u", help="Unload the two halves.")] = False,
     positions: Annotated[
         str | None,
         typer.Option(
             "--positions",
+            "--split-boundaries",
             help="Split positions (0x... or decimal, comma-separated); they take "
             "specified_positions_divide, the only algorithm that reads them.",
         ),
     ] = None,
+    bundle_option: BundleOption = None,
 ) -> None:
     """Split a bundle. A split whose algorithm finds no cut point leaves the bundle as it
     was (Pulsar answers it as a success): that is said, not "ok"."""
+    bundle = _one_bundle(bundle, bundle_option, required=True)
+    assert bundle is not None
     body = None
     if positions is not None:
         try:
@@ -402,11 +436,21 @@ def _cluster(ctx: typer.Context, given: str | None) -> str:
 def brokers_list(
     ctx: typer.Context,
     cluster: ClusterOption = None,
+    cluster_argument: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[CLUSTER]", help="The cluster, as pulsar-admin takes it.", show_default=False
+        ),
+    ] = None,
 ) -> None:
     """List the live brokers."""
-    show(ctx, call(ctx, "GET", f"/admin/v2/brokers/{_cluster(ctx, cluster)}"))
+    if cluster is not None and cluster_argument is not None and cluster != cluster_argument:
+        fail(f"two clusters given: {cluster_argument} and --cluster {cluster}")
+    given = cluster if cluster is not None else cluster_argument
+    show(ctx, call(ctx, "GET", f"/admin/v2/brokers/{_cluster(ctx, given)}"))
 
 
+@brokers_app.command("leader-broker", hidden=True)  # pulsar-admin's name
 @brokers_app.command("leader")
 def brokers_leader(ctx: typer.Context) -> None:
     """Show the elected leader."""
