@@ -10,6 +10,7 @@ import pytest
 
 from ballast.clock import Clock
 from ballast.metadata.store import MetadataStore
+from tests.support.harness import memory
 from tests.support.http_api import api_for, follower
 from tests.support.invariants import ownership_records
 from tests.support.waiting import eventually
@@ -471,6 +472,7 @@ async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
         assert sorted((await api.call("GET", "/admin/v2/brokers/standalone"))[1]) == sorted(
             api.cluster.nodes
         )  # type: ignore[arg-type]
+        assert sorted((await api.call("GET", "/admin/v2/brokers"))[1]) == sorted(api.cluster.nodes)  # type: ignore[arg-type]
         status, report, _ = await api.call("GET", "/admin/v2/broker-stats/load-report")
         assert (
             status == 200
@@ -517,3 +519,29 @@ async def test_owned_namespaces_of_another_broker_redirect_to_its_registered_url
             assert status == 404 and "not found in available brokers" in str(body), body
         own = f"/admin/v2/brokers/nosuchcluster/{ids[0]}/ownedNamespaces"
         assert (await api.call("GET", own))[0] == 404
+
+
+async def test_the_health_check_says_ok_until_the_broker_loses_its_store(clock: Clock) -> None:
+    """``GET /admin/v2/brokers/health``: ``ok`` while the broker is a member; 500 naming why
+    once it is cut off from the metadata store, and once its session is gone with the
+    heartbeat bundle it served."""
+    async for api in api_for(clock):
+        for broker in range(3):
+            status, text, _ = await api.call("GET", "/admin/v2/brokers/health", broker=broker)
+            assert (status, text) == (200, "ok")
+        node = api.cluster.nodes[list(api.cluster.nodes)[2]]
+        memory(node.store).partition()
+        status, body, _ = await api.call("GET", "/admin/v2/brokers/health", broker=2)
+        assert status == 500 and isinstance(body, dict)
+        assert body["reason"] == (
+            f"broker {node.broker_id} is not healthy: its metadata store connection is suspended"
+        )
+        await clock.sleep(node.store.session_timeout_s + 1)  # the session expires
+        status, body, _ = await api.call("GET", "/admin/v2/brokers/health", broker=2)
+        assert status == 500 and isinstance(body, dict)
+        assert (
+            "its metadata store connection is lost; it is not registered; it does not "
+            "serve its heartbeat bundle pulsar/" in body["reason"]
+        )
+        status, text, _ = await api.call("GET", "/admin/v2/brokers/health", broker=0)
+        assert (status, text) == (200, "ok")  # the others are well

@@ -27,6 +27,7 @@ from ballast.controller.requests import decode_request, not_the_leader
 from ballast.coordination.election import read_leader
 from ballast.coordination.ownership import OwnershipState
 from ballast.metadata import paths
+from ballast.metadata.store import ConnectionState
 from ballast.model.bundles import BundleName, BundleRange, InvalidBundle
 from ballast.model.naming import (
     InvalidNameError,
@@ -140,8 +141,30 @@ class LookupApi:
         return web.json_response({"serviceUrl": leader.service_url, "brokerId": leader.broker_id})
 
     async def brokers(self, request: web.Request) -> web.StreamResponse:
-        this_cluster(request, self.node.settings.get_str("clusterName"))
+        """``GET /admin/v2/brokers/{cluster}``, or ``/admin/v2/brokers`` for this cluster."""
+        if "cluster" in request.match_info:
+            this_cluster(request, self.node.settings.get_str("clusterName"))
         return web.json_response(sorted(await self.node.store.children(paths.BROKERS)))
+
+    async def health(self, _request: web.Request) -> web.StreamResponse:
+        """``GET /admin/v2/brokers/health``: ``ok`` while this broker serves as a member —
+        not stopping, connected to the metadata store, registered, and serving its heartbeat
+        bundle, which no other broker may own — else 500 with what is wrong, as Pulsar
+        answers a failed health check. (Pulsar's check also sends a message through a
+        heartbeat topic; this one checks the control plane only.)"""
+        node = self.node
+        problems = []
+        if node.stopped:
+            problems.append("it is stopping")
+        if node.store.state is not ConnectionState.CONNECTED:
+            problems.append(f"its metadata store connection is {node.store.state.name.lower()}")
+        if not node.registration.registered:
+            problems.append("it is not registered")
+        if node.heartbeat_bundle not in node.served:
+            problems.append(f"it does not serve its heartbeat bundle {node.heartbeat_bundle}")
+        if problems:
+            return reason(500, f"broker {node.broker_id} is not healthy: {'; '.join(problems)}")
+        return web.Response(text="ok")
 
     async def owned_namespaces(self, request: web.Request) -> web.StreamResponse:
         """``GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces``: the bundles this broker

@@ -154,6 +154,15 @@ def routes(node: BrokerNode) -> list[Route]:
         ),
         Route(
             "GET",
+            "/admin/v2/brokers/health",
+            lookup.health,
+            "ok while this broker is connected, registered and serving its heartbeat bundle",
+            "brokers",
+            responses={500: "Not healthy, and why"},
+        ),
+        Route("GET", "/admin/v2/brokers", lookup.brokers, "Active brokers (host:port)", "brokers"),
+        Route(
+            "GET",
             "/admin/v2/brokers/{cluster}",
             lookup.brokers,
             "Active brokers (host:port)",
