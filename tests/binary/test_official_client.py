@@ -162,7 +162,7 @@ async def test_clients_produce_and_consume_exactly_once_in_every_bundle(clock: C
         served = cluster.binary[owner.broker_id].topics.topics[topics[0]]
         await asyncio.to_thread(consumers[0].unsubscribe)  # topic 0, "excl"
         assert "excl" not in served.subscriptions
-        with pytest.raises(Exception, match="ConsumerBusy"):
+        with pytest.raises(Exception, match="MetadataError"):  # as Pulsar answers it
             await asyncio.to_thread(consumers[1].unsubscribe)  # topic 0, "shared", first
         assert len(served.subscriptions["shared"].consumers) == 2
         assert {n.broker_id for n in nodes} == {await owner_of(cluster, t) for t in topics}, (
@@ -214,6 +214,34 @@ async def test_seek_on_a_non_persistent_topic_does_nothing_as_in_pulsar(clock: C
             assert error.message == "Message id and message publish time were not present"
         finally:
             writer.close()
+    finally:
+        await close_all(closeables)
+        await cluster.close()
+
+
+async def test_producer_access_modes_are_refused_as_pulsar_refuses_them(clock: Clock) -> None:
+    """Pulsar's topic epoch rules: an Exclusive producer finding other producers is fenced
+    (ProducerFenced, which clients tell apart from a busy name), a Shared one finding an
+    exclusive producer is busy (ProducerBusy)."""
+    cluster = await start_cluster(clock, "t/modes", 1, brokers=1)
+    closeables: list[Any] = []
+    try:
+        client = await new_client(pulsar_url(next(iter(cluster.nodes.values()))))
+        closeables.append(client)
+        shared_topic, exclusive_topic = "non-persistent://t/modes/a", "non-persistent://t/modes/b"
+        exclusive = pulsar.ProducerAccessMode.Exclusive
+        shared = await asyncio.to_thread(client.create_producer, shared_topic)
+        closeables.insert(0, shared)
+        with pytest.raises(pulsar.ProducerFenced):
+            await asyncio.to_thread(client.create_producer, shared_topic, access_mode=exclusive)
+        first = await asyncio.to_thread(
+            client.create_producer, exclusive_topic, access_mode=exclusive
+        )
+        closeables.insert(0, first)
+        with pytest.raises(pulsar.ProducerFenced):
+            await asyncio.to_thread(client.create_producer, exclusive_topic, access_mode=exclusive)
+        with pytest.raises(pulsar.ProducerBusy):
+            await asyncio.to_thread(client.create_producer, exclusive_topic)
     finally:
         await close_all(closeables)
         await cluster.close()

@@ -384,10 +384,10 @@ class ServerConnection:
         consumer, topic = found
         subscription = topic.subscriptions.get(consumer.subscription)
         others = [c for c in subscription.consumers if c is not consumer] if subscription else []
-        if others and not command.force:
+        if others and not command.force:  # Pulsar: a ServerMetadataException, MetadataError
             self._error(
                 command.request_id,
-                ServerError.CONSUMER_BUSY,
+                ServerError.METADATA_ERROR,
                 "Unconnected or shared consumer attempting to unsubscribe",
             )
             return

@@ -248,16 +248,24 @@ async def create_producer(connection: ServerConnection, command: Producer) -> No
     if other is not None and other.link.closed:
         topics.remove_producer(other)
         other = None
-    refusal: str | None = None
+    exclusive = next(
+        (p for p in topic.producers.values() if p.access_mode == ProducerAccessMode.EXCLUSIVE),
+        None,
+    )
+    # Pulsar's AbstractTopic.incrementTopicEpochIfNeeded: an Exclusive producer that finds
+    # others is fenced (ProducerFenced); a Shared one that finds an exclusive one is busy.
+    wants_exclusive = command.producer_access_mode == ProducerAccessMode.EXCLUSIVE
+    error, refusal = ServerError.PRODUCER_BUSY, ""
     if other is not None:
         refusal = f"Producer with name '{producer_name}' is already connected to topic"
-    elif any(p.access_mode == ProducerAccessMode.EXCLUSIVE for p in topic.producers.values()):
-        refusal = "Topic has an exclusive producer connected"
-    elif command.producer_access_mode == ProducerAccessMode.EXCLUSIVE and topic.producers:
-        refusal = "Topic has other producers connected: exclusive access refused"
-    if refusal is not None:
+    elif exclusive is not None:
+        refusal = f"Topic has an existing exclusive producer: {exclusive.name}"
+        error = ServerError.PRODUCER_FENCED if wants_exclusive else error
+    elif wants_exclusive and topic.producers:
+        error, refusal = ServerError.PRODUCER_FENCED, "Topic has existing shared producers"
+    if refusal:
         topics.release(topic)
-        _error(connection, command.request_id, ServerError.PRODUCER_BUSY, refusal)
+        _error(connection, command.request_id, error, refusal)
         return
     producer = ProducerHandle(
         command.producer_id,
