@@ -130,14 +130,11 @@ BundleOption = Annotated[
 ]
 
 
-def _one_bundle(argument: str | None, option: str | None, *, required: bool) -> str | None:
+def _one_bundle(argument: str | None, option: str | None) -> str | None:
     """The bundle given as the argument or as ``--bundle`` (pulsar-admin's way), not both."""
     if argument is not None and option is not None and argument != option:
         fail(f"two bundles given: {argument} and --bundle {option}")
-    bundle = argument if argument is not None else option
-    if bundle is None and required:
-        fail("name the bundle (0x..._0x..., LARGEST or HOT), as an argument or with --bundle")
-    return bundle
+    return argument if argument is not None else option
 
 
 # -- tenants ------------------------------------------------------------------------------------
@@ -313,7 +310,7 @@ def namespaces_unload(
 ) -> None:
     """Unload a bundle (or transfer it with --destination), or the whole namespace."""
     ns = _namespace(namespace)
-    bundle = _one_bundle(bundle, bundle_option, required=False)
+    bundle = _one_bundle(bundle, bundle_option)
     if bundle is None:
         if destination:
             fail("--destination moves one bundle: name it")
@@ -350,8 +347,9 @@ def namespaces_split(
 ) -> None:
     """Split a bundle. A split whose algorithm finds no cut point leaves the bundle as it
     was (Pulsar answers it as a success): that is said, not "ok"."""
-    bundle = _one_bundle(bundle, bundle_option, required=True)
-    assert bundle is not None
+    bundle = _one_bundle(bundle, bundle_option)
+    if bundle is None:
+        fail("name the bundle (0x..._0x..., LARGEST or HOT), as an argument or with --bundle")
     body = None
     if positions is not None:
         try:

@@ -62,9 +62,13 @@ def parse_store_url(url: str) -> StoreUrl:
         for host in hosts.split(","):
             name, colon, port = host.rpartition(":")
             bracketed = name.startswith("[") and name.endswith("]")  # an IPv6 address
-            if ":" in name and not bracketed:
-                raise InvalidStoreUrlError(url, f'"{host}" is not host:port')
-            if not colon or not name or not port.isdigit() or not 0 < int(port) < 65536:
+            if (
+                not colon
+                or not name
+                or (":" in name and not bracketed)
+                or not port.isdigit()
+                or not 0 < int(port) < 65536
+            ):
                 raise InvalidStoreUrlError(url, f'"{host}" is not host:port')
         steps = chroot.split("/")
         if chroot and any(step in ("", ".", "..") for step in steps):
