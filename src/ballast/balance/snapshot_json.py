@@ -8,7 +8,6 @@ JSON path of the problem (``$.brokers["b1"].cpu.usage``). Every part is optional
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -17,7 +16,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ballast.balance.snapshot import BrokerLoad, LoadSnapshot, Policies, reported_bundles
-from ballast.model.bundles import NamespaceBundles
+from ballast.model.bundles import BundleRange, InvalidBundle, NamespaceBundles
 from ballast.model.codec import ModelError, convert, key_path, to_builtins
 from ballast.model.loaddata import BrokerData, BundleData, LocalBrokerData, TimeAverageBrokerData
 from ballast.model.loaddata.local import canonical_bundle_key, canonicalize_bundles
@@ -239,7 +238,6 @@ METADATA_DUMP_KEYS = frozenset({"root", "records"})
 LOADBALANCE_ROOT = "/loadbalance/"
 # The keys a dump's record holds its value under, exactly one of them.
 _VALUE_KINDS = frozenset({"json", "text", "base64"})
-_BUNDLE_RANGE = re.compile(r"0x[0-9a-fA-F]{8}_0x[0-9a-fA-F]{8}")
 
 
 def is_metadata_dump(obj: object) -> bool:
@@ -275,7 +273,7 @@ def metadata_dump_to_object(dump: Mapping[str, Any]) -> tuple[dict[str, Any], li
         # Only bundle-data has nodes above its records, empty: bundle-data/TENANT,
         # bundle-data/TENANT/NAMESPACE and, for a v1 name (tenant/cluster/namespace),
         # bundle-data/TENANT/CLUSTER/NAMESPACE. Unlike a record, none ends in a bundle range.
-        above = section == "bundle-data" and not _BUNDLE_RANGE.fullmatch(name.rpartition("/")[2])
+        above = section == "bundle-data" and not _is_range(name.rpartition("/")[2])
         if above and entry.get("text") == "":
             continue
         held = next((kind for kind in ("text", "base64") if kind in entry), None)
@@ -341,6 +339,15 @@ def _assemble_dump(
             "load manager, which keeps their load out of /loadbalance: they read as idle"
         )
     return {key: value for key, value in obj.items()}, warnings
+
+
+def _is_range(text: str) -> bool:
+    """Whether a path's last step is a bundle range, as bundle names are read."""
+    try:
+        BundleRange.parse(text)
+    except InvalidBundle:
+        return False
+    return True
 
 
 def _lookup_data_only(record: object) -> bool:

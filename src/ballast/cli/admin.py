@@ -130,10 +130,10 @@ BundleOption = Annotated[
 ]
 
 
-def _one_bundle(argument: str | None, option: str | None) -> str | None:
-    """The bundle given as the argument or as ``--bundle`` (pulsar-admin's way), not both."""
+def _given_once(what: str, argument: str | None, flag: str, option: str | None) -> str | None:
+    """A value given as the argument or as its option (pulsar-admin's way), not two of it."""
     if argument is not None and option is not None and argument != option:
-        fail(f"two bundles given: {argument} and --bundle {option}")
+        fail(f"two {what} given: {argument} and {flag} {option}")
     return argument if argument is not None else option
 
 
@@ -310,7 +310,7 @@ def namespaces_unload(
 ) -> None:
     """Unload a bundle (or transfer it with --destination), or the whole namespace."""
     ns = _namespace(namespace)
-    bundle = _one_bundle(bundle, bundle_option)
+    bundle = _given_once("bundles", bundle, "--bundle", bundle_option)
     if bundle is None:
         if destination:
             fail("--destination moves one bundle: name it")
@@ -347,7 +347,7 @@ def namespaces_split(
 ) -> None:
     """Split a bundle. A split whose algorithm finds no cut point leaves the bundle as it
     was (Pulsar answers it as a success): that is said, not "ok"."""
-    bundle = _one_bundle(bundle, bundle_option)
+    bundle = _given_once("bundles", bundle, "--bundle", bundle_option)
     if bundle is None:
         fail("name the bundle (0x..._0x..., LARGEST or HOT), as an argument or with --bundle")
     body = None
@@ -442,9 +442,7 @@ def brokers_list(
     ] = None,
 ) -> None:
     """List the live brokers."""
-    if cluster is not None and cluster_argument is not None and cluster != cluster_argument:
-        fail(f"two clusters given: {cluster_argument} and --cluster {cluster}")
-    given = cluster if cluster is not None else cluster_argument
+    given = _given_once("clusters", cluster_argument, "--cluster", cluster)
     show(ctx, call(ctx, "GET", f"/admin/v2/brokers/{_cluster(ctx, given)}"))
 
 
