@@ -274,6 +274,46 @@ def test_pulsar_admin_spellings(ballast: Run, cluster_url: str) -> None:
     assert listed.stdout == admin("namespaces", "topics", "public/habits").stdout
 
 
+def test_clusters_and_failure_domains(ballast: Run, cluster_url: str) -> None:
+    """pulsar-admin's ``clusters`` commands: the cluster's data, and failure domains set,
+    read, replaced and deleted (the cluster as an argument or taken from --url)."""
+
+    def admin(*args: str) -> CompletedProcess[str]:
+        return ballast("admin", "--url", cluster_url, *args)
+
+    assert json.loads(admin("--json", "clusters", "list").stdout) == ["standalone"]
+    data = json.loads(admin("--json", "clusters", "get", "standalone").stdout)
+    # The broker asked answers with its own URLs, as Pulsar's standalone registers them.
+    assert data["serviceUrl"] == cluster_url
+    assert data["brokerServiceUrl"].startswith("pulsar://127.0.0.1:")
+    assert admin("clusters", "get").stdout == admin("clusters", "get", "standalone").stdout
+    unknown = admin("clusters", "get", "elsewhere")
+    assert unknown.returncode == 1 and "404" in unknown.stderr
+    brokers = admin("brokers", "list").stdout.split()
+    made = admin("clusters", "create-failure-domain", "standalone", "--domain-name", "rack1",
+                 "--broker-list", ",".join(brokers[:2]))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    got = json.loads(
+        admin("--json", "clusters", "get-failure-domain", "--domain-name", "rack1").stdout
+    )
+    assert got == {"brokers": brokers[:2]}
+    assert admin("clusters", "update-failure-domain", "--domain-name", "rack1",
+                 "--broker-list", brokers[2]).returncode == 0  # fmt: skip
+    listed = json.loads(admin("--json", "clusters", "list-failure-domains").stdout)
+    assert listed == {"rack1": {"brokers": [brokers[2]]}}
+    assert admin("clusters", "delete-failure-domain", "--domain-name", "rack1").returncode == 0
+    missing = admin("clusters", "get-failure-domain", "--domain-name", "rack1")
+    assert missing.returncode == 1 and "404" in missing.stderr
+    elsewhere = admin("clusters", "get-failure-domain", "elsewhere", "--domain-name", "rack1")
+    assert elsewhere.returncode == 1 and "412" in elsewhere.stderr
+    empty = admin("clusters", "create-failure-domain", "--domain-name", "r", "--broker-list", ",")
+    assert empty.returncode == 2 and "names no broker" in empty.stderr
+    bad = admin("clusters", "get-failure-domain", "--domain-name", "a/b")
+    assert bad.returncode == 2 and "failure domain" in bad.stderr
+    both = admin("clusters", "get", "standalone", "--cluster", "prod")
+    assert both.returncode == 2 and "two clusters given" in both.stderr
+
+
 def test_brokers_and_isolation_default_to_the_cluster_of_the_broker(ballast: Run) -> None:
     """A cluster named by its brokers' clusterName ("prod"), not "standalone": without
     --cluster the commands take the one cluster the broker at --url belongs to."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 
 import pytest
 
@@ -545,3 +546,30 @@ async def test_the_health_check_says_ok_until_the_broker_loses_its_store(clock: 
         )
         status, text, _ = await api.call("GET", "/admin/v2/brokers/health", broker=0)
         assert (status, text) == (200, "ok")  # the others are well
+
+
+async def test_cluster_data_is_what_the_store_holds_else_the_brokers_own_urls(
+    clock: Clock,
+) -> None:
+    """``GET /admin/v2/clusters/{cluster}``: each broker answers with its own URLs, unless
+    the cluster's node holds Pulsar's ClusterData (a copied Pulsar tree), which is served as
+    it is; another cluster is 404."""
+    async for api in api_for(clock):
+        path = "/admin/v2/clusters/standalone"
+        for index, broker_id in enumerate(api.cluster.nodes):
+            status, data, _ = await api.call("GET", path, broker=index)
+            assert status == 200 and isinstance(data, dict)
+            assert data["serviceUrl"] == f"http://{broker_id}"
+            assert data["brokerServiceUrl"].startswith("pulsar://")
+        assert (await api.call("GET", "/admin/v2/clusters/elsewhere"))[0] == 404
+        node = next(iter(api.cluster.nodes.values()))
+        copied = {"serviceUrl": "http://pulsar:8080", "brokerServiceUrl": "pulsar://pulsar:6650"}
+        await node.store.put("/admin/clusters/standalone", json.dumps(copied).encode())
+        assert (await api.call("GET", path))[1] == copied
+        domain = "/admin/v2/clusters/standalone/failureDomains/rack1"
+        assert (await api.call("GET", domain))[0] == 404
+        brokers = list(api.cluster.nodes)[:1]
+        assert (await api.call("POST", domain, json={"brokers": brokers}))[0] == 204
+        assert (await api.call("GET", domain))[1] == {"brokers": brokers}
+        elsewhere = "/admin/v2/clusters/elsewhere/failureDomains/rack1"
+        assert (await api.call("GET", elsewhere))[0] == 412

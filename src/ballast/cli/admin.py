@@ -4,31 +4,26 @@ the redirects."""
 
 from __future__ import annotations
 
-import functools
 import itertools
-import json
 import os
-from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
+from ballast.cli.admin_args import (
+    ClusterArg,
+    ClusterOption,
+    bundle_arg,
+    cluster_given,
+    given_once,
+    namespace_arg,
+    tenant_arg,
+    topic_arg,
+)
 from ballast.cli.admin_client import ANSWER_TIMEOUT_S, DEFAULT_URL, AdminTarget, call, show
-from ballast.cli.common import fail, print_json, read_text_arg, url_problem
-from ballast.model.bundles import (
-    SPLIT_NAMED_BUNDLES,
-    BundleRange,
-    InvalidBundle,
-    parse_boundaries,
-    parse_position,
-)
-from ballast.model.naming import (
-    InvalidNameError,
-    NamespaceName,
-    TopicName,
-    validate_entity_name,
-    validate_tenant,
-)
+from ballast.cli.admin_clusters import clusters_app, isolation_app
+from ballast.cli.common import fail, print_json, url_problem
+from ballast.model.bundles import SPLIT_NAMED_BUNDLES, BundleRange, parse_boundaries, parse_position
 from ballast.model.split_algorithms import SPECIFIED_POSITIONS_DIVIDE
 
 admin_app = typer.Typer(
@@ -40,12 +35,12 @@ namespaces_app = typer.Typer(help="Namespaces and their bundles.", no_args_is_he
 brokers_app = typer.Typer(help="Brokers and the leader.", no_args_is_help=True)
 topics_app = typer.Typer(help="Topics.", no_args_is_help=True)
 stats_app = typer.Typer(help="Broker statistics.", no_args_is_help=True)
-isolation_app = typer.Typer(help="Namespace isolation policies.", no_args_is_help=True)
 admin_app.add_typer(tenants_app, name="tenants")
 admin_app.add_typer(namespaces_app, name="namespaces")
 admin_app.add_typer(brokers_app, name="brokers")
 admin_app.add_typer(topics_app, name="topics")
 admin_app.add_typer(stats_app, name="broker-stats")
+admin_app.add_typer(clusters_app, name="clusters")
 admin_app.add_typer(isolation_app, name="isolation")
 
 
@@ -76,44 +71,6 @@ def admin_options(
     ctx.obj = AdminTarget(chosen, as_json, timeout)
 
 
-def _namespace(text: str) -> NamespaceName:
-    try:
-        namespace = NamespaceName.parse(text)
-    except InvalidNameError as exc:
-        fail(str(exc))
-    if not namespace.is_v2:
-        fail("give a namespace as tenant/namespace")
-    return namespace
-
-
-def _checked(check: Callable[[str], None], text: str) -> str:
-    """``text`` once ``check`` (a name check of the model) accepts it; exit 2 with its reason
-    otherwise. Names go into paths as typed, so a ``/`` or ``?`` must not get through."""
-    try:
-        check(text)
-    except InvalidNameError as exc:
-        fail(str(exc))
-    return text
-
-
-def _tenant(text: str) -> str:
-    return _checked(validate_tenant, text)
-
-
-def _entity(role: str, text: str) -> str:
-    return _checked(functools.partial(validate_entity_name, role), text)
-
-
-def _bundle(text: str, *, named: bool = False) -> str:
-    """A bundle range; with ``named``, also ``LARGEST`` or ``HOT`` (a split picks the bundle)."""
-    if named and text in SPLIT_NAMED_BUNDLES:
-        return text
-    try:
-        return str(BundleRange.parse(text))
-    except InvalidBundle as exc:
-        fail(str(exc))
-
-
 NamespaceArg = Annotated[str, typer.Argument(metavar="TENANT/NAMESPACE")]
 SplitBundleArg = Annotated[
     str | None,
@@ -128,13 +85,6 @@ BundleOption = Annotated[
     str | None,
     typer.Option("--bundle", "-b", help="The bundle, as pulsar-admin names it (or the argument)."),
 ]
-
-
-def _given_once(what: str, argument: str | None, flag: str, option: str | None) -> str | None:
-    """A value given as the argument or as its option (pulsar-admin's way), not two of it."""
-    if argument is not None and option is not None and argument != option:
-        fail(f"two {what} given: {argument} and {flag} {option}")
-    return argument if argument is not None else option
 
 
 # -- tenants ------------------------------------------------------------------------------------
@@ -160,7 +110,7 @@ def tenants_create(
     ctx: typer.Context, tenant: str, allowed_clusters: AllowedClustersOption = None
 ) -> None:
     """Create a tenant, allowed on every cluster unless --allowed-clusters says which."""
-    path = f"/admin/v2/tenants/{_tenant(tenant)}"
+    path = f"/admin/v2/tenants/{tenant_arg(tenant)}"
     info = _tenant_info(allowed_clusters)
     if allowed_clusters is None:  # as pulsar-admin: every cluster (the API wants at least one)
         clusters = call(ctx, "GET", "/admin/v2/clusters")
@@ -180,7 +130,7 @@ def tenants_update(
     ] = None,
 ) -> None:
     """Change a tenant's allowed clusters or admin roles; what is not given is kept."""
-    path = f"/admin/v2/tenants/{_tenant(tenant)}"
+    path = f"/admin/v2/tenants/{tenant_arg(tenant)}"
     current = call(ctx, "GET", path)
     info = dict(current) if isinstance(current, dict) else {}
     if allowed_clusters is not None:
@@ -205,7 +155,7 @@ def tenants_delete(
 ) -> None:
     """Delete a tenant (it must have no namespaces, unless --force)."""
     params = {"force": "true" if force else "false"}
-    show(ctx, call(ctx, "DELETE", f"/admin/v2/tenants/{_tenant(tenant)}", params=params))
+    show(ctx, call(ctx, "DELETE", f"/admin/v2/tenants/{tenant_arg(tenant)}", params=params))
 
 
 # -- namespaces ---------------------------------------------------------------------------------
@@ -214,7 +164,7 @@ def tenants_delete(
 @namespaces_app.command("list")
 def namespaces_list(ctx: typer.Context, tenant: str) -> None:
     """List a tenant's namespaces."""
-    show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{_tenant(tenant)}"))
+    show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{tenant_arg(tenant)}"))
 
 
 @namespaces_app.command("create")
@@ -226,7 +176,7 @@ def namespaces_create(
     ] = None,
 ) -> None:
     """Create a namespace (with the default number of bundles unless --bundles)."""
-    ns = _namespace(namespace)
+    ns = namespace_arg(namespace)
     body = {"bundles": {"numBundles": bundles}} if bundles is not None else {}
     show(ctx, call(ctx, "PUT", f"/admin/v2/namespaces/{ns}", body))
 
@@ -245,7 +195,7 @@ def namespaces_delete(
     ] = False,
 ) -> None:
     """Delete a namespace."""
-    ns = _namespace(namespace)
+    ns = namespace_arg(namespace)
     params = {"force": "true" if force else "false"}
     show(ctx, call(ctx, "DELETE", f"/admin/v2/namespaces/{ns}", params=params))
 
@@ -253,13 +203,13 @@ def namespaces_delete(
 @namespaces_app.command("policies")
 def namespaces_policies(ctx: typer.Context, namespace: NamespaceArg) -> None:
     """Show a namespace's policies."""
-    show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{_namespace(namespace)}"))
+    show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{namespace_arg(namespace)}"))
 
 
 @namespaces_app.command("bundles")
 def namespaces_bundles(ctx: typer.Context, namespace: NamespaceArg) -> None:
     """Show a namespace's bundle boundaries."""
-    show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{_namespace(namespace)}/bundles"))
+    show(ctx, call(ctx, "GET", f"/admin/v2/namespaces/{namespace_arg(namespace)}/bundles"))
 
 
 TOPIC_MODES = {"persistent": "PERSISTENT", "non-persistent": "NON_PERSISTENT", "all": "ALL"}
@@ -283,7 +233,7 @@ def namespaces_topics(
     wanted = TOPIC_MODES.get(mode.lower().replace("_", "-"))
     if wanted is None:
         fail(f'--mode "{mode}" is not persistent, non-persistent or all')
-    path = f"/admin/v2/namespaces/{_namespace(namespace)}/topics"
+    path = f"/admin/v2/namespaces/{namespace_arg(namespace)}/topics"
     show(ctx, call(ctx, "GET", path, params={"mode": wanted}))
 
 
@@ -309,14 +259,14 @@ def namespaces_unload(
     bundle_option: BundleOption = None,
 ) -> None:
     """Unload a bundle (or transfer it with --destination), or the whole namespace."""
-    ns = _namespace(namespace)
-    bundle = _given_once("bundles", bundle, "--bundle", bundle_option)
+    ns = namespace_arg(namespace)
+    bundle = given_once("bundles", bundle, "--bundle", bundle_option)
     if bundle is None:
         if destination:
             fail("--destination moves one bundle: name it")
         show(ctx, call(ctx, "PUT", f"/admin/v2/namespaces/{ns}/unload"))
         return
-    path = f"/admin/v2/namespaces/{ns}/{_bundle(bundle)}/unload"
+    path = f"/admin/v2/namespaces/{ns}/{bundle_arg(bundle)}/unload"
     params = {"destinationBroker": destination} if destination else None
     show(ctx, call(ctx, "PUT", path, params=params))
 
@@ -347,7 +297,7 @@ def namespaces_split(
 ) -> None:
     """Split a bundle. A split whose algorithm finds no cut point leaves the bundle as it
     was (Pulsar answers it as a success): that is said, not "ok"."""
-    bundle = _given_once("bundles", bundle, "--bundle", bundle_option)
+    bundle = given_once("bundles", bundle, "--bundle", bundle_option)
     if bundle is None:
         fail("name the bundle (0x..._0x..., LARGEST or HOT), as an argument or with --bundle")
     body = None
@@ -366,8 +316,8 @@ def namespaces_split(
     params = {"unload": "true" if unload else "false"}
     if algorithm:
         params["splitAlgorithmName"] = algorithm
-    name = _namespace(namespace)
-    target = _bundle(bundle, named=True)
+    name = namespace_arg(namespace)
+    target = bundle_arg(bundle, named=True)
     answer = call(ctx, "PUT", f"/admin/v2/namespaces/{name}/{target}/split", body, params=params)
     if target in SPLIT_NAMED_BUNDLES:
         show(ctx, answer)
@@ -398,7 +348,7 @@ def namespaces_anti_affinity(
     delete: Annotated[bool, typer.Option("--delete", help="Remove the group.")] = False,
 ) -> None:
     """Show, set or remove a namespace's anti-affinity group."""
-    path = f"/admin/v2/namespaces/{_namespace(namespace)}/antiAffinity"
+    path = f"/admin/v2/namespaces/{namespace_arg(namespace)}/antiAffinity"
     if group is not None and delete:
         fail("--set and --delete exclude each other")
     if group is not None:
@@ -410,40 +360,16 @@ def namespaces_anti_affinity(
         show(ctx, group_now if group_now is not None else "")
 
 
-# -- brokers, topics, stats, isolation ------------------------------------------------------
-
-ClusterOption = Annotated[
-    str | None,
-    typer.Option("--cluster", help="Cluster name (default: the one cluster --url belongs to)."),
-]
-
-
-def _cluster(ctx: typer.Context, given: str | None) -> str:
-    """``--cluster``, checked as a name; else the cluster the broker at ``--url`` knows, when
-    it knows one (Pulsar's CLI takes the cluster as an argument; a cluster is named by its
-    brokers' ``clusterName``, which need not be "standalone")."""
-    if given is not None:
-        return _entity("cluster", given)
-    known = call(ctx, "GET", "/admin/v2/clusters")
-    if isinstance(known, list) and len(known) == 1 and isinstance(known[0], str):
-        return _entity("cluster", known[0])
-    fail(f"give --cluster: the broker knows the clusters {', '.join(map(str, known or []))}")
+# -- brokers, topics, stats --------------------------------------------------------------
 
 
 @brokers_app.command("list")
 def brokers_list(
-    ctx: typer.Context,
-    cluster: ClusterOption = None,
-    cluster_argument: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="[CLUSTER]", help="The cluster, as pulsar-admin takes it.", show_default=False
-        ),
-    ] = None,
+    ctx: typer.Context, cluster_argument: ClusterArg = None, cluster: ClusterOption = None
 ) -> None:
     """List the live brokers."""
-    given = _given_once("clusters", cluster_argument, "--cluster", cluster)
-    show(ctx, call(ctx, "GET", f"/admin/v2/brokers/{_cluster(ctx, given)}"))
+    name = cluster_given(ctx, cluster_argument, cluster)
+    show(ctx, call(ctx, "GET", f"/admin/v2/brokers/{name}"))
 
 
 @brokers_app.command("leader-broker", hidden=True)  # pulsar-admin's name
@@ -453,22 +379,14 @@ def brokers_leader(ctx: typer.Context) -> None:
     show(ctx, call(ctx, "GET", "/admin/v2/brokers/leaderBroker"))
 
 
-def _topic(text: str) -> TopicName:
-    try:
-        name = TopicName.parse(text)
-    except InvalidNameError as exc:
-        fail(str(exc))
-    return name
-
-
 @topics_app.command("lookup")
 def topics_lookup(ctx: typer.Context, topic: str) -> None:
     """Look a topic up: the URLs of the broker that serves it."""
-    show(ctx, call(ctx, "GET", f"/lookup/v2/topic/{_topic(topic).lookup_name}"))
+    show(ctx, call(ctx, "GET", f"/lookup/v2/topic/{topic_arg(topic).lookup_name}"))
 
 
 def _partitions_path(text: str) -> str:
-    name = _topic(text)
+    name = topic_arg(text)
     if not name.namespace.is_v2:
         fail("give a topic as domain://tenant/namespace/topic")
     return f"/admin/v2/{name.lookup_name}/partitions"
@@ -524,7 +442,7 @@ def topics_partitioned_metadata(ctx: typer.Context, topic: str) -> None:
 @topics_app.command("list-partitioned-topics")
 def topics_list_partitioned(ctx: typer.Context, namespace: NamespaceArg) -> None:
     """List a namespace's partitioned topics, persistent and non-persistent."""
-    ns = _namespace(namespace)
+    ns = namespace_arg(namespace)
     names = [
         *call(ctx, "GET", f"/admin/v2/persistent/{ns}/partitioned"),
         *call(ctx, "GET", f"/admin/v2/non-persistent/{ns}/partitioned"),
@@ -536,49 +454,3 @@ def topics_list_partitioned(ctx: typer.Context, namespace: NamespaceArg) -> None
 def load_report(ctx: typer.Context) -> None:
     """The load report of the broker at --url."""
     show(ctx, call(ctx, "GET", "/admin/v2/broker-stats/load-report"))
-
-
-@isolation_app.command("list")
-def isolation_list(
-    ctx: typer.Context,
-    cluster: ClusterOption = None,
-) -> None:
-    """Show the namespace isolation policies."""
-    path = f"/admin/v2/clusters/{_cluster(ctx, cluster)}/namespaceIsolationPolicies"
-    show(ctx, call(ctx, "GET", path))
-
-
-@isolation_app.command("set")
-def isolation_set(
-    ctx: typer.Context,
-    name: str,
-    policy_file: Annotated[
-        str,
-        typer.Option(
-            "--file", help="The policy as Pulsar's NamespaceIsolationData JSON ('-' for stdin)."
-        ),
-    ],
-    cluster: ClusterOption = None,
-) -> None:
-    """Set a namespace isolation policy from a JSON file."""
-    text = read_text_arg(policy_file)
-    try:
-        policy = json.loads(text)
-    except json.JSONDecodeError as exc:
-        fail(f"{'stdin' if policy_file == '-' else policy_file} is not JSON: {exc}")
-    show(ctx, call(ctx, "POST", _isolation_path(_cluster(ctx, cluster), name), policy))
-
-
-@isolation_app.command("delete")
-def isolation_delete(
-    ctx: typer.Context,
-    name: str,
-    cluster: ClusterOption = None,
-) -> None:
-    """Delete a namespace isolation policy."""
-    show(ctx, call(ctx, "DELETE", _isolation_path(_cluster(ctx, cluster), name)))
-
-
-def _isolation_path(cluster: str, name: str) -> str:
-    policy = _entity("isolation policy", name)
-    return f"/admin/v2/clusters/{cluster}/namespaceIsolationPolicies/{policy}"

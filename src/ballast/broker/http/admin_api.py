@@ -442,6 +442,14 @@ class AdminApi:
             {name: {"brokers": list(b)} for name, b in sorted(domains.items())}
         )
 
+    async def get_failure_domain(self, request: web.Request) -> web.StreamResponse:
+        # Pulsar: an unknown cluster is 412 here, as for the changes; a missing domain 404.
+        domains = await load_failure_domains(self.node.store, self._cluster(request, 412))
+        name = _domain(request)
+        if name not in domains:
+            return reason(404, f"failure domain {name} does not exist")
+        return web.json_response({"brokers": list(domains[name])})
+
     async def set_failure_domain(self, request: web.Request) -> web.StreamResponse:
         self._cluster(request, 412)  # as Pulsar's setFailureDomain
         body = await _json_body(request)

@@ -196,6 +196,27 @@ class LookupApi:
     async def clusters(self, _request: web.Request) -> web.StreamResponse:
         return web.json_response([self.node.settings.get_str("clusterName")])
 
+    async def cluster(self, request: web.Request) -> web.StreamResponse:
+        """Pulsar's ``ClusterData``: what ``/admin/clusters/<cluster>`` holds when an operator
+        wrote it (a copied Pulsar tree), else this broker's URLs, as Pulsar's standalone
+        registers its own (any broker of the cluster answers lookups and redirects)."""
+        cluster = this_cluster(request, self.node.settings.get_str("clusterName"))
+        record = await self.node.store.get(paths.cluster(cluster))
+        if record is not None and record.value:
+            try:
+                stored = msgspec.json.decode(record.value)
+            except msgspec.DecodeError:
+                stored = None
+            if isinstance(stored, dict):
+                return web.json_response(stored)
+        identity = self.node.identity
+        return web.json_response(
+            {
+                "serviceUrl": identity.web_service_url,
+                "brokerServiceUrl": identity.pulsar_service_url,
+            }
+        )
+
     # -- internal ---------------------------------------------------------------------------
 
     async def command(self, request: web.Request) -> web.StreamResponse:

@@ -184,6 +184,14 @@ def routes(node: BrokerNode) -> list[Route]:
             "brokers",
         ),
         Route("GET", "/admin/v2/clusters", lookup.clusters, "Clusters", "clusters"),
+        Route(
+            "GET",
+            CLUSTER,
+            lookup.cluster,
+            "The cluster's ClusterData (serviceUrl, brokerServiceUrl)",
+            "clusters",
+            responses={404: "Unknown cluster"},
+        ),
         Route("GET", "/admin/v2/tenants", admin.list_tenants, "Tenants", "tenants"),
         Route(
             "GET",
@@ -355,6 +363,14 @@ def routes(node: BrokerNode) -> list[Route]:
             admin.get_failure_domains,
             "Failure domains",
             "clusters",
+        ),
+        Route(
+            "GET",
+            CLUSTER + "/failureDomains/{domain}",
+            admin.get_failure_domain,
+            "A failure domain",
+            "clusters",
+            responses={404: "Unknown domain", 412: "Unknown cluster"},
         ),
         Route(
             "POST",
