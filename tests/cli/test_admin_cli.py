@@ -282,6 +282,8 @@ def test_clusters_and_failure_domains(ballast: Run, cluster_url: str) -> None:
         return ballast("admin", "--url", cluster_url, *args)
 
     assert json.loads(admin("--json", "clusters", "list").stdout) == ["standalone"]
+    isolation = admin("isolation", "list", "standalone")
+    assert (isolation.returncode, isolation.stdout) == (0, admin("isolation", "list").stdout)
     data = json.loads(admin("--json", "clusters", "get", "standalone").stdout)
     # The broker asked answers with its own URLs, as Pulsar's standalone registers them.
     assert data["serviceUrl"] == cluster_url

@@ -97,6 +97,9 @@ def test_a_conf_file_in_iso_8859_1_decodes() -> None:
     latin = "# caf\xe9\nloadBalancerSheddingIntervalMinutes=5\n".encode("iso-8859-1")
     assert decode_conf(latin) == "# caf\xe9\nloadBalancerSheddingIntervalMinutes=5\n"
     assert decode_conf("# café".encode()) == "# café"  # UTF-8 where it is
+    # A byte order mark goes, also before a stray ISO-8859-1 byte further down.
+    marked = b"\xef\xbb\xbfloadBalancerSheddingIntervalMinutes=3\n# caf\xe9\n"
+    assert decode_conf(marked) == "loadBalancerSheddingIntervalMinutes=3\n# caf\xe9\n"
 
 
 def test_blank_value_keeps_the_default() -> None:

@@ -8,7 +8,13 @@ from typing import Annotated
 
 import typer
 
-from ballast.cli.admin_args import ClusterArg, ClusterOption, cluster_given, entity_arg
+from ballast.cli.admin_args import (
+    ClusterArg,
+    ClusterOption,
+    cluster_arg,
+    cluster_given,
+    entity_arg,
+)
 from ballast.cli.admin_client import call, show
 from ballast.cli.common import fail, read_text_arg
 
@@ -101,9 +107,12 @@ def domains_delete(
 
 
 @isolation_app.command("list")
-def isolation_list(ctx: typer.Context, cluster: ClusterOption = None) -> None:
+def isolation_list(
+    ctx: typer.Context, cluster_argument: ClusterArg = None, cluster: ClusterOption = None
+) -> None:
     """Show the namespace isolation policies."""
-    path = f"/admin/v2/clusters/{cluster_given(ctx, None, cluster)}/namespaceIsolationPolicies"
+    name = cluster_given(ctx, cluster_argument, cluster)
+    path = f"/admin/v2/clusters/{name}/namespaceIsolationPolicies"
     show(ctx, call(ctx, "GET", path))
 
 
@@ -125,14 +134,14 @@ def isolation_set(
         policy = json.loads(text)
     except json.JSONDecodeError as exc:
         fail(f"{'stdin' if policy_file == '-' else policy_file} is not JSON: {exc}")
-    path = _isolation_path(cluster_given(ctx, None, cluster), name)
+    path = _isolation_path(cluster_arg(ctx, cluster), name)
     show(ctx, call(ctx, "POST", path, policy))
 
 
 @isolation_app.command("delete")
 def isolation_delete(ctx: typer.Context, name: str, cluster: ClusterOption = None) -> None:
     """Delete a namespace isolation policy."""
-    show(ctx, call(ctx, "DELETE", _isolation_path(cluster_given(ctx, None, cluster), name)))
+    show(ctx, call(ctx, "DELETE", _isolation_path(cluster_arg(ctx, cluster), name)))
 
 
 def _isolation_path(cluster: str, name: str) -> str:

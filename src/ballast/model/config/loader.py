@@ -8,6 +8,7 @@ the value and the expected type. Pure: the caller passes the file text and the e
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import math
 import re
@@ -214,7 +215,10 @@ def parse_conf_text(text: str, name: str = "broker.conf") -> list[tuple[int, str
 
 def decode_conf(data: bytes) -> str:
     """A properties file's text: UTF-8 where it is, else ISO-8859-1, the charset Java's
-    ``Properties.load`` reads a stream in (so a Pulsar ``broker.conf`` always decodes)."""
+    ``Properties.load`` reads a stream in (so a Pulsar ``broker.conf`` always decodes). A
+    UTF-8 byte order mark is dropped either way: in a file with a stray ISO-8859-1 byte it
+    would otherwise read as ``ï»¿``, part of the first key."""
+    data = data.removeprefix(codecs.BOM_UTF8)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
