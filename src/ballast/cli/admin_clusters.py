@@ -39,6 +39,19 @@ def _domains_path(cluster: str, domain: str | None = None) -> str:
     return path if domain is None else f"{path}/{entity_arg('failure domain', domain)}"
 
 
+def _on_domain(
+    ctx: typer.Context,
+    method: str,
+    domain: str,
+    argument: str | None,
+    option: str | None,
+    body: object = None,
+) -> None:
+    """Send ``method`` to one failure domain of the cluster named (or the one cluster)."""
+    path = _domains_path(cluster_given(ctx, argument, option), domain)
+    show(ctx, call(ctx, method, path, body))
+
+
 @clusters_app.command("list")
 def clusters_list(ctx: typer.Context) -> None:
     """List the clusters (Ballast's brokers serve one: their clusterName)."""
@@ -70,8 +83,7 @@ def domains_get(
     cluster: ClusterOption = None,
 ) -> None:
     """Show one failure domain's brokers."""
-    path = _domains_path(cluster_given(ctx, cluster_argument, cluster), domain)
-    show(ctx, call(ctx, "GET", path))
+    _on_domain(ctx, "GET", domain, cluster_argument, cluster)
 
 
 @clusters_app.command("update-failure-domain")
@@ -87,8 +99,7 @@ def domains_set(
     members = [b.strip() for b in brokers.split(",") if b.strip()]
     if not members:
         fail("--broker-list names no broker (give host:port, comma-separated)")
-    path = _domains_path(cluster_given(ctx, cluster_argument, cluster), domain)
-    show(ctx, call(ctx, "POST", path, {"brokers": members}))
+    _on_domain(ctx, "POST", domain, cluster_argument, cluster, {"brokers": members})
 
 
 @clusters_app.command("delete-failure-domain")
@@ -99,8 +110,7 @@ def domains_delete(
     cluster: ClusterOption = None,
 ) -> None:
     """Delete a failure domain."""
-    path = _domains_path(cluster_given(ctx, cluster_argument, cluster), domain)
-    show(ctx, call(ctx, "DELETE", path))
+    _on_domain(ctx, "DELETE", domain, cluster_argument, cluster)
 
 
 # -- namespace isolation policies ---------------------------------------------------------------
