@@ -17,6 +17,11 @@ ANSWERS = {
     "/admin/v2/tenants": (409, b'{"reason": "Tenant already exists"}'),
     "/admin/v2/namespaces/acme": (404, b""),
     "/admin/v2/brokers/leaderBroker": (502, b"<html>" + b"x" * 5000 + b"</html>"),
+    # A file server's answers: a page on several lines, text, bytes that are not UTF-8.
+    "/admin/v2/tenants/acme": (404, b"<html>\n  <title>Error</title>\n</html>\n"),
+    "/admin/v2/namespaces/other": (200, b"not json at all"),
+    "/admin/v2/broker-stats/load-report": (200, b'{"a": '),
+    "/admin/v2/namespaces/latin": (200, b"caf\xe9"),
 }
 
 
@@ -60,6 +65,10 @@ def server_url() -> Iterator[str]:
         (("tenants", "list"), "error: 409: Tenant already exists"),
         (("namespaces", "list", "acme"), "error: 404: Not Found (no reason given)"),
         (("brokers", "leader"), "error: 502: <html>" + "x" * 191 + "..."),
+        (("tenants", "update", "acme"), "error: 404: <html> <title>Error</title> </html>"),
+        (("namespaces", "list", "other"), '"not json at all"'),
+        (("broker-stats", "load-report"), '"{"a":"'),
+        (("namespaces", "list", "latin"), '"caf\ufffd"'),
     ],
 )
 def test_errors_exit_1_with_a_readable_reason(
@@ -67,7 +76,13 @@ def test_errors_exit_1_with_a_readable_reason(
 ) -> None:
     result = ballast("admin", "--url", server_url, *command)
     assert result.returncode == 1
-    assert result.stderr.strip() == message
+    if message.startswith('"'):  # an answer that is not JSON: from a server that is no broker
+        assert result.stderr.strip() == (
+            f"error: {server_url} answered 200 with something that is not JSON "
+            f"({message}): is it a broker's web port?"
+        )
+    else:
+        assert result.stderr.strip() == message
 
 
 def test_a_bad_url_is_blamed_on_where_it_came_from(ballast: Run) -> None:
@@ -76,6 +91,8 @@ def test_a_bad_url_is_blamed_on_where_it_came_from(ballast: Run) -> None:
     assert 'BALLAST_ADMIN_URL "x" is not a valid URL' in from_env.stderr
     given = ballast("admin", "--url", "y", "tenants", "list")
     assert given.returncode == 2 and '--url "y" is not a valid URL' in given.stderr
+    empty = ballast("admin", "--url", "", "tenants", "list")  # not the default's cluster
+    assert empty.returncode == 2 and "--url is empty" in empty.stderr
 
 
 def test_an_answer_late_past_the_timeout_is_told_as_such(ballast: Run, server_url: str) -> None:
@@ -87,5 +104,6 @@ def test_an_answer_late_past_the_timeout_is_told_as_such(ballast: Run, server_ur
         f"error: {server_url} did not answer within 0.5 s; the request may still complete "
         "(check before repeating it)"
     )
-    refused = ballast("admin", "--url", server_url, "--timeout", "0", "tenants", "list")
-    assert refused.returncode == 2 and "--timeout" in refused.stderr
+    for wrong in ("0", "inf", "1e400"):
+        refused = ballast("admin", "--url", server_url, "--timeout", wrong, "tenants", "list")
+        assert refused.returncode == 2 and "--timeout" in refused.stderr, refused.stderr

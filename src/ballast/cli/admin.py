@@ -20,7 +20,14 @@ from ballast.cli.admin_args import (
     tenant_arg,
     topic_arg,
 )
-from ballast.cli.admin_client import ANSWER_TIMEOUT_S, DEFAULT_URL, AdminTarget, call, show
+from ballast.cli.admin_client import (
+    ANSWER_TIMEOUT_S,
+    DEFAULT_URL,
+    MAX_TIMEOUT_S,
+    AdminTarget,
+    call,
+    show,
+)
 from ballast.cli.admin_clusters import clusters_app, isolation_app
 from ballast.cli.common import fail, print_json, url_problem
 from ballast.model.bundles import SPLIT_NAMED_BUNDLES, BundleRange, parse_boundaries, parse_position
@@ -58,10 +65,13 @@ def admin_options(
             "--timeout",
             help="Seconds to wait for each answer (a change may still complete after it).",
             min=0.001,
+            max=MAX_TIMEOUT_S,
         ),
     ] = ANSWER_TIMEOUT_S,
 ) -> None:
     """Administer a running cluster through its HTTP API (like pulsar-admin)."""
+    if url is not None and not url.strip():
+        fail('--url is empty: give a broker\'s web URL, such as "http://127.0.0.1:8080"')
     from_env = os.environ.get("BALLAST_ADMIN_URL") if url is None else None
     chosen = (url or from_env or DEFAULT_URL).rstrip("/")
     problem = url_problem(chosen, ("http", "https"))

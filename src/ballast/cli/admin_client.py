@@ -20,6 +20,8 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 REASON_LENGTH = 200
 # How long a call waits for its answer by default (pulsar-admin's default read timeout).
 ANSWER_TIMEOUT_S = 60.0
+# The longest --timeout taken: a day (past it the event loop's timers overflow at infinity).
+MAX_TIMEOUT_S = 86_400.0
 # How long a call waits for its connection (within ANSWER_TIMEOUT_S).
 CONNECT_TIMEOUT_S = 10.0
 
@@ -61,11 +63,12 @@ def call(
         ):
             if response.status == 204:
                 return 204, None
-            text = await response.text()
+            # A server that is not a broker may answer anything, in any encoding.
+            text = (await response.read()).decode("utf-8", errors="replace")
             try:
                 return response.status, json.loads(text) if text else None
-            except json.JSONDecodeError:
-                return response.status, text
+            except (json.JSONDecodeError, RecursionError):
+                return response.status, _NotJson(text)
 
     try:
         status, answer = asyncio.run(run())
@@ -85,16 +88,32 @@ def call(
         fail(f"cannot reach {target.url}: {why}", code=1)
     if status >= 400:
         fail(f"{status}: {_reason(status, answer)}", code=1)
+    if isinstance(answer, _NotJson):  # every answer the admin commands read is JSON
+        fail(
+            f"{target.url} answered {status} with something that is not JSON "
+            f'("{_shortened(answer)}"): is it a broker\'s web port?',
+            code=1,
+        )
     return answer
+
+
+class _NotJson(str):
+    """An answer's text that did not parse as JSON."""
+
+
+def _shortened(text: str) -> str:
+    """``text`` on one line, cut at :data:`REASON_LENGTH` (a server that is not Pulsar's may
+    answer a whole page)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= REASON_LENGTH else flat[: REASON_LENGTH - 3] + "..."
 
 
 def _reason(status: int, answer: Any) -> str:
     """Pulsar's ``reason`` of an error answer, or else its text (cut short: a server that is
     not Pulsar's may answer a page), or else the status's standard phrase."""
     why = answer.get("reason") if isinstance(answer, dict) else answer
-    if why:
-        text = str(why).strip()
-        return text if len(text) <= REASON_LENGTH else text[: REASON_LENGTH - 3] + "..."
+    if why and str(why).strip():
+        return _shortened(str(why))
     try:
         return f"{HTTPStatus(status).phrase} (no reason given)"
     except ValueError:

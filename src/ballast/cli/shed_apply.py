@@ -66,7 +66,8 @@ async def _send(session: aiohttp.ClientSession, method: str, url: str) -> tuple[
         async with session.request(
             method, url, timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)
         ) as response:
-            return response.status, await response.text()
+            # A server that is not a broker may answer anything, in any encoding.
+            return response.status, (await response.read()).decode("utf-8", errors="replace")
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         raise Unreachable(f"cannot reach {url}: {exc or type(exc).__name__}") from None
 
@@ -76,9 +77,11 @@ def _reason(status: int, text: str) -> str:
         return "done"
     try:
         body = json.loads(text)
-    except json.JSONDecodeError:
-        return text.strip() or f"HTTP {status}"
-    return str(body.get("reason", text)) if isinstance(body, dict) else text
+    except (json.JSONDecodeError, RecursionError):
+        body = text
+    why = str(body.get("reason", text)) if isinstance(body, dict) else text
+    flat = " ".join(why.split())  # one line, cut short: another server may answer a page
+    return (flat if len(flat) <= 200 else flat[:197] + "...") or f"HTTP {status}"
 
 
 async def check_reachable(base_url: str) -> None:
@@ -101,28 +104,39 @@ class LiveCluster:
         self._owned: dict[str, frozenset[str]] = {}
 
     async def load(self) -> None:
-        self.name = str((await self._json("/admin/v2/clusters"))[0])
-        listed = await self._json(f"/admin/v2/brokers/{quote(self.name, safe='')}")
+        clusters = await self._json("/admin/v2/clusters", list)
+        if not clusters:
+            raise Unreachable(f"{self.base_url} names no cluster; is it a Ballast broker?")
+        self.name = str(clusters[0])
+        listed = await self._json(f"/admin/v2/brokers/{quote(self.name, safe='')}", list)
         self.brokers = frozenset(str(b) for b in listed)
 
     async def owned_by(self, broker: str) -> frozenset[str]:
         if broker not in self._owned:
             path = f"/admin/v2/brokers/{quote(self.name, safe='')}/{quote(broker, safe='')}"
-            owned = await self._json(path + "/ownedNamespaces")
+            owned = await self._json(path + "/ownedNamespaces", dict)
             self._owned[broker] = frozenset(
-                bundle for bundle, status in owned.items() if status.get("is_active", True)
+                bundle
+                for bundle, status in owned.items()
+                if not isinstance(status, dict) or status.get("is_active", True)
             )
         return self._owned[broker]
 
-    async def _json(self, path: str) -> Any:
+    async def _json(self, path: str, shape: type[list[Any]] | type[dict[str, Any]]) -> Any:
+        """The JSON answer at ``path``, which must be a ``shape``; else :class:`Unreachable`."""
         status, text = await _send(self.session, "GET", self.base_url + path)
-        try:
-            answer = json.loads(text)
-        except json.JSONDecodeError:
-            answer = None
-        if status >= 400 or answer is None:
+        if status >= 400:
             raise Unreachable(
                 f"{self.base_url}{path} answers HTTP {status}: {_reason(status, text)}"
+            )
+        try:
+            answer = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            answer = None
+        if not isinstance(answer, shape):
+            raise Unreachable(
+                f"{self.base_url}{path} answers HTTP {status} with no JSON {shape.__name__} "
+                f'("{_reason(400, text)}"); is it a Ballast broker?'
             )
         return answer
 
