@@ -418,7 +418,9 @@ def test_an_interrupted_run_says_so(
         assert stopped.exit_code == 130
     else:
         pytest.fail("an interrupted run exited normally")
-    assert capsys.readouterr().err == "error: interrupted before the runs ended: nothing written\n"
+    assert capsys.readouterr().err == (
+        "error: interrupted before the runs ended: nothing written of the results\n"
+    )
 
 
 def test_library_names_resolve_from_any_directory(

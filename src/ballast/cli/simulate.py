@@ -20,6 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ballast.cli.common import fail, output_console
+from ballast.cli.interrupts import NotedInterrupts
 from ballast.file_lock import hold_exclusive
 from ballast.model.config import ConfigError
 from ballast.sim.invariants import InvariantViolation
@@ -356,10 +357,14 @@ def simulate_command(
         base = RunOptions(
             seed=seed, overrides=tuple(overrides or ()), check_invariants=check_invariants
         )
-        try:
-            results, summaries = _run_all(loaded, names, labels, base)
-        except KeyboardInterrupt:
-            fail("interrupted before the runs ended: nothing written", code=130)
+        with NotedInterrupts() as interrupts:
+            try:
+                results, summaries = _run_all(loaded, names, labels, base)
+            except KeyboardInterrupt:
+                interrupts.seen = True
+        if interrupts.seen:  # also when Python swallowed the KeyboardInterrupt
+            where = "to --out" if out is not None else "of the results"
+            fail(f"interrupted before the runs ended: nothing written {where}", code=130)
         if out is not None:
             try:
                 _write_outputs(

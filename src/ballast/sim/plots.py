@@ -12,6 +12,7 @@ PNG files carry no timestamp or software tag, so the same run draws the same byt
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,15 @@ _METADATA: dict[str, str | None] = {"Software": None}
 
 
 def _save(figure: Figure, path: Path) -> Path:
-    figure.savefig(path, dpi=100, metadata=_METADATA)
-    plt.close(figure)
+    """Write the chart beside ``path`` and rename it into place: a run stopped meanwhile
+    (SIGTERM) leaves the old file or the new one, never a cut-off PNG."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        figure.savefig(partial, dpi=100, metadata=_METADATA, format="png")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+        plt.close(figure)
     return path
 
 
