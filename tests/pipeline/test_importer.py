@@ -247,10 +247,15 @@ def test_import_refuses_what_it_cannot_write_well(ballast: Run, tmp_path: Path) 
         (("--history", str(tmp_path / "a"), "--at", "9" * 20), "is outside 1970-01-01 to 9999"),
         (("--history", str(tmp_path / "a"), "--at", "253402300800000"), "is outside 1970"),
         (("--history", str(tmp_path / "a"), "--at", "-1"), '"-1" is outside 1970'),
+        # a name no broker's clusterName could be, which would name the files
+        (("--history", str(tmp_path / "a"), "--cluster", "a/b"), 'cluster "a/b" has characters'),
     ):
         refused = ballast("pipeline", "import", str(EXAMPLE), *args)
         assert refused.returncode == 2 and said in refused.stderr, args
     assert not (tmp_path / "a").exists() and not (history / "bundles" / "brokers").exists()
+    generated = ballast("pipeline", "generate", "--out", str(tmp_path / "g"), "--cluster", "..")
+    assert generated.returncode == 2 and 'cluster ".."' in generated.stderr
+    assert not (tmp_path / "g").exists()
     cut = tmp_path / "cut.json"
     cut.write_text('{"brokers": {', encoding="utf-8")
     truncated = ballast("pipeline", "import", str(cut), "--history", str(tmp_path / "b"))

@@ -20,6 +20,7 @@ import typer
 
 from ballast.cli.common import fail, print_json, settings_from, warn
 from ballast.cli.spark_command import parse_conf, spark_session
+from ballast.model.naming import InvalidNameError, validate_entity_name
 from ballast.pipeline.jobs import HISTORY_JOBS, JobEntry, JobError, JobPaths, load
 from ballast.pipeline.jobs.base import JobRunner, Summary
 from ballast.pipeline.synthetic_spec import DEFAULT_START_MS, LAST_MS, GenerateSpec, SpecError
@@ -128,6 +129,14 @@ def check_output_early(
         fail(problem)
 
 
+def _cluster_name(name: str) -> None:
+    """A ``--cluster`` a broker's ``clusterName`` could be (it names the history's files)."""
+    try:
+        validate_entity_name("cluster", name)
+    except InvalidNameError as exc:
+        fail(f"--cluster: {exc}")
+
+
 @pipeline_app.command("import")
 def import_command(
     source: Annotated[
@@ -177,6 +186,8 @@ def import_command(
     settings = settings_from(config, overrides)
     if cluster is not None and not cluster.strip():
         fail("--cluster is empty (leave it out for the setting clusterName)")
+    if cluster is not None:
+        _cluster_name(cluster)
     if not history_text.strip():  # it would write into the current directory
         fail("--history is empty: give the history root to write to")
     history = Path(history_text)
@@ -269,6 +280,8 @@ def generate_command(
     """Write a synthetic history: skewed (Zipf), diurnal and bursty load, brokers joining and
     leaving; seeded and deterministic, of any size."""
     from ballast.pipeline.jobs.generate import generate
+
+    _cluster_name(cluster)
 
     if interval_s < 1:  # the spec counts milliseconds; say it in the option's unit
         fail(f"--interval-s must be at least 1 (seconds), not {interval_s}")
