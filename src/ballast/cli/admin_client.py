@@ -91,7 +91,7 @@ def call(
     if isinstance(answer, _NotJson):  # every answer the admin commands read is JSON
         fail(
             f"{target.url} answered {status} with something that is not JSON "
-            f'("{_shortened(answer)}"): is it a broker\'s web port?',
+            f'("{one_line(answer)}"): is it a broker\'s web port?',
             code=1,
         )
     return answer
@@ -101,7 +101,7 @@ class _NotJson(str):
     """An answer's text that did not parse as JSON."""
 
 
-def _shortened(text: str) -> str:
+def one_line(text: str) -> str:
     """``text`` on one line, cut at :data:`REASON_LENGTH` (a server that is not Pulsar's may
     answer a whole page)."""
     flat = " ".join(text.split())
@@ -113,7 +113,7 @@ def _reason(status: int, answer: Any) -> str:
     not Pulsar's may answer a page), or else the status's standard phrase."""
     why = answer.get("reason") if isinstance(answer, dict) else answer
     if why and str(why).strip():
-        return _shortened(str(why))
+        return one_line(str(why))
     try:
         return f"{HTTPStatus(status).phrase} (no reason given)"
     except ValueError:

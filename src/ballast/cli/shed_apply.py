@@ -22,6 +22,7 @@ from urllib.parse import quote, urlencode
 
 import aiohttp
 
+from ballast.cli.admin_client import one_line
 from ballast.model.bundles import BundleName
 
 REQUEST_TIMEOUT_S = 60.0
@@ -80,8 +81,7 @@ def _reason(status: int, text: str) -> str:
     except (json.JSONDecodeError, RecursionError):
         body = text
     why = str(body.get("reason", text)) if isinstance(body, dict) else text
-    flat = " ".join(why.split())  # one line, cut short: another server may answer a page
-    return (flat if len(flat) <= 200 else flat[:197] + "...") or f"HTTP {status}"
+    return one_line(why) or f"HTTP {status}"
 
 
 async def check_reachable(base_url: str) -> None:
@@ -136,7 +136,7 @@ class LiveCluster:
         if not isinstance(answer, shape):
             raise Unreachable(
                 f"{self.base_url}{path} answers HTTP {status} with no JSON {shape.__name__} "
-                f'("{_reason(400, text)}"); is it a Ballast broker?'
+                f'("{one_line(text)}"); is it a Ballast broker?'
             )
         return answer
 
