@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from ballast.atomic_files import replaced_whole
 from ballast.cli.common import fail, print_json, read_text_arg
 from ballast.clock import SystemClock
 from ballast.metadata.dump import (
@@ -177,21 +178,10 @@ def dump_command(
 def _write_whole(out: Path, text: str) -> None:
     """Write ``out`` whole or not at all (a full disk leaves no half dump that a later ``load``
     would refuse, nor an earlier dump cut short), creating its missing directories as ``load``
-    and ``standalone --store sqlite:`` do for theirs. A symlink is followed: the file it
-    points to is written, the link stays. What is no regular file (a device, a pipe) is
-    written into as it is, since renaming a file over it would replace it."""
-    target = Path(os.path.realpath(out))
-    if target.exists() and not target.is_file():
-        with target.open("w", encoding="utf-8") as stream:
-            stream.write(text)
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.partial")
-    try:
+    and ``standalone --store sqlite:`` do for theirs (through a symlink, its target's)."""
+    Path(os.path.realpath(out)).parent.mkdir(parents=True, exist_ok=True)
+    with replaced_whole(out) as partial:
         partial.write_text(text, encoding="utf-8")
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 @metadata_app.command("load")

@@ -15,7 +15,6 @@ to one history concurrently as long as no two write the same snapshot.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import astuple, dataclass, fields
 from datetime import UTC, datetime, timedelta
@@ -27,6 +26,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from ballast.atomic_files import replaced_whole
 from ballast.model.loaddata import (
     BundleData,
     LoadData,
@@ -363,9 +363,8 @@ def write_snapshot(root: Path, snapshot: HistorySnapshot) -> tuple[Path, ...]:
             continue
         data = arrow_table(snapshot, table)
         target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.tmp")
-        pq.write_table(data, temporary, compression="zstd")
-        os.replace(temporary, target)
+        with replaced_whole(target) as partial:
+            pq.write_table(data, partial, compression="zstd")
         written.append(target)
     return tuple(written)
 

@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ballast.atomic_files import replaced_whole
 from ballast.sim.metrics import Decision
 from ballast.sim.runner import BrokerRecord, CycleRecord, RunResult, StepRecord
 
@@ -64,25 +65,29 @@ def cycle_columns(result: RunResult) -> dict[str, list[Any]]:
 
 
 def write_table(columns: Mapping[str, list[Any]], path: Path, fmt: str) -> Path:
-    """Write ``columns`` to ``path`` (its suffix replaced by the format's)."""
-    target = path.with_suffix(f".{fmt}")
-    if fmt == "parquet":
-        pq.write_table(pa.table(dict(columns)), target, compression="zstd")
-    elif fmt == "csv":
-        names = list(columns)
-        rows = zip(*(columns[n] for n in names), strict=True)
-        with target.open("w", newline="", encoding="utf-8") as out:
-            writer = csv.writer(out, lineterminator="\n")
-            writer.writerow(names)
-            for row in rows:
-                writer.writerow(["" if v is None else v for v in row])
-    else:
+    """Write ``columns`` to ``path`` (its suffix replaced by the format's), whole or not at
+    all."""
+    if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (valid: {', '.join(FORMATS)})")
+    target = path.with_suffix(f".{fmt}")
+    with replaced_whole(target) as partial:
+        if fmt == "parquet":
+            pq.write_table(pa.table(dict(columns)), partial, compression="zstd")
+        else:
+            names = list(columns)
+            rows = zip(*(columns[n] for n in names), strict=True)
+            with partial.open("w", newline="", encoding="utf-8") as out:
+                writer = csv.writer(out, lineterminator="\n")
+                writer.writerow(names)
+                for row in rows:
+                    writer.writerow(["" if v is None else v for v in row])
     return target
 
 
 def write_json(value: Any, path: Path) -> Path:
-    path.write_text(json.dumps(value, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    text = json.dumps(value, indent=2, sort_keys=False) + "\n"
+    with replaced_whole(path) as partial:
+        partial.write_text(text, encoding="utf-8")
     return path
 
 

@@ -12,7 +12,6 @@ PNG files carry no timestamp or software tag, so the same run draws the same byt
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,20 +24,17 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ballast.atomic_files import replaced_whole
 from ballast.sim.runner import RunResult
 
 _METADATA: dict[str, str | None] = {"Software": None}
 
 
 def _save(figure: Figure, path: Path) -> Path:
-    """Write the chart beside ``path`` and rename it into place: a run stopped meanwhile
-    (SIGTERM) leaves the old file or the new one, never a cut-off PNG."""
-    partial = path.with_name(path.name + ".partial")
     try:
-        figure.savefig(partial, dpi=100, metadata=_METADATA, format="png")
-        os.replace(partial, path)
+        with replaced_whole(path) as partial:
+            figure.savefig(partial, dpi=100, metadata=_METADATA, format="png")
     finally:
-        partial.unlink(missing_ok=True)
         plt.close(figure)
     return path
 
