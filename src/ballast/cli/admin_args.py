@@ -89,18 +89,14 @@ ClusterArg = Annotated[
 ]
 
 
-def cluster_arg(ctx: typer.Context, given: str | None) -> str:
-    """``--cluster``, checked as a name; else the cluster the broker at ``--url`` knows, when
-    it knows one (a cluster is named by its brokers' ``clusterName``, which need not be
-    "standalone")."""
+def cluster_given(ctx: typer.Context, argument: str | None, option: str | None) -> str:
+    """The cluster named by the argument or ``--cluster`` (not two), checked as a name; else
+    the cluster the broker at ``--url`` knows, when it knows one (a cluster is named by its
+    brokers' ``clusterName``, which need not be "standalone")."""
+    given = given_once("clusters", argument, "--cluster", option)
     if given is not None:
         return entity_arg("cluster", given)
     known = call(ctx, "GET", "/admin/v2/clusters")
     if isinstance(known, list) and len(known) == 1 and isinstance(known[0], str):
         return entity_arg("cluster", known[0])
     fail(f"give --cluster: the broker knows the clusters {', '.join(map(str, known or []))}")
-
-
-def cluster_given(ctx: typer.Context, argument: str | None, option: str | None) -> str:
-    """The cluster named by the argument or ``--cluster`` (not two), else the one cluster."""
-    return cluster_arg(ctx, given_once("clusters", argument, "--cluster", option))

@@ -20,7 +20,7 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 REASON_LENGTH = 200
 # How long a call waits for its answer by default (pulsar-admin's default read timeout).
 ANSWER_TIMEOUT_S = 60.0
-# The longest --timeout taken: a day (past it the event loop's timers overflow at infinity).
+# The longest --timeout taken: a day (an infinite one overflows the client's timers).
 MAX_TIMEOUT_S = 86_400.0
 # How long a call waits for its connection (within ANSWER_TIMEOUT_S).
 CONNECT_TIMEOUT_S = 10.0
@@ -50,7 +50,7 @@ def call(
         total=target.timeout_s, connect=min(target.timeout_s, CONNECT_TIMEOUT_S)
     )
 
-    async def run() -> tuple[int, Any]:
+    async def run() -> tuple[int, Any, bool]:
         async with (
             aiohttp.ClientSession() as session,
             session.request(
@@ -62,16 +62,16 @@ def call(
             ) as response,
         ):
             if response.status == 204:
-                return 204, None
+                return 204, None, True
             # A server that is not a broker may answer anything, in any encoding.
             text = (await response.read()).decode("utf-8", errors="replace")
             try:
-                return response.status, json.loads(text) if text else None
+                return response.status, json.loads(text) if text else None, True
             except (json.JSONDecodeError, RecursionError):
-                return response.status, _NotJson(text)
+                return response.status, text, False
 
     try:
-        status, answer = asyncio.run(run())
+        status, answer, is_json = asyncio.run(run())
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         sent, why = delivery_failure(exc, timeout)
         if sent:
@@ -88,17 +88,13 @@ def call(
         fail(f"cannot reach {target.url}: {why}", code=1)
     if status >= 400:
         fail(f"{status}: {_reason(status, answer)}", code=1)
-    if isinstance(answer, _NotJson):  # every answer the admin commands read is JSON
+    if not is_json:  # every answer the admin commands read is JSON
         fail(
             f"{target.url} answered {status} with something that is not JSON "
             f'("{one_line(answer)}"): is it a broker\'s web port?',
             code=1,
         )
     return answer
-
-
-class _NotJson(str):
-    """An answer's text that did not parse as JSON."""
 
 
 def one_line(text: str) -> str:

@@ -11,7 +11,6 @@ import typer
 from ballast.cli.admin_args import (
     ClusterArg,
     ClusterOption,
-    cluster_arg,
     cluster_given,
     entity_arg,
 )
@@ -144,14 +143,14 @@ def isolation_set(
         policy = json.loads(text)
     except json.JSONDecodeError as exc:
         fail(f"{'stdin' if policy_file == '-' else policy_file} is not JSON: {exc}")
-    path = _isolation_path(cluster_arg(ctx, cluster), name)
+    path = _isolation_path(cluster_given(ctx, None, cluster), name)
     show(ctx, call(ctx, "POST", path, policy))
 
 
 @isolation_app.command("delete")
 def isolation_delete(ctx: typer.Context, name: str, cluster: ClusterOption = None) -> None:
     """Delete a namespace isolation policy."""
-    show(ctx, call(ctx, "DELETE", _isolation_path(cluster_arg(ctx, cluster), name)))
+    show(ctx, call(ctx, "DELETE", _isolation_path(cluster_given(ctx, None, cluster), name)))
 
 
 def _isolation_path(cluster: str, name: str) -> str:
