@@ -169,6 +169,20 @@ async def test_bad_requests_get_pulsar_status_codes(clock: Clock) -> None:
         assert status == 409, body
 
 
+async def test_a_body_nested_past_the_parsers_depth_is_a_bad_request(clock: Clock) -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    async for api in api_for(clock):
+        for method, path in [
+            ("PUT", "/admin/v2/tenants/t2"),
+            ("PUT", "/admin/v2/persistent/t/ns/deep/partitions"),
+        ]:
+            url = api.urls[0] + path
+            async with api.session.request(method, url, data=deep) as response:
+                assert response.status == 400, (path, await response.text())
+                reason = (await response.json())["reason"]
+                assert reason.startswith("body is not JSON: maximum recursion depth"), reason
+
+
 async def test_a_namespace_is_unloaded_and_its_topics_listed_per_domain(clock: Clock) -> None:
     async for api in api_for(clock):
         assert (await api.call("PUT", "/admin/v2/namespaces/t/u?numBundles=4"))[0] == 204

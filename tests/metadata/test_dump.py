@@ -40,3 +40,12 @@ async def test_a_load_that_fails_part_way_says_what_it_wrote(clock: Clock) -> No
     with pytest.raises(MetadataError, match="1 of 3 records were written before it"):
         await load_tree(store, records)
     assert (await store.get("/a")) is not None and await store.get("/c") is None
+
+
+async def test_a_value_nested_past_the_parsers_depth_is_dumped_as_text(clock: Clock) -> None:
+    store = MemoryMetadataStore(MemoryServer(clock))
+    deep = "[" * 100_000 + "]" * 100_000
+    await store.put("/deep", deep.encode())
+    records = (await dump_tree(store, "/"))["records"]
+    assert records["/deep"] == {"text": deep}
+    assert dump_records({"root": "/", "records": records}).records == [("/deep", deep.encode())]

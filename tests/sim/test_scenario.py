@@ -530,3 +530,11 @@ def test_brokers_stopped_by_count_and_by_index_may_be_the_same_ones() -> None:
         "[[events]]\nat = 3\nstop_brokers = [0]\n[[events]]\nat = 4\nstop_brokers = 1"
     )
     assert len(parse_scenario(tomllib.loads(MINIMAL + events)).events) == 4
+
+
+def test_a_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """TOML has no byte order mark, but Windows editors write one; it is dropped, as for
+    broker.conf and snapshots."""
+    path = tmp_path / "marked.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + MINIMAL.encode())
+    assert load_scenario(path) == parse_scenario(tomllib.loads(MINIMAL), name="marked")

@@ -68,7 +68,7 @@ def parse_snapshot(data: bytes | str) -> ParsedSnapshot:
         raise ModelError("$", "the snapshot is empty (no JSON at all)")
     try:
         obj = msgspec.json.decode(data)
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise ModelError("$", f"not valid JSON ({exc})") from None
     if is_metadata_dump(obj):
         assembled, warnings = metadata_dump_to_object(obj)
@@ -298,7 +298,7 @@ def dump_to_object(files: Mapping[str, bytes]) -> tuple[dict[str, Any], list[str
 def _decode_dump_file(relative: str, where: str, data: bytes) -> Any:
     try:
         return msgspec.json.decode(data)
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise ModelError(where, f"{relative}: not valid JSON ({exc})") from None
 
 

@@ -141,7 +141,7 @@ def isolation_set(
     text = read_text_arg(policy_file)
     try:
         policy = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         fail(f"{'stdin' if policy_file == '-' else policy_file} is not JSON: {exc}")
     path = _isolation_path(cluster_given(ctx, None, cluster), name)
     show(ctx, call(ctx, "POST", path, policy))

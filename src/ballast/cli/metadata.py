@@ -204,7 +204,7 @@ def load_command(
     the ephemeral ones (another cluster's sessions) are left out unless --keep-ephemeral."""
     try:
         dumped = json.loads(read_text_arg(dump_file))
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         fail(f"{dump_file} is not JSON: {exc}")
     if not isinstance(dumped, dict):
         fail(f"{dump_file}: a dump is a JSON object")

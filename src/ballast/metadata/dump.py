@@ -49,7 +49,7 @@ def encode_value(value: bytes) -> dict[str, Any]:
     if text.strip():
         try:
             return {"json": json.loads(text)}
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             pass
     return {"text": text}
 

@@ -39,10 +39,10 @@ def decode(data: bytes | str, type_: type[T], *, root: str = "$") -> T:
     except msgspec.ValidationError as exc:
         try:
             builtins = msgspec.json.decode(data)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             builtins = None
         raise _validation_error(exc, builtins, type_, root) from None
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:  # msgspec stops at Python's depth
         raise ModelError(root, f"not valid JSON ({exc})") from None
 
 

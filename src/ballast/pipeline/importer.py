@@ -251,7 +251,7 @@ def detect_format(path: Path) -> str:
         raise HistoryError(f"{path} does not exist")
     try:
         obj = msgspec.json.decode(_read(path))
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise HistoryError(
             f"{path} is neither a dump directory nor a JSON snapshot: not valid JSON ({exc})"
         ) from None

@@ -467,8 +467,8 @@ def parse_scenario(
 def load_scenario(path: Path, *, duration_s: float | None = None) -> Scenario:
     """Read and validate a scenario file (``duration_s``: see :func:`parse_scenario`)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is dropped
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
         hint = " (scenarios are TOML files)" if path.suffix.lower() in (".yaml", ".yml") else ""
         raise ScenarioError(f"{path}: {exc}{hint}") from None
     except OSError as exc:

@@ -79,10 +79,10 @@ class DemoWorkload:
     @classmethod
     def from_toml(cls, path: Path) -> DemoWorkload:
         try:
-            raw: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+            raw: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8-sig"))
         except OSError as exc:
             raise WorkloadError(f"cannot read {path}: {exc.strerror or exc}") from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise WorkloadError(f"{path}: not TOML: {exc}") from None
         known = {f.name: f.type for f in fields(cls)}
         unknown = sorted(set(raw) - set(known))

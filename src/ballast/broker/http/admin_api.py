@@ -167,7 +167,7 @@ async def _json_body(request: web.Request) -> Any:
         return None
     try:
         return json.loads(raw)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise ApiError(400, f"body is not JSON: {exc}") from None
 
 

@@ -54,7 +54,7 @@ async def partition_count(request: web.Request) -> int:
         return 0
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise ApiError(400, f"body is not JSON: {exc}") from None
     if isinstance(value, str):
         value = java_parse_int(value)  # Jackson reads a number in a string as Java does
