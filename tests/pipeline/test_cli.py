@@ -4,6 +4,7 @@ history and on a history imported from a Pulsar dump; results checked against th
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 from collections import defaultdict
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -435,3 +437,26 @@ def test_a_file_whose_pages_are_corrupt_is_named(
         assert "error: Spark failed the job: " in failed.stderr
         assert str(broken) in failed.stderr, failed.stderr[-2000:]
         assert "Traceback" not in failed.stderr and "UserWarning" not in failed.stderr
+
+
+@pytest.mark.spark
+def test_a_sample_that_is_not_a_number_stops_shed_with_exit_2(
+    ballast: Ballast, history: Path, tmp_path: Path
+) -> None:
+    """No Parquet statistics count a NaN, so the file check passes it; the decision step
+    refused it with "internal error: ModelError"."""
+    copy = tmp_path / "history"
+    shutil.copytree(history, copy)
+    newest = sorted((copy / "bundles").rglob("*.parquet"))[-1]
+    rows = pq.read_table(newest)
+    rates = rows.column("msg_rate_in").to_pylist()
+    rates[-1] = math.nan
+    index = rows.schema.get_field_index("msg_rate_in")
+    pq.write_table(rows.set_column(index, "msg_rate_in", pa.array(rates)), newest)
+    failed = ballast("pipeline", "shed", "--history", str(copy), "--out", str(tmp_path / "o"))
+    assert failed.returncode == 2, failed.stderr[-2000:]
+    assert "error: the latest snapshot of cluster synthetic holds a value the model refuses: $" in (
+        failed.stderr
+    )
+    assert "internal error" not in failed.stderr
+    assert not (tmp_path / "o" / "shed_decisions").exists()

@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 from ballast.cli import spark_command as command
 from ballast.pipeline.file_check import HistoryFileError, check_table_files, table_files
-from ballast.pipeline.schema import BUNDLES
+from ballast.pipeline.schema import BROKERS, BUNDLES, ColumnType
 
 
 def bundle_rows(**replaced: pa.Array) -> pa.Table:
@@ -54,6 +54,13 @@ def test_a_table_of_its_own_files_passes(tmp_path: Path) -> None:
             bundle_rows(msg_rate_in=pa.array([None], type=pa.float64())),
             "column msg_rate_in has 1 empty \\(null\\) values; every row of the bundles table",
         ),
+        # averaged without a word (exit 0), where the model refuses such a rate or count
+        (
+            bundle_rows(msg_rate_in=pa.array([-5.0])),
+            "column msg_rate_in holds -5.0; a rate or count of the bundles table is a finite",
+        ),
+        (bundle_rows(msg_throughput_out=pa.array([float("inf")])), "msg_throughput_out holds inf"),
+        (bundle_rows(producer_count=pa.array([-1])), "column producer_count holds -1; a rate"),
     ],
 )
 def test_a_file_not_of_the_table_is_named(tmp_path: Path, file: Any, said: str) -> None:
@@ -69,6 +76,31 @@ def test_a_file_not_of_the_table_is_named(tmp_path: Path, file: Any, said: str) 
     with pytest.raises(HistoryFileError, match=said) as refused:
         check_table_files(tmp_path, BUNDLES)
     assert str(refused.value).startswith(str(bad))
+
+
+def test_unknown_usage_and_cache_sizes_are_not_counts(tmp_path: Path) -> None:
+    """Only rates and counts are bounded: Pulsar reports an unknown limit as -1."""
+    (tmp_path / "bundles").mkdir()
+    pq.write_table(bundle_rows(cache_size=pa.array([-1])), tmp_path / "bundles" / "a.parquet")
+    check_table_files(tmp_path / "bundles", BUNDLES)
+    brokers = pa.table(
+        {
+            c.name: pa.array(
+                ["x"] if c.type is ColumnType.STRING else [-1.0 if "_limit" in c.name else 1],
+                type=c.type.arrow(),
+            )
+            for c in BROKERS.columns
+        }
+    )
+    (tmp_path / "brokers").mkdir()
+    pq.write_table(brokers, tmp_path / "brokers" / "b.parquet")
+    check_table_files(tmp_path / "brokers", BROKERS)
+    assert [c.name for c in BROKERS.columns if c.counted][:4] == [
+        "msg_rate_in",
+        "msg_rate_out",
+        "msg_throughput_in",
+        "msg_throughput_out",
+    ]
 
 
 def test_hidden_files_and_directories_are_passed_over(tmp_path: Path) -> None:

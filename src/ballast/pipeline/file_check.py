@@ -5,6 +5,7 @@ Checking each file's footer names the file and the column instead."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pyarrow as pa
@@ -38,11 +39,13 @@ def table_files(directory: Path) -> list[Path]:
 
 def check_table_files(directory: Path, table: Table) -> None:
     """Raise :class:`HistoryFileError` for the first file of :func:`table_files` that is not
-    a file of ``table``: unreadable, a column missing or of another type, or an empty (null)
-    value in a column that must have one. Only its footer is read (about a millisecond a
-    file): the null counts are the writer's statistics, where it wrote them."""
+    a file of ``table``: unreadable, a column missing or of another type, an empty (null)
+    value in a column that must have one, or a negative or infinite rate or count. Only its
+    footer is read (about a millisecond a file): the null counts, minima and maxima are the
+    writer's statistics, where it wrote them (a NaN is in none of them)."""
     # Lists are left out of the null check: their statistics count null elements.
     required = {c.name for c in table.columns if not c.nullable and c.type not in _LISTS}
+    counted = {c.name for c in table.columns if c.counted}
     for path in table_files(directory):
         try:
             metadata = pq.read_metadata(path)
@@ -67,15 +70,19 @@ def check_table_files(directory: Path, table: Table) -> None:
                     raise HistoryFileError(
                         f"{path}: column {column.name} holds {found}, not {column.type.value}"
                     )
-        _check_nulls(path, metadata, table.name, required)
+        _check_statistics(path, metadata, table.name, required, counted)
 
 
 _LISTS = (ColumnType.LONG_ARRAY, ColumnType.STRING_ARRAY)
 
 
-def _check_nulls(path: Path, metadata: pq.FileMetaData, name: str, required: set[str]) -> None:
-    """Refuse a null in a ``required`` column of table ``name``: Spark would average it as
-    NaN, or a strategy would fail on it."""
+def _check_statistics(
+    path: Path, metadata: pq.FileMetaData, name: str, required: set[str], counted: set[str]
+) -> None:
+    """Refuse a null in a ``required`` column of table ``name`` (Spark would average it as
+    NaN, or a strategy would fail on it), and a negative or infinite value in a ``counted``
+    one: the model refuses a negative rate or count, and an average over an infinite one is
+    infinite or NaN."""
     for group in range(metadata.num_row_groups):
         row_group = metadata.row_group(group)
         for index in range(row_group.num_columns):
@@ -88,6 +95,13 @@ def _check_nulls(path: Path, metadata: pq.FileMetaData, name: str, required: set
                     f"{path}: column {column} has {nulls} empty (null) values; every row of "
                     f"the {name} table needs one"
                 )
+            if column in counted and stats is not None and stats.has_min_max:
+                for value in (stats.min, stats.max):
+                    if value < 0 or math.isinf(value):
+                        raise HistoryFileError(
+                            f"{path}: column {column} holds {value}; a rate or count of the "
+                            f"{name} table is a finite number, not negative"
+                        )
 
 
 def _kind(kind: pa.DataType) -> str:

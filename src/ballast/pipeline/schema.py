@@ -58,13 +58,15 @@ _SPARK_SCALAR: dict[ColumnType, T.DataType] = {
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """One column: its name, type, unit ("" when it has none) and meaning."""
+    """One column: its name, type, unit ("" when it has none) and meaning; ``counted``: a
+    rate or a count, which the model holds non-negative and finite."""
 
     name: str
     type: ColumnType
     unit: str
     doc: str
     nullable: bool = False
+    counted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +120,15 @@ _NAMESPACE = Column("namespace", STRING, "", "namespace of the bundle, tenant/na
 
 def _rates(what: str) -> tuple[Column, ...]:
     return (
-        Column("msg_rate_in", DOUBLE, "msg/s", f"messages published to the {what}"),
-        Column("msg_rate_out", DOUBLE, "msg/s", f"messages dispatched from the {what}"),
-        Column("msg_throughput_in", DOUBLE, "bytes/s", f"bytes published to the {what}"),
-        Column("msg_throughput_out", DOUBLE, "bytes/s", f"bytes dispatched from the {what}"),
+        _counted("msg_rate_in", DOUBLE, "msg/s", f"messages published to the {what}"),
+        _counted("msg_rate_out", DOUBLE, "msg/s", f"messages dispatched from the {what}"),
+        _counted("msg_throughput_in", DOUBLE, "bytes/s", f"bytes published to the {what}"),
+        _counted("msg_throughput_out", DOUBLE, "bytes/s", f"bytes dispatched from the {what}"),
     )
+
+
+def _counted(name: str, kind: ColumnType, unit: str, doc: str) -> Column:
+    return Column(name, kind, unit, doc, counted=True)
 
 
 def _resource(name: str, what: str, unit: str) -> tuple[Column, ...]:
@@ -145,10 +151,10 @@ BROKERS = Table(
         *_resource("bandwidth_in", "NIC inbound bandwidth", "as reported (Pulsar: kbit/s)"),
         *_resource("bandwidth_out", "NIC outbound bandwidth", "as reported (Pulsar: kbit/s)"),
         *_rates("broker (sum over its bundles)"),
-        Column("num_topics", LONG, "topics", "topics served"),
-        Column("num_bundles", LONG, "bundles", "bundles owned"),
-        Column("num_consumers", LONG, "consumers", "consumers connected"),
-        Column("num_producers", LONG, "producers", "producers connected"),
+        _counted("num_topics", LONG, "topics", "topics served"),
+        _counted("num_bundles", LONG, "bundles", "bundles owned"),
+        _counted("num_consumers", LONG, "consumers", "consumers connected"),
+        _counted("num_producers", LONG, "producers", "producers connected"),
         Column("last_update_ms", LONG, "ms", "when the broker last wrote its report"),
     ),
 )
@@ -163,9 +169,9 @@ BUNDLES = Table(
         _BUNDLE,
         _NAMESPACE,
         *_rates("bundle"),
-        Column("topics", LONG, "topics", "topics of the bundle"),
-        Column("producer_count", LONG, "producers", "producers connected"),
-        Column("consumer_count", LONG, "consumers", "consumers connected"),
+        _counted("topics", LONG, "topics", "topics of the bundle"),
+        _counted("producer_count", LONG, "producers", "producers connected"),
+        _counted("consumer_count", LONG, "consumers", "consumers connected"),
         Column("cache_size", LONG, "bytes", "managed-ledger cache size"),
     ),
 )
@@ -181,8 +187,8 @@ TOPICS = Table(
         _NAMESPACE,
         Column("topic", STRING, "", "full topic name, e.g. persistent://tenant/ns/t"),
         *_rates("topic"),
-        Column("producer_count", LONG, "producers", "producers connected"),
-        Column("consumer_count", LONG, "consumers", "consumers connected"),
+        _counted("producer_count", LONG, "producers", "producers connected"),
+        _counted("consumer_count", LONG, "consumers", "consumers connected"),
     ),
 )
 
@@ -190,14 +196,14 @@ TOPICS = Table(
 def _average(term: str, samples: int) -> tuple[Column, ...]:
     what = f"{term}-term average"
     return (
-        Column(f"{term}_num_samples", LONG, "samples", f"samples in the {what} (<= max)"),
+        _counted(f"{term}_num_samples", LONG, "samples", f"samples in the {what} (<= max)"),
         Column(
             f"{term}_max_samples", LONG, "samples", f"window of the {what} ({samples} in Pulsar)"
         ),
-        Column(f"{term}_msg_rate_in", DOUBLE, "msg/s", f"{what} of msg_rate_in"),
-        Column(f"{term}_msg_rate_out", DOUBLE, "msg/s", f"{what} of msg_rate_out"),
-        Column(f"{term}_msg_throughput_in", DOUBLE, "bytes/s", f"{what} of msg_throughput_in"),
-        Column(f"{term}_msg_throughput_out", DOUBLE, "bytes/s", f"{what} of msg_throughput_out"),
+        _counted(f"{term}_msg_rate_in", DOUBLE, "msg/s", f"{what} of msg_rate_in"),
+        _counted(f"{term}_msg_rate_out", DOUBLE, "msg/s", f"{what} of msg_rate_out"),
+        _counted(f"{term}_msg_throughput_in", DOUBLE, "bytes/s", f"{what} of msg_throughput_in"),
+        _counted(f"{term}_msg_throughput_out", DOUBLE, "bytes/s", f"{what} of msg_throughput_out"),
     )
 
 
@@ -219,10 +225,10 @@ BUNDLE_AVERAGES = Table(
 def _broker_average(term: str) -> tuple[Column, ...]:
     what = f"sum of the broker's bundles' {term}-term averages"
     return (
-        Column(f"{term}_msg_rate_in", DOUBLE, "msg/s", f"{what} of msg_rate_in"),
-        Column(f"{term}_msg_rate_out", DOUBLE, "msg/s", f"{what} of msg_rate_out"),
-        Column(f"{term}_msg_throughput_in", DOUBLE, "bytes/s", f"{what} of msg_throughput_in"),
-        Column(f"{term}_msg_throughput_out", DOUBLE, "bytes/s", f"{what} of msg_throughput_out"),
+        _counted(f"{term}_msg_rate_in", DOUBLE, "msg/s", f"{what} of msg_rate_in"),
+        _counted(f"{term}_msg_rate_out", DOUBLE, "msg/s", f"{what} of msg_rate_out"),
+        _counted(f"{term}_msg_throughput_in", DOUBLE, "bytes/s", f"{what} of msg_throughput_in"),
+        _counted(f"{term}_msg_throughput_out", DOUBLE, "bytes/s", f"{what} of msg_throughput_out"),
     )
 
 

@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ballast.balance.decisions import decision_to_json
-from ballast.model.codec import json_safe
+from ballast.model.codec import ModelError, json_safe
 from ballast.model.config import Settings
 from ballast.pipeline.jobs.base import JobError, JobPaths, Summary, require_paths
 from ballast.pipeline.jobs.time_averages import write_bundle_averages
@@ -136,7 +136,14 @@ def shed_history(
     outcomes: list[ShedOutcome] = []
     for name in sorted(clusters):
         obj = snapshot_object(*(part.get(name, []) for part in rows))
-        outcomes.append(shed(name, latest[name], parse(obj), settings, options))
+        try:
+            snapshot = parse(obj)
+        except ModelError as exc:  # a sample no statistics show: NaN
+            raise JobError(
+                f"the latest snapshot of cluster {name} holds a value the model refuses: {exc} "
+                "(a sample in the history that is not a number?)"
+            ) from None
+        outcomes.append(shed(name, latest[name], snapshot, settings, options))
     decisions = [row for outcome in outcomes for row in decision_rows(outcome)]
     frame = spark.createDataFrame(decisions, SHED_DECISIONS.spark_schema())
     write_output(frame, paths.out, SHED_DECISIONS)
