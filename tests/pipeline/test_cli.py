@@ -271,6 +271,10 @@ def test_bad_input_exits_2_before_spark(ballast: Ballast, tmp_path: Path) -> Non
     master = ballast("pipeline", "split-plan", "--history", "h", "--out", "o", "--master", "x://y")
     assert master.returncode == 2
     assert '--master "x://y" is not a Spark master URL' in master.stderr
+    for job in ("time-averages", "shed"):  # each pass reads the whole history: minutes each
+        passes = ballast("pipeline", job, "--history", "h", "--out", "o", "--buckets", "1001")
+        assert passes.returncode == 2
+        assert "Invalid value for '--buckets'" in passes.stderr and "1000" in passes.stderr
 
 
 def test_a_setting_spark_cannot_start_with_exits_2(ballast: Ballast, tmp_path: Path) -> None:

@@ -324,8 +324,10 @@ BucketsOption = Annotated[
     typer.Option(
         "--buckets",
         min=1,
-        help="Fold the bundles' samples into averages in this many passes, each shuffling "
-        "only its share of them: for histories whose shuffle files outgrow the scratch disk.",
+        max=1000,  # every pass reads the whole history: past a handful, only time grows
+        help="Fold the bundles' samples into averages in this many passes (at most 1000), each "
+        "reading the whole history and shuffling only its share of the samples: for histories "
+        "whose shuffle files outgrow the scratch disk.",
     ),
 ]
 HistoryOption = Annotated[str, typer.Option("--history", help="History root to read.")]
