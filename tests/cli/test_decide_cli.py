@@ -162,6 +162,7 @@ def test_seed002_sample_reports(ballast: Run, tmp_path: Path) -> None:
     [
         ('{"brokers": {"b1": {"cpu": {"usage": "lots"}}}}', '$.brokers["b1"].cpu.usage'),
         ('{"bundles": {}}', "$.brokers"),
+        ('{"brokers": null}', "$.brokers"),  # was read as a cluster of no brokers
         ('{"brokers": {}, "bundles": {"t/n/0xZZ_0x1": {}}}', '$.bundles["t/n/0xZZ_0x1"]'),
         (
             '{"brokers": {}, "state": {"threshold": {"usageHistory": []}}}',
@@ -189,6 +190,26 @@ def test_every_cycle_reports_its_outcome(ballast: Run, strategy: str) -> None:
     assert stats["outcome"] in ("Success", "Skip") and isinstance(stats["skipped"], list)
     if stats["outcome"] == "Skip":
         assert stats["reason"]
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("decide shed ''", "SNAPSHOT is empty: give a snapshot file"),
+        ("decide split ''", "SNAPSHOT is empty: give a snapshot file"),
+        ("pipeline import '' --history {tmp}/h", "SOURCE is empty: give a dump directory"),
+        ("metadata load --store sqlite:{tmp}/s.db ''", "the file name is empty: give a file"),
+    ],
+)
+def test_an_empty_file_argument_exits_2(
+    ballast: Run, tmp_path: Path, command: str, message: str
+) -> None:
+    """An empty name was the current directory: read as a dump, or "cannot read : Is a
+    directory"."""
+    result = ballast(*shlex.split(command.format(tmp=tmp_path)))
+    assert result.returncode == 2
+    assert f"error: {message}" in result.stderr
+    assert not (tmp_path / "h").exists() and not (tmp_path / "s.db").exists()
 
 
 def test_a_directory_that_is_not_a_dump_exits_2(ballast: Run, tmp_path: Path) -> None:

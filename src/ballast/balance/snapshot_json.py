@@ -84,7 +84,7 @@ def snapshot_from_object(obj: Any) -> ParsedSnapshot:
         raise ModelError("$", "expected an object, got null")
     root = _object(obj, "$")
     warnings: list[str] = [f"unknown key {key} ignored" for key in root if key not in KNOWN_KEYS]
-    if "brokers" not in root:
+    if root.get("brokers") is None:  # null too: optional parts read null as empty, not this
         raise ModelError("$.brokers", "is required (an object of broker id -> LocalBrokerData)")
     bundles = _bundles(_object(root.get("bundles"), "$.bundles"))
     locals_by_broker: dict[str, LocalBrokerData] = {}

@@ -89,6 +89,8 @@ def settings_from(config: Path | None, overrides: list[str] | None) -> Settings:
 def read_text_arg(path: str) -> str:
     """The text of a file argument, ``-`` meaning stdin; exit 2 if unreadable. A UTF-8 byte
     order mark (some editors write one) is not part of the text."""
+    if not path.strip():  # a Path of it would be the current directory
+        fail("the file name is empty: give a file, or - for stdin")
     try:
         if path == "-":
             return sys.stdin.buffer.read().decode("utf-8-sig")

@@ -83,6 +83,8 @@ def _wall_clock_ms() -> int:
 def load_snapshot(argument: str) -> ParsedSnapshot:
     """Read and parse SNAPSHOT; exit 2 naming the JSON path of a problem. Warnings go to
     stderr."""
+    if not argument.strip():  # a Path of it would be the current directory
+        fail("SNAPSHOT is empty: give a snapshot file, - for stdin, or a dump directory")
     try:
         if argument == "-":
             parsed = parse_snapshot(read_text_arg(argument))

@@ -139,8 +139,8 @@ def _cluster_name(name: str) -> None:
 
 @pipeline_app.command("import")
 def import_command(
-    source: Annotated[
-        Path,
+    source_text: Annotated[
+        str,
         typer.Argument(
             metavar="SOURCE",
             help="A dump directory of Pulsar's /loadbalance tree, or a ballast decide "
@@ -190,6 +190,9 @@ def import_command(
         _cluster_name(cluster)
     if not history_text.strip():  # it would write into the current directory
         fail("--history is empty: give the history root to write to")
+    if not source_text.strip():  # it would read the current directory
+        fail("SOURCE is empty: give a dump directory or a snapshot file")
+    source = Path(source_text)
     history = Path(history_text)
     nested = nested_history_problem(history)
     if nested is not None:
