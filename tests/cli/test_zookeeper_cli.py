@@ -29,6 +29,7 @@ def listening(port: int) -> bool:
         (("--port", "70000"), "--port must be in 1..65535, not 70000"),
         (("--tick-ms", "0"), "--tick-ms must be in 1..30000, not 0"),
         (("--tick-ms", "30001"), "--tick-ms must be in 1..30000"),
+        (("--data-dir", ""), "--data-dir is empty"),  # was the current directory
     ],
 )
 def test_bad_options_exit_2(ballast: Run, arguments: tuple[str, ...], named: str) -> None:
@@ -60,6 +61,7 @@ def test_serves_until_ctrl_c(ballast: Run, tmp_path: Path) -> None:
         assert second.returncode == 1, second.stdout
         assert f"port {port} on 127.0.0.1 is in use" in second.stderr
         assert "serving" not in second.stdout
+        assert not (tmp_path / "zk2").exists()  # it never served: no directory left behind
         # A second one on the data directory: both would write zoo.cfg, logs and snapshots.
         shared = ballast(
             "zookeeper", "--port", str(free_port()), "--data-dir", str(tmp_path / "zk")

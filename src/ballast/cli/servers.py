@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import signal
 from pathlib import Path
 from typing import Annotated
@@ -96,9 +97,9 @@ def broker_command(
 
 def zookeeper_command(
     port: Annotated[int, typer.Option("--port", help="Client port (on 127.0.0.1).")] = 2181,
-    data_dir: Annotated[
-        Path, typer.Option("--data-dir", help="Where ZooKeeper keeps its data.")
-    ] = Path("zookeeper-data"),
+    data_dir_text: Annotated[
+        str, typer.Option("--data-dir", help="Where ZooKeeper keeps its data.")
+    ] = "zookeeper-data",
     tick_ms: Annotated[
         int, typer.Option("--tick-ms", help="tickTime: sessions last at least two ticks.")
     ] = 2000,
@@ -110,6 +111,10 @@ def zookeeper_command(
         fail(f"--port must be in 1..65535, not {port}")
     if not 0 < tick_ms <= MAX_TICK_MS:  # two ticks must fit in the longest session
         fail(f"--tick-ms must be in 1..{MAX_TICK_MS}, not {tick_ms}")
+    if not data_dir_text.strip():  # a Path of it would be the current directory
+        fail("--data-dir is empty: give the directory ZooKeeper keeps its data in")
+    data_dir = Path(data_dir_text)
+    created = not data_dir.exists()
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -117,6 +122,7 @@ def zookeeper_command(
     try:
         ensure_installed()
     except ZooKeeperSetupError as exc:
+        _unmake(data_dir, created)
         fail(str(exc), code=1)
     server = LocalZooKeeper(
         ZooKeeperConfig(
@@ -140,6 +146,14 @@ def zookeeper_command(
     try:
         asyncio.run(run())
     except ZooKeeperSetupError as exc:
+        server.stop()
+        _unmake(data_dir, created)
         fail(str(exc), code=1)
     finally:
         server.stop()
+
+
+def _unmake(data_dir: Path, created: bool) -> None:
+    """Remove the data directory of a server that never served, if this command made it."""
+    if created:
+        shutil.rmtree(data_dir, ignore_errors=True)
