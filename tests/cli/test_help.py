@@ -40,3 +40,5 @@ def test_help_renders(path: list[str]) -> None:
     # Repeatable key=value options name their form, not a Python type.
     assert "--set <list[str]>" not in result.output
     assert "--conf <list[str]>" not in result.output
+    short = CliRunner().invoke(app, [*path, "-h"])  # as most commands take it
+    assert short.exit_code == 0 and short.output == result.output, short.output

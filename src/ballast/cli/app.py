@@ -26,6 +26,8 @@ app = typer.Typer(
     add_completion=False,
     # Help texts are plain: they show URL forms such as ``zk:host:port[/chroot]``.
     rich_markup_mode=None,
+    # Sub-commands inherit this: `ballast admin topics -h` as well as `--help`.
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.command("topic")(topic_command)
 app.command("standalone")(standalone_command)
