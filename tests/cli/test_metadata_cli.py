@@ -181,6 +181,7 @@ def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:
         (["ls", "/", "--store", "nosuch:thing"], "invalid metadata store URL"),
         (["load", str(tmp_path / "none.json"), "--store", store], "cannot read"),
         (["ls", "/", "--store", f"sqlite:{tmp_path / 'typo.db'}"], "no store at"),
+        (["load", str(first), "--store", f"sqlite:{tmp_path}"], "is a directory; give a file"),
     ):
         result = ballast("metadata", *args)
         assert result.returncode in (1, 2), args
@@ -188,6 +189,7 @@ def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:
         assert "Traceback" not in result.stderr
     assert not (tmp_path / "typo.db").exists()  # reading a store never creates one
     assert not (tmp_path / "new.db").exists()  # nor does a load of what is not a dump
+    assert not (tmp_path.parent / f"{tmp_path.name}.lock").exists()  # nor a lock beside a dir
 
 
 @pytest.mark.integration

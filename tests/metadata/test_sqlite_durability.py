@@ -112,6 +112,15 @@ def test_unusable_file_is_a_clear_error(clock: Clock, tmp_path: Path) -> None:
         sqlite3.connect(str(not_a_db)).execute("SELECT * FROM records")
 
 
+def test_a_directory_is_no_store_file_and_gets_no_lock_beside_it(
+    clock: Clock, tmp_path: Path
+) -> None:
+    (tmp_path / "stores").mkdir()
+    with pytest.raises(StoreFileError, match="it is a directory, not a file"):
+        SqliteServer(clock, tmp_path / "stores")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stores"]  # no stores.lock
+
+
 @pytest.mark.parametrize(
     ("url", "scheme", "target"),
     [

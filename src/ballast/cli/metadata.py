@@ -55,6 +55,8 @@ def _with_store(
         fail(str(exc))
     if parsed.scheme == "sqlite" and not create and not Path(parsed.target).is_file():
         fail(f"no store at {url}: {parsed.target} is not a file")
+    if parsed.scheme == "sqlite" and Path(parsed.target).is_dir():
+        fail(f"no store at {url}: {parsed.target} is a directory; give a file in it")
 
     async def run() -> T:
         # Only load writes: the others may look at a file a running standalone holds.

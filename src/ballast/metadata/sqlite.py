@@ -54,6 +54,8 @@ class SqliteServer(MemoryServer):
                     f"{db_path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None
                 )
             else:
+                if db_path.is_dir():  # before the lock: no ``<dir>.lock`` left beside it
+                    raise StoreFileError(str(db_path), "it is a directory, not a file")
                 db_path.parent.mkdir(parents=True, exist_ok=True)
                 self._lock = _hold_lock(db_path)
                 self._db = sqlite3.connect(str(db_path), isolation_level=None)
