@@ -107,3 +107,29 @@ def test_an_answer_late_past_the_timeout_is_told_as_such(ballast: Run, server_ur
     for wrong in ("0", "inf", "1e400"):
         refused = ballast("admin", "--url", server_url, "--timeout", wrong, "tenants", "list")
         assert refused.returncode == 2 and "--timeout" in refused.stderr, refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "command"),
+    [
+        (("topics", "list", "t/ns", "--url", "http://127.0.0.1:1"), "topics list"),
+        (("namespaces", "split", "t/ns", "--json"), "namespaces split"),
+        (("clusters", "--timeout", "3", "get"), "clusters"),
+    ],
+)
+def test_an_admin_option_after_the_group_says_where_it_goes(
+    ballast: Run, arguments: tuple[str, ...], command: str
+) -> None:
+    """The parser said only "No such option: --url" (pulsar-admin also takes its options
+    first)."""
+    result = ballast("admin", *arguments)
+    assert result.returncode == 2
+    option = next(a for a in arguments if a.startswith("--"))
+    admin = result.stderr.split("Usage: ", 1)[1].split(" admin ", 1)[0] + " admin"
+    assert (
+        f"It is an option of '{admin}': give it before the group, as in "
+        f"'{admin} {option} ... {command} ...'"
+    ) in result.stderr, result.stderr
+    assert "Possible options" not in result.stderr
+    other = ballast("admin", "topics", "list", "t/ns", "--bogus")  # any other: as it was
+    assert other.returncode == 2 and "No such option: --bogus\n" in other.stderr

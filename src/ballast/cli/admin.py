@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from ballast.cli.admin_args import (
+    AdminGroup,
     ClusterArg,
     ClusterOption,
     bundle_arg,
@@ -36,6 +37,7 @@ from ballast.model.split_algorithms import SPECIFIED_POSITIONS_DIVIDE
 admin_app = typer.Typer(
     help="Administer a running cluster through its HTTP API (like pulsar-admin).",
     no_args_is_help=True,
+    cls=AdminGroup,
 )
 tenants_app = typer.Typer(help="Tenants.", no_args_is_help=True)
 namespaces_app = typer.Typer(help="Namespaces and their bundles.", no_args_is_help=True)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.core
 
 from ballast.cli.admin_client import call
 from ballast.cli.common import fail
@@ -100,3 +101,31 @@ def cluster_given(ctx: typer.Context, argument: str | None, option: str | None) 
     if isinstance(known, list) and len(known) == 1 and isinstance(known[0], str):
         return entity_arg("cluster", known[0])
     fail(f"give --cluster: the broker knows the clusters {', '.join(map(str, known or []))}")
+
+
+ADMIN_OPTIONS = ("--url", "--json", "--timeout")
+"""The options of ``ballast admin`` itself, which come before its groups."""
+
+
+class AdminGroup(typer.core.TyperGroup):
+    """``ballast admin``'s group: an option of its own typed after a sub-command (``admin
+    topics list t/ns --url U``; pulsar-admin takes ``--admin-url`` only first too) is named
+    with where it goes, where the parser said only "No such option: --url"."""
+
+    def invoke(self, ctx: Any) -> Any:  # the parser's Context, which typer does not export
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            # The parser's NoSuchOption (typer does not export its class): a usage error
+            # that names the option, shown with its own message.
+            option = getattr(exc, "option_name", None)
+            if type(exc).__name__ == "NoSuchOption" and option in ADMIN_OPTIONS:
+                admin = ctx.command_path  # "ballast admin", or "python -m ballast admin"
+                path = getattr(getattr(exc, "ctx", None), "command_path", admin)
+                command = path.removeprefix(admin).strip() or "GROUP COMMAND"
+                exc.message = (  # type: ignore[attr-defined]
+                    f"No such option: {option} here. It is an option of '{admin}': give it "
+                    f"before the group, as in '{admin} {option} ... {command} ...'"
+                )
+                exc.possibilities = None  # type: ignore[attr-defined]
+            raise
