@@ -101,7 +101,8 @@ def plot_run(result: RunResult, path: Path) -> Path:
     _mark_events(loads, result)
     loads.set_ylabel("broker load")
     loads.set_title(f"{result.scenario.name} — {result.strategy} (seed {result.seed})")
-    loads.legend(fontsize=7, loc="upper right", ncol=2)
+    if loads.get_legend_handles_labels()[0]:  # none past 12 brokers with no move or split
+        loads.legend(fontsize=7, loc="upper right", ncol=2)
     steps = result.steps
     minutes = _minutes([s.t_s for s in steps])
     spread.plot(minutes, [s.std for s in steps], color="tab:blue")
