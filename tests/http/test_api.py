@@ -8,6 +8,7 @@ import functools
 import json
 
 import pytest
+import yarl
 
 from ballast.clock import Clock
 from ballast.metadata.store import MetadataStore
@@ -59,6 +60,20 @@ async def test_lookup_connects_or_redirects_to_the_owner(clock: Clock) -> None:
         for i in range(3):
             status, body, _ = await api.call("GET", path, broker=i)
             assert status == 200 and isinstance(body, dict) and body["httpUrl"] == data["httpUrl"]
+        # A listener name goes along encoded: its "&" and "#" once made a parameter x=1 and a
+        # fragment of the rest.
+        status, _, _ = await api.call("PUT", "/admin/v2/namespaces/t/fresh")
+        assert status == 204
+        named = "a&x=1#b c"
+        async with api.session.get(
+            api.urls[where] + "/lookup/v2/topic/persistent/t/fresh/x",
+            params={"listenerName": named},
+            allow_redirects=False,
+        ) as response:
+            assert response.status == 307, await response.text()  # to the leader, to assign
+            location = yarl.URL(response.headers["Location"])
+        assert dict(location.query) == {"authoritative": "false", "listenerName": named}
+        assert location.fragment == "" and location.path.endswith("/t/fresh/x")
 
 
 async def test_unload_and_split_change_ownership(clock: Clock) -> None:
@@ -181,6 +196,52 @@ async def test_a_body_nested_past_the_parsers_depth_is_a_bad_request(clock: Cloc
                 assert response.status == 400, (path, await response.text())
                 reason = (await response.json())["reason"]
                 assert reason.startswith("body is not JSON: maximum recursion depth"), reason
+
+
+async def test_bodies_that_are_no_text_or_not_as_encoded_are_bad_requests(clock: Clock) -> None:
+    """Both were 500s ("internal error: UnicodeEncodeError", "RequestPayloadError") with
+    tracebacks in the log, the first after reaching the controller."""
+    async for api in api_for(clock):
+        lone = b'{"allowedClusters": ["standalone"], "adminRoles": ["ok", "\\ud800"]}'
+        async with api.session.put(api.urls[0] + "/admin/v2/tenants/t2", data=lone) as response:
+            assert response.status == 400
+            assert (await response.json())["reason"] == (
+                "body is not Unicode text: a lone surrogate in $.adminRoles[1]"
+            )
+        pair = lone.replace(b"\\ud800", b"\\ud83d\\ude00")  # an emoji, as JSON escapes it
+        async with api.session.put(api.urls[0] + "/admin/v2/tenants/t2", data=pair) as response:
+            assert response.status == 204, await response.text()
+        gzip = {"Content-Encoding": "gzip"}
+        for method, path in [
+            ("PUT", "/admin/v2/tenants/t3"),
+            ("PUT", "/admin/v2/persistent/t/ns/p/partitions"),
+        ]:
+            async with api.session.request(
+                method, api.urls[1] + path, data=b"hello", headers=gzip
+            ) as response:
+                assert response.status == 400, path
+                reason = (await response.json())["reason"]
+                assert reason.startswith(
+                    "cannot read the body: 400, message: Can not decode content-encoding: gzip"
+                ), reason
+        status, tenants, _ = await api.call("GET", "/admin/v2/tenants")
+        assert status == 200 and isinstance(tenants, list) and "t3" not in tenants
+
+
+async def test_head_answers_every_get_and_a_405_says_what_is_allowed(clock: Clock) -> None:
+    async for api in api_for(clock):
+        for path in ["/admin/v2/brokers/health", "/metrics", "/admin/v2/tenants"]:
+            async with api.session.head(api.urls[0] + path) as response:
+                assert response.status == 200, path  # it was 405
+        async with api.session.options(api.urls[0] + "/admin/v2/tenants") as response:
+            assert response.status == 405
+            assert "GET" in response.headers["Allow"].split(",")
+            assert (await response.json())["reason"] == "Method Not Allowed"
+        big = b"[" + b"0," * 600_000 + b"0]"  # past the 1 MiB a body may have
+        async with api.session.put(api.urls[0] + "/admin/v2/tenants/t4", data=big) as response:
+            assert response.status == 413
+            reason = (await response.json())["reason"]
+            assert reason.startswith("Maximum request body size 1048576 exceeded"), reason
 
 
 async def test_a_namespace_is_unloaded_and_its_topics_listed_per_domain(clock: Clock) -> None:

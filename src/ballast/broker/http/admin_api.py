@@ -7,12 +7,13 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 from aiohttp import web
 
 from ballast.broker.binary.peers import PeerError, PeerTopics
+from ballast.broker.http.bodies import json_body
 from ballast.broker.http.errors import ApiError, reason, this_cluster
 from ballast.broker.leader_calls import to_leader
 from ballast.controller.loading import load_failure_domains, load_namespace
@@ -148,7 +149,7 @@ def _require_clusters(info: _TenantBody) -> None:
 
 
 async def _tenant_body(request: web.Request) -> _TenantBody:
-    body = await _json_body(request) or {}
+    body = await json_body(request) or {}
     if not isinstance(body, dict):
         raise ApiError(400, "a tenant body is a JSON object")
     try:
@@ -159,16 +160,6 @@ async def _tenant_body(request: web.Request) -> _TenantBody:
 
 def forced(request: web.Request) -> bool:
     return request.query.get("force", "false").lower() == "true"
-
-
-async def _json_body(request: web.Request) -> Any:
-    raw = await request.read()
-    if not raw.strip():
-        return None
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise ApiError(400, f"body is not JSON: {exc}") from None
 
 
 class AdminApi:
@@ -245,7 +236,7 @@ class AdminApi:
 
     async def create_namespace(self, request: web.Request) -> web.StreamResponse:
         namespace = namespace_of(request)
-        body = await _json_body(request) or {}
+        body = await json_body(request) or {}
         if not isinstance(body, dict):  # Jackson reads Policies from an object only
             raise ApiError(400, 'body must be a JSON object (Policies), e.g. {"bundles": ...}')
         bundles = body.get("bundles")
@@ -349,7 +340,7 @@ class AdminApi:
 
     async def split(self, request: web.Request) -> web.StreamResponse:
         bundle = self._bundle(request, named=True)
-        body = await _json_body(request)
+        body = await json_body(request)
         positions: tuple[int, ...] = ()
         if body is not None:
             # Jackson reads them as List<Long>: no booleans, nothing past a long.
@@ -392,7 +383,7 @@ class AdminApi:
 
     async def set_anti_affinity(self, request: web.Request) -> web.StreamResponse:
         namespace = namespace_of(request)
-        group = await _json_body(request)
+        group = await json_body(request)
         if not isinstance(group, str) or not group.strip():
             raise ApiError(412, "the anti-affinity group is a non-empty JSON string")
         return done(
@@ -424,7 +415,7 @@ class AdminApi:
     async def set_isolation_policy(self, request: web.Request) -> web.StreamResponse:
         self._cluster(request, 412)
         name = _policy(request)
-        body = await _json_body(request)
+        body = await json_body(request)
         if not isinstance(body, dict):
             raise ApiError(400, "an isolation policy is a JSON object")
         # The leader checks it as Pulsar's NamespaceIsolationDataImpl.validate does.
@@ -452,7 +443,7 @@ class AdminApi:
 
     async def set_failure_domain(self, request: web.Request) -> web.StreamResponse:
         self._cluster(request, 412)  # as Pulsar's setFailureDomain
-        body = await _json_body(request)
+        body = await json_body(request)
         brokers = body.get("brokers") if isinstance(body, dict) else None
         if not isinstance(brokers, list) or not all(isinstance(b, str) for b in brokers):
             raise ApiError(400, 'a failure domain is {"brokers": ["host:port", ...]}')

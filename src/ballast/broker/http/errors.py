@@ -47,7 +47,16 @@ async def error_middleware(
     except web.HTTPRedirection:
         raise
     except web.HTTPException as exc:
-        return reason(exc.status, exc.reason)
+        # aiohttp's own text where it says more than the status ("Maximum request body size
+        # 1048576 exceeded"), and its Allow header on a 405.
+        text = exc.text if exc.text and not exc.text.startswith(f"{exc.status}:") else exc.reason
+        refused = reason(exc.status, text)
+        if "Allow" in exc.headers:
+            refused.headers["Allow"] = exc.headers["Allow"]
+        return refused
+    except web.RequestPayloadError as exc:
+        # The body could not be read as sent (a Content-Encoding it is not in, cut short).
+        return reason(400, f"cannot read the body: {' '.join(str(exc).split())}")
     except (ConnectionLossError, SessionExpiredError) as exc:
         # The store is away (ZooKeeper down, the session lost): retry later, as for a lookup.
         log.warning("%s %s: %s", request.method, request.path, exc)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from typing import TYPE_CHECKING
+from urllib.parse import urlencode
 
 import msgspec
 from aiohttp import web
@@ -104,11 +105,13 @@ class LookupApi:
             return web.Response(body=_lookup_data(answer), content_type="application/json")
         if answer.kind is AnswerKind.REDIRECT:
             target = answer.http_url or ""
-            query = f"authoritative={'true' if answer.authoritative else 'false'}"
+            query = {"authoritative": "true" if answer.authoritative else "false"}
             listener = request.query.get("listenerName")
-            if listener:
-                query += f"&listenerName={listener}"
-            raise web.HTTPTemporaryRedirect(f"{target}/lookup/v2/topic/{topic.lookup_name}?{query}")
+            if listener:  # encoded: an "&" or "#" in it must not become a parameter or fragment
+                query["listenerName"] = listener
+            raise web.HTTPTemporaryRedirect(
+                f"{target}/lookup/v2/topic/{topic.lookup_name}?{urlencode(query)}"
+            )
         status = 404 if answer.error is LookupErrorKind.NAMESPACE_NOT_FOUND else 503
         return reason(status, answer.message)
 

@@ -30,7 +30,10 @@ _PARAM = re.compile(r"\{(\w+)(?::[^}]*)?\}")
 
 def register(app: web.Application, routes: list[Route]) -> None:
     for route in routes:
-        app.router.add_route(route.method, route.path, route.handler)
+        if route.method == "GET":  # HEAD too, as Jersey answers it for every GET
+            app.router.add_get(route.path, route.handler)
+        else:
+            app.router.add_route(route.method, route.path, route.handler)
 
 
 def openapi(routes: list[Route], *, title: str, version: str) -> dict[str, Any]:

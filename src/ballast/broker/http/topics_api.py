@@ -7,7 +7,6 @@ here before a change is forwarded, as namespace deletion does."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -19,6 +18,7 @@ from ballast.broker.http.admin_api import (
     namespace_of,
     namespace_topics,
 )
+from ballast.broker.http.bodies import json_body
 from ballast.broker.http.errors import ApiError, reason
 from ballast.broker.http.lookup_api import topic_from_parts
 from ballast.broker.leader_calls import to_leader
@@ -49,13 +49,9 @@ _JAVA_INT = range(-(2**31), 2**31)
 async def partition_count(request: web.Request) -> int:
     """The body of a create or update: the number of partitions as a JSON number (Jackson
     also takes a numeric string and a whole float); no body is 0, as JAX-RS reads it."""
-    raw = (await request.read()).strip()
-    if not raw:
+    value = await json_body(request)
+    if value is None:
         return 0
-    try:
-        value = json.loads(raw)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise ApiError(400, f"body is not JSON: {exc}") from None
     if isinstance(value, str):
         value = java_parse_int(value)  # Jackson reads a number in a string as Java does
     if isinstance(value, float) and value.is_integer():

@@ -1,0 +1,54 @@
+"""Request bodies as JSON: what Jackson would refuse to read as JSON text is a 400 with the
+reason, before any of it reaches the controller or the store."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from ballast.broker.http.errors import ApiError
+
+
+async def json_body(request: web.Request) -> Any:
+    """The body parsed as JSON, None when it is empty. Refused (400): text that is not JSON,
+    nesting past the parser's depth, and a string with a lone surrogate (``"\\ud800"``): valid
+    JSON escapes, but no Unicode text, which no metadata record or log line can encode."""
+    raw = await request.read()
+    if not raw.strip():
+        return None
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ApiError(400, f"body is not JSON: {exc}") from None
+    where = _lone_surrogate(value)
+    if where is not None:
+        raise ApiError(400, f"body is not Unicode text: a lone surrogate in {where}")
+    return value
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The JSON path of the first string (key or value) holding a lone surrogate, if any."""
+    pending: list[tuple[str, Any]] = [("$", value)]
+    while pending:
+        path, item = pending.pop()
+        if isinstance(item, str):
+            if not _encodable(item):
+                return path
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not _encodable(key):
+                    return f"{path} (a key)"
+                pending.append((f"{path}.{key}", child))
+        elif isinstance(item, list):
+            pending.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
+    return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
