@@ -488,6 +488,9 @@ async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
         status, body, _ = await api.call("PUT", "/admin/v2/namespaces/t/d?numBundles=2147483647")
         assert status == 400 and isinstance(body, dict)
         assert "more than a namespace can be created with (1048576)" in body["reason"]
+        for loose in ("1_000", "%201", "2.0"):  # Python's int() took the first two
+            status, body, _ = await api.call("PUT", f"/admin/v2/namespaces/t/d?numBundles={loose}")
+            assert status == 400 and "is not a number" in body["reason"], (loose, body)  # type: ignore[index]
         assert (await api.call("GET", "/admin/v2/namespaces/t/d"))[0] == 404
         assert (await api.call("GET", "/admin/v2/tenants"))[1] == ["t"]
         assert (await api.call("GET", "/admin/v2/namespaces/t"))[1] == ["t/a", "t/b", "t/c"]

@@ -39,6 +39,7 @@ from ballast.model.naming import (
     NamespaceName,
     TopicDomain,
     TopicName,
+    java_parse_int,
     java_url_decode,
     validate_entity_name,
     validate_tenant,
@@ -254,10 +255,10 @@ class AdminApi:
             raise ApiError(400, 'bundles must be {"numBundles": N} or {"boundaries": [...]}')
         query_count = request.query.get("numBundles")
         if query_count is not None:
-            try:
-                count = int(query_count)
-            except ValueError:
-                raise ApiError(400, f'numBundles "{query_count}" is not a number') from None
+            parsed = java_parse_int(query_count)  # as Java reads an int: no "1_000", no " 1"
+            if parsed is None:
+                raise ApiError(400, f'numBundles "{query_count}" is not a number')
+            count = parsed
         return done(
             await to_leader(
                 self.node,
