@@ -1,5 +1,5 @@
-"""Request bodies as JSON: what Jackson would refuse to read as JSON text is a 400 with the
-reason, before any of it reaches the controller or the store."""
+"""Request bodies as JSON: a body that cannot be read, or holds text no record or log line can
+encode, is a 400 with the reason before any of it reaches the controller or the store."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from ballast.broker.http.errors import ApiError
 
 async def json_body(request: web.Request) -> Any:
     """The body parsed as JSON, None when it is empty. Refused (400): text that is not JSON,
-    nesting past the parser's depth, and a string with a lone surrogate (``"\\ud800"``): valid
-    JSON escapes, but no Unicode text, which no metadata record or log line can encode."""
+    nesting past the parser's depth, and a string with a lone surrogate (``"\\ud800"``): a
+    valid JSON escape, but not Unicode text, so UTF-8 cannot encode it (Java's strings hold
+    one; Ballast's records are UTF-8)."""
     raw = await request.read()
     if not raw.strip():
         return None
