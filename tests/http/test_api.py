@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 
 import pytest
 import yarl
@@ -226,6 +227,44 @@ async def test_bodies_that_are_no_text_or_not_as_encoded_are_bad_requests(clock:
                 ), reason
         status, tenants, _ = await api.call("GET", "/admin/v2/tenants")
         assert status == 200 and isinstance(tenants, list) and "t3" not in tenants
+
+
+async def _raw(url: str, request: bytes, *, answer: bool = True) -> bytes:
+    """Send bytes as they are to a broker's web port; its answer (or nothing)."""
+    address = yarl.URL(url)
+    reader, writer = await asyncio.open_connection(address.host, address.port)
+    writer.write(request)
+    await writer.drain()
+    data = await reader.read(65536) if answer else b""
+    writer.close()
+    return data
+
+
+async def test_a_clients_mistake_is_one_warning_line(
+    clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """aiohttp logged a request line past 8,190 bytes as an ERROR with an 11-line traceback,
+    and a client hanging up mid-body as "PUT ... failed" with a 500 attempted."""
+    async for api in api_for(clock):
+        with caplog.at_level(logging.DEBUG, logger="ballast.broker.http"):
+            long_line = b"GET /admin/v2/tenants/" + b"x" * 10_000 + b" HTTP/1.1\r\nHost: a\r\n\r\n"
+            assert (await _raw(api.urls[0], long_line)).startswith(b"HTTP/1.0 400")
+            cut = b"PUT /admin/v2/tenants/slow HTTP/1.1\r\nHost: a\r\nContent-Length: 40\r\n\r\n{"
+            await _raw(api.urls[0], cut, answer=False)
+
+            def hang_up_seen() -> bool:
+                return any(
+                    "the client closed the connection" in r.getMessage() for r in caplog.records
+                )
+
+            await eventually(hang_up_seen, clock, what="the hang-up logged")
+        mine = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert [(r.name, r.levelname, r.exc_info) for r in mine] == [
+            ("ballast.broker.http.protocol", "WARNING", None)
+        ], [r.getMessage() for r in mine]
+        assert "that is not HTTP: 400, message: Got more than 8190 bytes" in mine[0].getMessage()
+        status, tenants, _ = await api.call("GET", "/admin/v2/tenants")
+        assert status == 200 and isinstance(tenants, list) and "slow" not in tenants
 
 
 async def test_head_answers_every_get_and_a_405_says_what_is_allowed(clock: Clock) -> None:

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from ballast.metadata.store import ConnectionLossError, InvalidPathError, SessionExpiredError
 
@@ -61,10 +62,47 @@ async def error_middleware(
         # The store is away (ZooKeeper down, the session lost): retry later, as for a lookup.
         log.warning("%s %s: %s", request.method, request.path, exc)
         return reason(503, f"{exc}; retry")
+    except ConnectionResetError as exc:
+        if request.transport is None or request.transport.is_closing():
+            # The client hung up (mid-body, say): nobody to answer, and not the broker's fault.
+            log.debug("%s %s: the client closed the connection", request.method, request.path)
+            return reason(400, "the client closed the connection")
+        return _internal_error(request, exc)  # a call of the broker's own was reset
     except InvalidPathError as exc:
         # A name from the request that no metadata path can hold (a topic called "..", a
         # control character): the request is bad, not the broker.
         return reason(400, f"invalid name: {exc}")
     except Exception as exc:
-        log.exception("%s %s failed", request.method, request.path)
-        return reason(500, f"internal error: {type(exc).__name__}: {exc}")
+        return _internal_error(request, exc)
+
+
+def _internal_error(request: web.Request, exc: Exception) -> web.Response:
+    """A bug, or a failure of the broker's own: logged with its traceback, a 500 with a reason."""
+    log.error("%s %s failed", request.method, request.path, exc_info=exc)
+    return reason(500, f"internal error: {type(exc).__name__}: {exc}")
+
+
+class ClientMistakes(logging.Filter):
+    """aiohttp logs a request that is not HTTP it can read (a request line past 8,190 bytes, a
+    bad header) as an error with its traceback, eleven lines a request: the client's mistake,
+    not the broker's. Here it is one warning line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+            record.msg = "refused a request from %s that is not HTTP: %s"
+            record.args = (remote, " ".join(str(exc).split()))
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+CLIENT_MISTAKES = ClientMistakes()
+
+
+def protocol_logger() -> logging.Logger:
+    """The logger the HTTP server's protocol writes to, with :class:`ClientMistakes`."""
+    logger = logging.getLogger("ballast.broker.http.protocol")
+    logger.addFilter(CLIENT_MISTAKES)  # once: a filter already there is not added again
+    return logger

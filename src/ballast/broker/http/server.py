@@ -9,7 +9,7 @@ from aiohttp import web
 
 from ballast import __version__
 from ballast.broker.http.admin_api import AdminApi
-from ballast.broker.http.errors import error_middleware
+from ballast.broker.http.errors import error_middleware, protocol_logger
 from ballast.broker.http.lookup_api import LookupApi
 from ballast.broker.http.metrics import CONTENT_TYPE, metrics_registry, render
 from ballast.broker.http.routes import Route, openapi, register
@@ -424,7 +424,7 @@ class ApiServer:
     """Serves :func:`make_app` on ``host:port``."""
 
     def __init__(self, node: BrokerNode, host: str, port: int) -> None:
-        self._runner = web.AppRunner(make_app(node), access_log=None)
+        self._runner = web.AppRunner(make_app(node), access_log=None, logger=protocol_logger())
         self.host = host
         self.port = port
 
