@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
-from ballast.model.bundles import BundleName
+from ballast.metadata import paths
+from ballast.model.bundles import BundleName, BundleRange, InvalidBundle
 from ballast.model.naming import NamespaceName
 
 if TYPE_CHECKING:
@@ -37,9 +38,18 @@ class PeerTopics:
         node = self._node
         found: list[str] = []
         asks: list[tuple[str, BundleName]] = []
-        for bundle in (await node.bundles.bundles(namespace)).bundles:
-            if bundle in node.served:
-                found.extend(str(t) for t in node.served.topics(bundle) if not t.is_persistent)
+        current = await node.bundles.bundles(namespace)
+        for bundle, topics in node.served.bundle_topics():
+            if bundle.namespace == namespace and current.contains(bundle.range):
+                found.extend(str(t) for t in topics if not t.is_persistent)
+        # Only bundles with an ownership record can have topics loaded elsewhere: walking
+        # every bundle of the namespace (up to 2^20) held the event loop for seconds.
+        for text in await node.store.children(paths.namespace_ownership(namespace)):
+            try:
+                bundle = BundleName(namespace, BundleRange.parse(text))
+            except InvalidBundle:
+                continue  # not a bundle's record
+            if bundle in node.served or not current.contains(bundle.range):
                 continue
             owner = await node.owners.owner(bundle)
             if owner is None or owner.broker_id == node.broker_id or not owner.data.http_url:
