@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
@@ -15,7 +14,7 @@ from ballast.cli.admin_args import (
     entity_arg,
 )
 from ballast.cli.admin_client import call, show
-from ballast.cli.common import fail, read_text_arg
+from ballast.cli.common import fail, read_json_arg
 
 clusters_app = typer.Typer(help="The cluster and its failure domains.", no_args_is_help=True)
 isolation_app = typer.Typer(help="Namespace isolation policies.", no_args_is_help=True)
@@ -138,11 +137,7 @@ def isolation_set(
     cluster: ClusterOption = None,
 ) -> None:
     """Set a namespace isolation policy from a JSON file."""
-    text = read_text_arg(policy_file)
-    try:
-        policy = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        fail(f"{'stdin' if policy_file == '-' else policy_file} is not JSON: {exc}")
+    policy = read_json_arg(policy_file)
     path = _isolation_path(cluster_given(ctx, None, cluster), name)
     show(ctx, call(ctx, "POST", path, policy))
 

@@ -86,11 +86,18 @@ def settings_from(config: Path | None, overrides: list[str] | None) -> Settings:
     return loaded.settings
 
 
+def given_path(text: str, name: str, wanted: str) -> str:
+    """``text`` as given; exit 2 with ``{name} is empty: give {wanted}`` when it is blank,
+    which as a ``Path`` would be the current directory: read as input, or written into."""
+    if not text.strip():
+        fail(f"{name} is empty: give {wanted}")
+    return text
+
+
 def read_text_arg(path: str) -> str:
     """The text of a file argument, ``-`` meaning stdin; exit 2 if unreadable. A UTF-8 byte
     order mark (some editors write one) is not part of the text."""
-    if not path.strip():  # a Path of it would be the current directory
-        fail("the file name is empty: give a file, or - for stdin")
+    given_path(path, "the file name", "a file, or - for stdin")
     try:
         if path == "-":
             return sys.stdin.buffer.read().decode("utf-8-sig")
@@ -99,3 +106,13 @@ def read_text_arg(path: str) -> str:
         fail(f"cannot read {path}: {exc.strerror or exc}")
     except UnicodeDecodeError as exc:
         fail(f"{'stdin' if path == '-' else path} is not UTF-8 text: {exc}")
+
+
+def read_json_arg(path: str) -> Any:
+    """The JSON of a file argument (:func:`read_text_arg`); exit 2 when it is not JSON, or
+    nested past the parser's depth."""
+    text = read_text_arg(path)
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        fail(f"{'stdin' if path == '-' else path} is not JSON: {exc}")

@@ -31,7 +31,7 @@ from ballast.balance.snapshot_json import (
     strategy_state,
 )
 from ballast.balance.split import find_bundles_to_split, run_split_cycle
-from ballast.cli.common import fail, print_json, read_text_arg, settings_from, warn
+from ballast.cli.common import fail, given_path, print_json, read_text_arg, settings_from, warn
 from ballast.model.bundles import InvalidBundle, canonical_bundle
 from ballast.model.codec import ModelError, json_safe
 from ballast.model.config import PlacementConfig, SheddingConfig, SplitConfig
@@ -83,8 +83,7 @@ def _wall_clock_ms() -> int:
 def load_snapshot(argument: str) -> ParsedSnapshot:
     """Read and parse SNAPSHOT; exit 2 naming the JSON path of a problem. Warnings go to
     stderr."""
-    if not argument.strip():  # a Path of it would be the current directory
-        fail("SNAPSHOT is empty: give a snapshot file, - for stdin, or a dump directory")
+    given_path(argument, "SNAPSHOT", "a snapshot file, - for stdin, or a dump directory")
     try:
         if argument == "-":
             parsed = parse_snapshot(read_text_arg(argument))

@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from ballast.atomic_files import replaced_whole
-from ballast.cli.common import fail, print_json, read_text_arg
+from ballast.cli.common import fail, print_json, read_json_arg
 from ballast.clock import SystemClock
 from ballast.metadata.dump import (
     DumpFormatError,
@@ -204,10 +204,7 @@ def load_command(
 ) -> None:
     """Load a dump made by `ballast metadata dump` into a store. Records become persistent;
     the ephemeral ones (another cluster's sessions) are left out unless --keep-ephemeral."""
-    try:
-        dumped = json.loads(read_text_arg(dump_file))
-    except (json.JSONDecodeError, RecursionError) as exc:
-        fail(f"{dump_file} is not JSON: {exc}")
+    dumped = read_json_arg(dump_file)
     if not isinstance(dumped, dict):
         fail(f"{dump_file}: a dump is a JSON object")
     try:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ballast.cli.common import fail, print_json, settings_from, warn
+from ballast.cli.common import fail, given_path, print_json, settings_from, warn
 from ballast.cli.spark_command import parse_conf, spark_session
 from ballast.model.naming import InvalidNameError, validate_entity_name
 from ballast.pipeline.jobs import HISTORY_JOBS, JobEntry, JobError, JobPaths, load
@@ -104,8 +104,7 @@ def check_history_early(history: str, master: str | None, conf: list[str] | None
     before a JVM starts (Spark checks every other path itself)."""
     from ballast.pipeline.local_paths import local_history_problem
 
-    if not history.strip():
-        fail("--history is empty: give the history root to read")
+    given_path(history, "--history", "the history root to read")
 
     problem = local_history_problem(
         history, master=master, conf=parse_conf(conf), environ=os.environ
@@ -188,12 +187,8 @@ def import_command(
         fail("--cluster is empty (leave it out for the setting clusterName)")
     if cluster is not None:
         _cluster_name(cluster)
-    if not history_text.strip():  # it would write into the current directory
-        fail("--history is empty: give the history root to write to")
-    if not source_text.strip():  # it would read the current directory
-        fail("SOURCE is empty: give a dump directory or a snapshot file")
-    source = Path(source_text)
-    history = Path(history_text)
+    history = Path(given_path(history_text, "--history", "the history root to write to"))
+    source = Path(given_path(source_text, "SOURCE", "a dump directory or a snapshot file"))
     nested = nested_history_problem(history)
     if nested is not None:
         fail(nested)

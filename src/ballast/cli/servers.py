@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from ballast.broker.process import run_broker
-from ballast.cli.common import fail, settings_from
+from ballast.cli.common import fail, given_path, settings_from
 from ballast.cli.history import history_sink
 from ballast.clock import SystemClock
 from ballast.metadata.factory import InvalidStoreUrlError, parse_store_url
@@ -111,9 +111,9 @@ def zookeeper_command(
         fail(f"--port must be in 1..65535, not {port}")
     if not 0 < tick_ms <= MAX_TICK_MS:  # two ticks must fit in the longest session
         fail(f"--tick-ms must be in 1..{MAX_TICK_MS}, not {tick_ms}")
-    if not data_dir_text.strip():  # a Path of it would be the current directory
-        fail("--data-dir is empty: give the directory ZooKeeper keeps its data in")
-    data_dir = Path(data_dir_text)
+    data_dir = Path(
+        given_path(data_dir_text, "--data-dir", "the directory ZooKeeper keeps its data in")
+    )
     created = not data_dir.exists()
     try:
         data_dir.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ballast.cli.common import fail, output_console
+from ballast.cli.common import fail, given_path, output_console
 from ballast.cli.interrupts import NotedInterrupts
 from ballast.file_lock import hold_exclusive
 from ballast.model.config import ConfigError
@@ -98,9 +98,7 @@ def _number_or(text: str) -> float | str:
 
 def _out_path(text: str) -> Path:
     """``--out`` as a path; an empty one is refused (it would be the current directory)."""
-    if not text.strip():
-        fail("--out is empty: give the directory to write the results to")
-    return Path(text)
+    return Path(given_path(text, "--out", "the directory to write the results to"))
 
 
 @contextlib.contextmanager
