@@ -727,3 +727,24 @@ async def test_cluster_data_is_what_the_store_holds_else_the_brokers_own_urls(
         assert (await api.call("GET", domain))[1] == {"brokers": brokers}
         elsewhere = "/admin/v2/clusters/elsewhere/failureDomains/rack1"
         assert (await api.call("GET", elsewhere))[0] == 412
+
+
+async def test_a_request_that_stops_arriving_is_dropped(clock: Clock) -> None:
+    """A client that sent part of a request and stopped held its connection (and, for a body,
+    the handler) without end; after 30 s of waiting the headers are dropped with the
+    connection, as Jetty's idle timeout does, and a body is a 408."""
+    async for api in api_for(clock):
+        started = clock.monotonic()
+        async with asyncio.timeout(60):  # both waited without end
+            dropped = await _raw(api.urls[0], b"GET /admin/v2/tenants HTTP/1.1\r\nHo")
+        assert dropped == b""
+        assert clock.monotonic() - started == pytest.approx(30, abs=1)
+        started = clock.monotonic()
+        cut = b"PUT /admin/v2/tenants/slow HTTP/1.1\r\nHost: a\r\nContent-Length: 40\r\n\r\n{"
+        async with asyncio.timeout(60):
+            answer = await _raw(api.urls[0], cut)
+        assert clock.monotonic() - started == pytest.approx(30, abs=1)
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert b'"the request body did not arrive within 30 s"' in answer, answer
+        status, tenants, _ = await api.call("GET", "/admin/v2/tenants")
+        assert status == 200 and isinstance(tenants, list) and "slow" not in tenants

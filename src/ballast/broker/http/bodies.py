@@ -1,8 +1,10 @@
-"""Request bodies as JSON: a body that cannot be read, or holds text no record or log line can
-encode, is a 400 with the reason before any of it reaches the controller or the store."""
+"""Request bodies: read within a time limit, and as JSON. A body that cannot be read, or holds
+text no record or log line can encode, is a 400 with the reason before any of it reaches the
+controller or the store; one that does not arrive in time is a 408."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -10,13 +12,30 @@ from aiohttp import web
 
 from ballast.broker.http.errors import ApiError
 
+# How long a request's body may take to arrive, and how long the server waits for the next
+# request's headers on an open connection: Jetty's default idle timeout, which Pulsar's web
+# service keeps. Without it a client that sends a part and stops holds its connection (and,
+# for a body, the handler) for as long as it likes.
+IDLE_TIMEOUT_S = 30.0
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The whole body, refused with 408 when it has not arrived within ``IDLE_TIMEOUT_S``."""
+    try:
+        async with asyncio.timeout(IDLE_TIMEOUT_S):
+            return await request.read()
+    except TimeoutError:
+        raise ApiError(
+            408, f"the request body did not arrive within {IDLE_TIMEOUT_S:g} s"
+        ) from None
+
 
 async def json_body(request: web.Request) -> Any:
     """The body parsed as JSON, None when it is empty. Refused (400): text that is not JSON,
     nesting past the parser's depth, and a string with a lone surrogate (``"\\ud800"``): a
     valid JSON escape, but not Unicode text, so UTF-8 cannot encode it (Java's strings hold
     one; Ballast's records are UTF-8)."""
-    raw = await request.read()
+    raw = await read_body(request)
     if not raw.strip():
         return None
     try:

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 import msgspec
 from aiohttp import web
 
+from ballast.broker.http.bodies import read_body
 from ballast.broker.http.errors import ApiError, reason, this_cluster
 from ballast.broker.lookup import (
     AnswerKind,
@@ -225,7 +226,7 @@ class LookupApi:
     async def command(self, request: web.Request) -> web.StreamResponse:
         """``POST /admin/v2/ballast/commands``: a command from the leader's channel."""
         try:
-            command = decode_command(await request.read())
+            command = decode_command(await read_body(request))
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             return reason(400, f"malformed command: {exc}")
         reply = await self.node.handle_command(command)
@@ -234,7 +235,7 @@ class LookupApi:
     async def controller_request(self, request: web.Request) -> web.StreamResponse:
         """``POST /admin/v2/ballast/controller``: a request for this broker's controller."""
         try:
-            body = decode_request(await request.read())
+            body = decode_request(await read_body(request))
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             return reason(400, f"malformed request: {exc}")
         controller = self.node.controller

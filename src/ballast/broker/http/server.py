@@ -9,6 +9,7 @@ from aiohttp import web
 
 from ballast import __version__
 from ballast.broker.http.admin_api import AdminApi
+from ballast.broker.http.bodies import IDLE_TIMEOUT_S
 from ballast.broker.http.errors import error_middleware, protocol_logger
 from ballast.broker.http.lookup_api import LookupApi
 from ballast.broker.http.metrics import CONTENT_TYPE, metrics_registry, render
@@ -424,7 +425,14 @@ class ApiServer:
     """Serves :func:`make_app` on ``host:port``."""
 
     def __init__(self, node: BrokerNode, host: str, port: int) -> None:
-        self._runner = web.AppRunner(make_app(node), access_log=None, logger=protocol_logger())
+        # An open connection waits this long for its next request's headers (aiohttp's
+        # keep-alive timeout counts from the connection's start or its last answer).
+        self._runner = web.AppRunner(
+            make_app(node),
+            access_log=None,
+            logger=protocol_logger(),
+            keepalive_timeout=IDLE_TIMEOUT_S,
+        )
         self.host = host
         self.port = port
 
