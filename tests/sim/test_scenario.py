@@ -347,7 +347,7 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
         ),
         (
             "[[namespaces]]\nname = 'n'\ntopics = 1\nbundles = 2000000",
-            r"bundles: must be at most 1048576",
+            r"bundles: must be at most 1,048,576",
         ),
         (
             "[[events]]\nat = 1\ncreate_namespace = { name = 'bad name', topics = 3 }",
@@ -424,6 +424,48 @@ def test_errors_name_the_key(extra: str, message: str) -> None:
 def test_events_a_run_could_not_carry_out_are_refused(events: str, message: str) -> None:
     with pytest.raises(ScenarioError, match=message):
         parse_scenario(tomllib.loads(MINIMAL + "[[events]]\n" + events))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            'duration = "1m"\n[cluster]\nbrokers = 10000001\n',
+            r"cluster.brokers: must be at most 10,000$",
+        ),
+        (
+            MINIMAL + "[[events]]\nat = 1\nadd_brokers = 20000",
+            r"events\[0\].add_brokers: must be at most 10,000$",
+        ),
+        (
+            'duration = "1m"\n[cluster]\nbrokers = 9000\n[[events]]\nat = 1\nadd_brokers = 999\n'
+            "[[events]]\nat = 2\nadd_brokers = 2",
+            r"events\[1\].add_brokers: up to 10,001 brokers would be running at 2 s; a run has "
+            r"at most 10,000",
+        ),
+        (
+            MINIMAL + "[[namespaces]]\nname = 'n'\ntopics = 1000000000",
+            r"namespaces\[0\].topics: must be at most 10,000,000",
+        ),
+        (
+            MINIMAL + "[[namespaces]]\nname = 'n'\ntopics = 6000000\n"
+            "[[namespaces]]\nname = 'm'\ntopics = 6000000",
+            r"namespaces: 12,000,000 topics in all; a run has at most 10,000,000",
+        ),
+        (
+            MINIMAL + "[[namespaces]]\nname = 'n'\ntopics = 6000000\n[[events]]\nat = 1\n"
+            "create_topics = { namespace = 'n', count = 3000000 }\n[[events]]\nat = 2\n"
+            "create_namespace = { name = 'm', topics = 2000000 }",
+            r"events\[1\].create_namespace: 11,000,000 topics in all with it; a run has at most "
+            r"10,000,000",
+        ),
+    ],
+)
+def test_a_cluster_no_machine_could_simulate_is_refused(text: str, message: str) -> None:
+    """Ten million brokers (a typo) ran out of memory after a minute of setup, and a run of a
+    billion topics would have; the scenario is refused as it is read."""
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario(tomllib.loads(text))
 
 
 @pytest.mark.parametrize(

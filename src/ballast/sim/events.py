@@ -122,6 +122,14 @@ EVENT_KINDS = tuple(ACTION_NAMES.values())
 """The keys of an ``[[events]]`` table that say what it does: exactly one per event."""
 
 
+# At most this many brokers running at once, and topics in all, in a run: past them a scenario
+# is a typo, not a cluster. A simulated broker holds about 1.3 MB and a step's work grows with
+# the square of their count (each broker follows every other's reports); a topic about 2.7 KB
+# (docs/simulator.md).
+MAX_BROKERS = 10_000
+MAX_TOPICS = 10_000_000
+
+
 def check_events(
     events: Sequence[Event],
     brokers: int | None,
@@ -137,7 +145,7 @@ def check_events(
     only). The counts are upper bounds: a broker restarting, or crashed to come back, counts
     as running, and the brokers a count picked are unknown until the run, so brokers stopped
     by count and by index (or ``all``) may be the same ones — only a selection that cannot be
-    met is refused.
+    met is refused, and so are adds that could make more than ``MAX_BROKERS`` run at once.
     ``brokers`` None: the brokers are not known from the events alone (a replayed history's
     churn adds and stops more), so selections are not checked. ``past_end_allowed``: events
     at or after the end are passed over instead (a run cut short leaves them out)."""
@@ -172,6 +180,11 @@ def check_events(
             )
         if isinstance(action, AddBrokers):
             started += action.count
+            if brokers is not None and running() > MAX_BROKERS:
+                raise ScenarioError(
+                    f"events[{i}].add_brokers: up to {running():,} brokers would be running at "
+                    f"{when}; a run has at most {MAX_BROKERS:,}"
+                )
             continue
         if isinstance(action, StopBrokers | CrashBrokers | RestartBrokers):
             selection: BrokerSelection | None = action.brokers

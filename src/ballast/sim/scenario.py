@@ -33,6 +33,8 @@ from ballast.sim.copy import (
     read_source,
 )
 from ballast.sim.events import (
+    MAX_BROKERS,
+    MAX_TOPICS,
     CreateNamespace,
     CreateTopics,
     Event,
@@ -261,7 +263,7 @@ def _namespace(table: Table, tenant: str) -> NamespaceSpec:
     spec = NamespaceSpec(
         name=name,
         bundles=table.integer("bundles", 4, minimum=1, maximum=MAX_CREATED_BUNDLES),
-        topics=table.integer("topics", minimum=0),
+        topics=table.integer("topics", minimum=0, maximum=MAX_TOPICS),
         rate=table.number("rate", 10.0),
         size=table.number("size", 1024.0, minimum=1.0),
         size_sigma=table.number("size_sigma", 0.0),
@@ -287,6 +289,27 @@ def _namespace(table: Table, tenant: str) -> NamespaceSpec:
             f"fan_out is {spec.fan_out:g} (set fan_out = 0, or consumers to 1 or more)"
         )
     return spec
+
+
+def _check_topics(namespaces: tuple[NamespaceSpec, ...], events: list[Event]) -> None:
+    """Refuse more than ``MAX_TOPICS`` topics in all: the namespaces' and those the events
+    create."""
+    total = sum(ns.topics for ns in namespaces)
+    if total > MAX_TOPICS:
+        raise ScenarioError(
+            f"namespaces: {total:,} topics in all; a run has at most {MAX_TOPICS:,}"
+        )
+    for index, event in enumerate(events):
+        action = event.action
+        if isinstance(action, CreateNamespace):
+            total += action.namespace.topics
+        elif isinstance(action, CreateTopics):
+            total += action.count
+        if total > MAX_TOPICS:
+            raise ScenarioError(
+                f"events[{index}].{event.kind}: {total:,} topics in all with it; a run has at "
+                f"most {MAX_TOPICS:,}"
+            )
 
 
 def _expectations(table: Table) -> Expectations:
@@ -340,7 +363,9 @@ def parse_scenario(
         read = _copy(root.sub("copy"), tenant, base_dir)
         copied, notes = read.load, read.notes
     cluster = root.sub("cluster")
-    brokers = cluster.integer("brokers", copied.brokers if copied else None, minimum=1)
+    brokers = cluster.integer(
+        "brokers", copied.brokers if copied else None, minimum=1, maximum=MAX_BROKERS
+    )
     base = copied.capacity if copied and copied.capacity else BrokerCapacity()
 
     def own(fitted: BrokerCapacity) -> BrokerCapacity:
@@ -396,6 +421,7 @@ def parse_scenario(
             f"{where}: {duration_s:g} s in steps of {step_s:g} s is {steps:,.0f} steps; "
             f"at most {MAX_STEPS:,} (a longer step, or a shorter run)"
         )
+    _check_topics(namespaces, given)
     churn = read is not None and read.replays_churn(brokers)
     end_s = round(duration_s / step_s) * step_s  # the time of the run's last step
     check_events(

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from ballast.broker.host_usage import BrokerCapacity
 from ballast.sim.events import (
     EVENT_KINDS,
+    MAX_BROKERS,
+    MAX_TOPICS,
     PICKS,
     Action,
     AddBrokers,
@@ -97,7 +99,7 @@ def parse_event(
     kind = kinds[0]
     action: Action
     if kind == "add_brokers":
-        count = table.integer("add_brokers", minimum=1)
+        count = table.integer("add_brokers", minimum=1, maximum=MAX_BROKERS)
         capacity = parse_capacity(table.sub("capacity"), base) if table.has("capacity") else None
         action = AddBrokers(count, capacity)
     elif kind == "stop_brokers":
@@ -122,7 +124,7 @@ def parse_event(
         namespace = sub.text("namespace")
         action = CreateTopics(
             namespace if "/" in namespace else f"{tenant}/{namespace}",
-            sub.integer("count", minimum=1),
+            sub.integer("count", minimum=1, maximum=MAX_TOPICS),
             idle=sub.flag("idle", False),
         )
         sub.finish()

@@ -111,7 +111,7 @@ class Table:
         if value < minimum:
             raise ScenarioError(f"{self.path(key)}: must be at least {minimum}")
         if maximum is not None and value > maximum:
-            raise ScenarioError(f"{self.path(key)}: must be at most {maximum}")
+            raise ScenarioError(f"{self.path(key)}: must be at most {maximum:,}")
         return value
 
     def flag(self, key: str, default: bool) -> bool:
