@@ -144,7 +144,7 @@ class Subscription:
         self._active: Consumer | None = None
         self._levels: list[list[Consumer]] = []
         self._round_robin: list[int] = []
-        self._ring: ConsistentHashSelector[Consumer] | None = None
+        self._ring: ConsistentHashSelector[Consumer] = ConsistentHashSelector()
         self._sticky: StickyRangeSelector[Consumer] = StickyRangeSelector()
         # Pulsar's NonPersistentSubscription: "for non partition topics, assume index 0"
         self._partition = max(partition_index(topic), 0)
@@ -181,8 +181,11 @@ class Subscription:
     def add(self, consumer: Consumer) -> None:
         """Add a consumer that passed :meth:`check`."""
         self.consumers.append(consumer)
-        if self.key_shared_mode == KeySharedMode.STICKY and self.sub_type == SubType.KEY_SHARED:
-            self._sticky.add(consumer.name, consumer.ranges, consumer)
+        if self.sub_type == SubType.KEY_SHARED:
+            if self.key_shared_mode == KeySharedMode.STICKY:
+                self._sticky.add(consumer.name, consumer.ranges, consumer)
+            else:
+                self._ring.add(consumer.name, consumer)
         active_before = self._active
         self._rebuild()  # tells every consumer when the active one changed
         if self.sub_type == SubType.FAILOVER and self._active is active_before:
@@ -193,7 +196,11 @@ class Subscription:
         if consumer not in self.consumers:
             return False
         self.consumers.remove(consumer)
-        self._sticky.remove(consumer)
+        if self.sub_type == SubType.KEY_SHARED:
+            if self.key_shared_mode == KeySharedMode.STICKY:
+                self._sticky.remove(consumer)
+            else:
+                self._ring.remove(consumer.name, consumer)
         self._rebuild()
         return True
 
@@ -203,8 +210,6 @@ class Subscription:
             by_level.setdefault(consumer.priority, []).append(consumer)
         self._levels = [by_level[level] for level in sorted(by_level)]
         self._round_robin = [0] * len(self._levels)
-        if self.sub_type == SubType.KEY_SHARED and self.key_shared_mode != KeySharedMode.STICKY:
-            self._ring = ConsistentHashSelector((c.name, c) for c in self.consumers)
         if self.sub_type in (SubType.EXCLUSIVE, SubType.FAILOVER):
             active = self._pick_active()
             if active is not self._active:
@@ -243,7 +248,7 @@ class Subscription:
             if self.key_shared_mode == KeySharedMode.STICKY:
                 consumer = self._sticky.select(key_hash())
             else:
-                consumer = self._ring.select(key_hash()) if self._ring is not None else None
+                consumer = self._ring.select(key_hash())
             if consumer is not None and not consumer.ready():
                 consumer = None
         else:
