@@ -44,9 +44,11 @@ class BinaryServer:
         keep_alive_s: float = 30.0,
         transfer_wait_s: float = TRANSFER_WAIT_S,
         inactive_topics_s: float | None = None,
+        pattern_max_length: int = 50,
     ) -> None:
         """``inactive_topics_s``: the period of the inactive-topic sweep, and how long a topic
-        must be inactive to go (None: topics are never deleted)."""
+        must be inactive to go (None: topics are never deleted). ``pattern_max_length``: the
+        longest topics pattern matched here (``subscriptionPatternMaxLength``)."""
         self.node = node
         self.clock = node.clock
         self.host = host
@@ -54,6 +56,7 @@ class BinaryServer:
         self.max_message_size = max_message_size
         self.max_frame_size = max_frame_size(max_message_size)
         self.keep_alive_s = keep_alive_s
+        self.pattern_max_length = pattern_max_length
         self.topics = TopicService(node, traffic, node.clock, transfer_wait_s=transfer_wait_s)
         self.peers = PeerTopics(node)
         self.connections: set[ServerConnection] = set()
@@ -70,7 +73,8 @@ class BinaryServer:
         cls, node: BrokerNode, host: str, port: int, traffic: MeasuredTraffic
     ) -> BinaryServer:
         """A server configured from the node's settings (``maxMessageSize``,
-        ``keepAliveIntervalSeconds``, ``brokerDeleteInactiveTopics*``)."""
+        ``keepAliveIntervalSeconds``, ``brokerDeleteInactiveTopics*``,
+        ``subscriptionPatternMaxLength``)."""
         settings: Settings = node.settings
         return cls(
             node,
@@ -84,6 +88,7 @@ class BinaryServer:
                 if settings.get_bool("brokerDeleteInactiveTopicsEnabled")
                 else None
             ),
+            pattern_max_length=settings.get_int("subscriptionPatternMaxLength"),
         )
 
     async def start(self) -> None:

@@ -488,6 +488,15 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "subscriptionPatternMaxLength",
+        INT,
+        50,
+        "chars",
+        "Longest topics pattern a broker matches itself (with RE2, in time linear in the name); "
+        "the topics of a longer one are answered unfiltered, for the client to filter.",
+        minimum=0,
+    ),
+    Setting(
         "statsUpdateFrequencyInSecs",
         INT,
         60,
