@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ballast.model import naming
 from ballast.model.naming import (
     InvalidNameError,
     InvalidNamespaceName,
@@ -214,3 +215,15 @@ def test_canonical_string_reparses_to_the_same_name(
     assert TopicName.parse(str(topic)) == topic
     assert topic.cluster == cluster
     assert topic.local_name == local
+
+
+def test_long_names_are_parsed_but_not_memoised() -> None:
+    """The memo is bounded by entries: a client that asked about a few hundred distinct names
+    of a megabyte each grew a broker by gigabytes that stayed."""
+    long_text = "persistent://t/ns/" + "x" * (naming.MEMOISED_NAME_LENGTH + 1)
+    naming._parse_topic.cache_clear()
+    parsed = TopicName.parse(long_text)
+    assert str(parsed) == long_text and parsed.local_name == "x" * (naming.MEMOISED_NAME_LENGTH + 1)
+    assert naming._parse_topic.cache_info().currsize == 0
+    assert TopicName.parse("persistent://t/ns/short") == TopicName.parse("t/ns/short")
+    assert naming._parse_topic.cache_info().currsize == 2

@@ -38,7 +38,7 @@ from ballast.metadata.store import MetadataError, MetadataStore
 from ballast.model.bundles import BundleName, NamespaceBundles
 from ballast.model.codec import ModelError
 from ballast.model.loaddata import LocalBrokerData
-from ballast.model.naming import TopicName
+from ballast.model.naming import MEMOISED_NAME_LENGTH, TopicName
 from ballast.model.partitioned import read_partitioned
 
 
@@ -189,7 +189,8 @@ class LookupService:
             if len(self._topic_bundles) > 200_000:
                 self._topic_bundles.clear()
             placed = (bundles, bundles.find(topic))
-            self._topic_bundles[topic] = placed
+            if len(topic.local_name) <= MEMOISED_NAME_LENGTH:
+                self._topic_bundles[topic] = placed
         bundle = placed[1]
         owner = self._owners.peek(bundle)
         if owner is None or owner.state is not OwnershipState.OWNED:

@@ -252,7 +252,10 @@ class TopicName:
         ``persistent://public/default/t``, ``a/b/c`` → ``persistent://a/b/c``) and the rule that
         the part after ``://`` is split on ``/`` into at most 4 pieces (so a local name with a
         slash makes a v1 name). Parsed names are memoised (they are immutable values and the
-        same names are parsed again and again, e.g. by every broker indexing a namespace)."""
+        same names are parsed again and again, e.g. by every broker indexing a namespace),
+        those up to ``MEMOISED_NAME_LENGTH`` characters long."""
+        if len(text) > MEMOISED_NAME_LENGTH:
+            return cls._parse_uncached(text)
         return _parse_topic(text)
 
     @classmethod
@@ -371,6 +374,12 @@ class TopicName:
 
     def __str__(self) -> str:
         return f"{self.domain.value}://{self.namespace}/{self.local_name}"
+
+
+# Names longer than this are not memoised: the caches are bounded by entries, and a client
+# that asked about a few hundred distinct names of a megabyte each (which no rule refuses)
+# grew a broker by gigabytes that stayed.
+MEMOISED_NAME_LENGTH = 1024
 
 
 @functools.lru_cache(maxsize=1 << 18)
