@@ -4,11 +4,13 @@ what happens to a connection that breaks the protocol.
 
 - Until CONNECT only CONNECT is accepted; the answer is CONNECTED with the negotiated protocol
   version and the maximum message size.
-- A malformed frame, an oversized one, an unknown command (or a client-bound one), a SEND whose
-  checksum does not match, a SEND for a producer never created here: the connection is answered
-  with an ERROR (SEND_ERROR ChecksumError for a bad checksum) and closed; the broker carries on
-  with every other connection. A SEND for a producer the broker closed a moment ago is ignored
-  (Pulsar's ``recentlyClosedProducers``): the client sends it again after reconnecting.
+- A malformed frame, an oversized one, an unknown command (or a client-bound one), a SEND for
+  a producer never created here: the connection is answered with an ERROR and closed; the
+  broker carries on with every other connection. A SEND whose checksum does not match is
+  answered with SEND_ERROR ChecksumError and dropped, and the connection stays, as Pulsar's
+  ``Producer.publishMessage`` does (the client fails or resends that message alone). A SEND
+  for a producer the broker closed a moment ago is ignored (Pulsar's
+  ``recentlyClosedProducers``): the client sends it again after reconnecting.
 - Output is gathered and written once per read batch (and once per loop iteration for what
   other connections' traffic produces), so a burst of SENDs costs one write of receipts.
 - Keep-alive: a connection silent for ``keepAliveIntervalSeconds`` is pinged; one still silent
@@ -197,8 +199,6 @@ class ServerConnection:
                 self._on_frame(frame)
                 if self.closed:
                     return
-        except ChecksumMismatchError as exc:
-            self._refuse(ServerError.CHECKSUM_ERROR, str(exc))
         except FrameTooLargeError as exc:
             self._refuse(ServerError.NOT_ALLOWED_ERROR, str(exc))
         except (FrameError, DecodeError) as exc:
@@ -331,7 +331,7 @@ class ServerConnection:
                     message="Checksum failed on the broker",
                 )
             )
-            raise
+            return
         # A batch holds at least one message; a count below one must not hand out permits.
         producer.topic.publish(section, max(1, fields.num_messages))
         self.send(receipt_frame(fields.producer_id, fields.sequence_id, fields.highest_sequence_id))
