@@ -170,6 +170,32 @@ async def test_protocol_breakers_are_closed_and_others_carry_on(clock: Clock) ->
             writer.close()
             assert errors(seen) == [(c.ServerError.PRODUCER_BUSY, "Empty subscription name")]
             assert blank not in served.subscriptions
+
+        # PARTITIONED_METADATA for a namespace that does not exist is TopicNotFound, as LOOKUP
+        # and the HTTP API answer it (it was a success with 0 partitions).
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        asked = ("non-persistent://t/nosuch/x", str(topic), "non-persistent://nosuch/ns/x")
+        writer.write(
+            CONNECT
+            + b"".join(
+                encode_frame(c.PartitionedMetadata(topic=name, request_id=n))
+                for n, name in enumerate(asked)
+            )
+        )
+        frames, answers = FrameReader(), {}
+        while len(answers) < len(asked):
+            data = await asyncio.wait_for(reader.read(65536), timeout=10)
+            assert data, f"closed early: {answers}"
+            for frame in frames.feed(data):
+                command = decode_frame(frame).command
+                if isinstance(command, c.PartitionedMetadataResponse):
+                    answers[command.request_id] = (command.error, command.partitions)
+        writer.close()
+        assert answers == {
+            0: (c.ServerError.TOPIC_NOT_FOUND, None),
+            1: (None, 0),
+            2: (c.ServerError.TOPIC_NOT_FOUND, None),
+        }
     finally:
         await close_all(closeables)
         await cluster.close()

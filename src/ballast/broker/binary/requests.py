@@ -28,6 +28,7 @@ from ballast.broker.binary.subscriptions import Consumer, SubscribeRefused
 from ballast.broker.binary.topics import ProducerHandle, TopicRefused
 from ballast.broker.caches import NamespaceNotFoundError
 from ballast.broker.lookup import AnswerKind, LookupErrorKind, LookupOptions, partitions_of
+from ballast.metadata import paths
 from ballast.metadata.store import MetadataError
 from ballast.model.codec import ModelError
 from ballast.model.naming import InvalidNameError, NamespaceName, TopicName, UnservableTopicName
@@ -82,10 +83,21 @@ async def partitioned_metadata(connection: ServerConnection, command: Partitione
     except InvalidNameError as exc:
         connection.send_command(failed(name_refusal(exc), str(exc)))
         return
+    store = connection.server.node.store
     try:
-        partitions = await partitions_of(connection.server.node.store, topic)
+        partitions = await partitions_of(store, topic)
+        # a topic of a namespace that does not exist: TopicNotFound, as the HTTP API's 404
+        # and this protocol's LOOKUP answer it (Pulsar finds no namespace policies)
+        missing = partitions == 0 and (
+            await store.exists(paths.namespace_policies(topic.namespace)) is None
+        )
     except MetadataError as exc:  # Pulsar's clients retry it, and keep the connection
         connection.send_command(failed(ServerError.METADATA_ERROR, str(exc)))
+        return
+    if missing:
+        connection.send_command(
+            failed(ServerError.TOPIC_NOT_FOUND, f"namespace {topic.namespace} does not exist")
+        )
         return
     connection.send_command(
         PartitionedMetadataResponse(
