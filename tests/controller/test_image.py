@@ -70,3 +70,21 @@ def test_owner_indexes_follow_every_change() -> None:
     assert image.drop_owner(B) == "b2" and image.drop_owner(B) is None
     image.forget_bundle(other)
     assert image.owners == {} and image.bundles_owned_by("b2") == []
+
+
+def test_a_deleted_namespace_leaves_nothing_in_the_placements_figures() -> None:
+    """A bundle placed and deleted before its broker reported it stayed preallocated (and in
+    the averages) for good: 700 ghost bundles after 280 namespaces created and deleted, each
+    placement slower and its brokers' loads overstated."""
+    image = ClusterImage()
+    image.update_all({"b1": (report(), 1), "b2": (report(), 2)})
+    kept = "t/ns-2/0x00000000_0xffffffff"  # a namespace whose name extends "t/ns"
+    image.preallocate(A, "b1", BundleData.new_default(), True)
+    image.preallocate(B, "b2", BundleData.new_default(), True)
+    image.preallocate(kept, "b2", BundleData.new_default(), True)
+    image.forget_namespace(NamespaceName.parse("t/ns"))
+    snapshot = image.snapshot()
+    assert set(snapshot.bundles) == {kept}
+    assert snapshot.brokers["b1"].preallocated_bundle_data == {}
+    assert set(snapshot.brokers["b2"].preallocated_bundle_data) == {kept}
+    assert snapshot.namespace_bundle_count("b2", "t/ns") == 0

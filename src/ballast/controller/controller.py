@@ -287,6 +287,7 @@ class Controller:
         self.image.namespaces.pop(namespace, None)
         self.image.anti_affinity.pop(str(namespace), None)
         self.image.set_owners(namespace, {})
+        self.image.forget_namespace(namespace)
 
     # -- entry points for the broker ----------------------------------------------------------
 

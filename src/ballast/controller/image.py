@@ -147,6 +147,18 @@ class ClusterImage:
         for view in self.brokers.values():
             view.drop_preallocated([bundle])
 
+    def forget_namespace(self, namespace: NamespaceName) -> None:
+        """A namespace deleted: drop its bundles' time averages and every broker's
+        preallocations of them. A preallocation is otherwise dropped only once its broker
+        reports the bundle, which never happens for a bundle deleted first: each deleted
+        namespace left its bundles in the placement's figures for good (700 after 280
+        namespaces created and deleted, every placement slower by the same)."""
+        prefix = f"{namespace}/"
+        for bundle in [b for b in self._averages.view() if b.startswith(prefix)]:
+            self._averages.remove(bundle)
+        for view in self.brokers.values():
+            view.drop_preallocated([b for b in view.preallocated if b.startswith(prefix)])
+
     # -- ownership --------------------------------------------------------------------------
 
     def set_owner(self, bundle: str, owner: str) -> None:
