@@ -79,6 +79,7 @@ class _MemoryWatch(WatchHandle):
         if self.active:
             self.active = False
             self.server.remove_watch(self)
+            self.client.forget_watch(self)
 
     def deliver(self, notification: Notification) -> None:
         if self.active and self.client.state is ConnectionState.CONNECTED:
@@ -395,7 +396,9 @@ class MemoryMetadataStore(MetadataStore):
         self._session_id = server.open_session(session_timeout_s, self)
         self._state = ConnectionState.CONNECTED
         self._listeners: list[StateListener] = []
-        self._watches: list[_MemoryWatch] = []
+        # The client's live watches, in the order they were set (by identity; a cancelled one
+        # leaves, or every watch ever set would stay here).
+        self._watches: dict[int, _MemoryWatch] = {}
         self._closed = False
         self._crashed = False
 
@@ -456,8 +459,12 @@ class MemoryMetadataStore(MetadataStore):
         if self._closed:
             raise StoreClosedError()
         watch = self._server.add_watch(path, self, callback)
-        self._watches.append(watch)
+        self._watches[id(watch)] = watch
         return watch
+
+    def forget_watch(self, watch: _MemoryWatch) -> None:
+        """A cancelled watch leaves the client's list."""
+        self._watches.pop(id(watch), None)
 
     def add_state_listener(self, listener: StateListener) -> None:
         self._listeners.append(listener)
@@ -478,7 +485,7 @@ class MemoryMetadataStore(MetadataStore):
         if self._closed:
             return
         self._closed = True
-        for watch in self._watches:
+        for watch in list(self._watches.values()):
             watch.cancel()
         if not self._crashed:
             self._server.close_session(self._session_id)
@@ -511,7 +518,7 @@ class MemoryMetadataStore(MetadataStore):
             return
         self._crashed = True
         self._closed = True
-        for watch in self._watches:
+        for watch in list(self._watches.values()):
             watch.cancel()
         self._server.start_expiry_timer(self._session_id)
 
@@ -540,7 +547,7 @@ class MemoryMetadataStore(MetadataStore):
         for listener in list(self._listeners):
             loop.call_soon(listener, state)
         if state is ConnectionState.CONNECTED:
-            for watch in self._watches:
+            for watch in self._watches.values():
                 if watch.active:
                     loop.call_soon(watch.catch_up)
 
