@@ -25,11 +25,11 @@ def test_paths_breaking_zookeepers_rules_are_refused(path: str, reason: str) -> 
 
 def test_long_paths_are_checked_but_not_memoised() -> None:
     """The memo is bounded by entries: paths of a megabyte each would grow it without bound."""
-    store._checked_path.cache_clear()
+    store.validate_path.cache_clear()
     long_path = "/a/" + "x" * (MEMOISED_NAME_LENGTH + 1)
     store.validate_path(long_path)
     with pytest.raises(store.InvalidPathError):
         store.validate_path(long_path + "/..")
-    assert store._checked_path.cache_info().currsize == 0
+    assert store.validate_path.cache_info().currsize == 0
     store.validate_path("/a/b")
-    assert store._checked_path.cache_info().currsize == 1
+    assert store.validate_path.cache_info().currsize == 1

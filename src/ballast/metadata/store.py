@@ -14,12 +14,11 @@ from __future__ import annotations
 import abc
 import contextlib
 import enum
-import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ballast.model.naming import MEMOISED_NAME_LENGTH
+from ballast.model.naming import name_memo
 
 # -- errors -----------------------------------------------------------------------------------
 
@@ -212,18 +211,12 @@ class WatchHandle(abc.ABC):
         """Stop delivering notifications (idempotent)."""
 
 
+@name_memo(maxsize=1 << 18)
 def validate_path(path: str) -> None:
     """Paths are absolute (``/a/b``), without a trailing slash (except the root ``/``), without
     empty, ``.`` or ``..`` segments and without control characters — ZooKeeper's rules.
     Memoised (paths are checked again on every operation; an invalid path raises, so it is
     never cached), those up to ``MEMOISED_NAME_LENGTH`` long (the cache counts entries)."""
-    if isinstance(path, str) and len(path) > MEMOISED_NAME_LENGTH:
-        _check_path(path)
-    else:
-        _checked_path(path)
-
-
-def _check_path(path: str) -> None:
     if not isinstance(path, str) or not path.startswith("/"):
         raise InvalidPathError(str(path), "must start with /")
     if path == "/":
@@ -237,9 +230,6 @@ def _check_path(path: str) -> None:
             raise InvalidPathError(path, f'segment "{segment}" is not allowed')
     if _CONTROL_CHARACTERS.search(path) is not None:
         raise InvalidPathError(path, "control characters are not allowed")
-
-
-_checked_path = functools.lru_cache(maxsize=1 << 18)(_check_path)
 
 
 _CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")

@@ -11,7 +11,9 @@ import enum
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 from urllib.parse import quote_plus, unquote_plus
 
 PUBLIC_TENANT = "public"
@@ -254,8 +256,6 @@ class TopicName:
         slash makes a v1 name). Parsed names are memoised (they are immutable values and the
         same names are parsed again and again, e.g. by every broker indexing a namespace),
         those up to ``MEMOISED_NAME_LENGTH`` characters long."""
-        if len(text) > MEMOISED_NAME_LENGTH:
-            return cls._parse_uncached(text)
         return _parse_topic(text)
 
     @classmethod
@@ -381,7 +381,40 @@ class TopicName:
 # grew a broker by gigabytes that stayed.
 MEMOISED_NAME_LENGTH = 1024
 
+R = TypeVar("R")
 
-@functools.lru_cache(maxsize=1 << 18)
+
+class NameMemo(Generic[R]):
+    """A function of names (strings, or tuples of them) memoised while its names come to at
+    most ``MEMOISED_NAME_LENGTH`` characters in all; longer ones are computed each time.
+    Other arguments count for nothing."""
+
+    def __init__(self, function: Callable[..., R], maxsize: int) -> None:
+        self._function = function
+        self._memo = functools.lru_cache(maxsize=maxsize)(function)
+        functools.update_wrapper(self, function)
+
+    def __call__(self, *args: object) -> R:
+        size = 0
+        for arg in args:
+            if isinstance(arg, str):
+                size += len(arg)
+            elif isinstance(arg, tuple):
+                size += sum(len(part) for part in arg if isinstance(part, str))
+        return (self._function if size > MEMOISED_NAME_LENGTH else self._memo)(*args)
+
+    def cache_info(self) -> functools._CacheInfo:
+        return self._memo.cache_info()
+
+    def cache_clear(self) -> None:
+        self._memo.cache_clear()
+
+
+def name_memo(maxsize: int) -> Callable[[Callable[..., R]], NameMemo[R]]:
+    """Decorate a function of names as a :class:`NameMemo` of ``maxsize`` entries."""
+    return lambda function: NameMemo(function, maxsize)
+
+
+@name_memo(maxsize=1 << 18)
 def _parse_topic(text: str) -> TopicName:
     return TopicName._parse_uncached(text)

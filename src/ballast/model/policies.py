@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import msgspec
-import re2
 
 from ballast.model.bundles import (
     InvalidBundle,
@@ -23,6 +22,7 @@ from ballast.model.bundles import (
     validate_created_bundles,
 )
 from ballast.model.codec import ModelError
+from ballast.model.linear_regex import linear_fullmatch
 from ballast.model.naming import NamespaceName
 
 MIN_AVAILABLE = "min_available"
@@ -162,13 +162,7 @@ def _matcher(pattern: str) -> Callable[[str], object]:
     Pulsar's ``RE2J_WITH_JDK_FALLBACK`` does for topic patterns. A backtracking engine alone
     took time doubling with each character for ``(a|a)*b``: a lookup in a namespace of 24
     ``a`` held the event loop 0.8 s."""
-    options = re2.Options()
-    options.log_errors = False  # a pattern RE2 cannot take is no error here
-    try:
-        linear: Callable[[str], object] = re2.compile(pattern, options=options).fullmatch
-        return linear
-    except re2.error:
-        return re.compile(pattern).fullmatch
+    return linear_fullmatch(pattern) or re.compile(pattern).fullmatch
 
 
 class IsolationPolicies(msgspec.Struct, frozen=True):

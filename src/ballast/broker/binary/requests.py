@@ -21,8 +21,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-import re2
-
 from ballast.broker.binary.peers import PeerError
 from ballast.broker.binary.subscriptions import Consumer, SubscribeRefused
 from ballast.broker.binary.topics import ProducerHandle, TopicRefused
@@ -31,6 +29,7 @@ from ballast.broker.lookup import AnswerKind, LookupErrorKind, LookupOptions, pa
 from ballast.metadata import paths
 from ballast.metadata.store import MetadataError
 from ballast.model.codec import ModelError
+from ballast.model.linear_regex import linear_fullmatch
 from ballast.model.naming import InvalidNameError, NamespaceName, TopicName, UnservableTopicName
 from ballast.protocol.checksum import crc32c
 from ballast.protocol.commands import (
@@ -173,13 +172,10 @@ def filter_topics(topics: list[str], pattern: str, max_length: int) -> list[str]
     quantifiers); Ballast leaves those to the client."""
     if len(pattern) > max_length:
         return None
-    options = re2.Options()
-    options.log_errors = False  # a client's bad pattern is no broker error
-    try:
-        compiled = re2.compile(_SCHEME.sub("", pattern), options=options)
-    except re2.error:
+    matches = linear_fullmatch(_SCHEME.sub("", pattern))
+    if matches is None:
         return None
-    return [t for t in topics if compiled.fullmatch(_SCHEME.sub("", t))]
+    return [t for t in topics if matches(_SCHEME.sub("", t))]
 
 
 async def topics_of_namespace(connection: ServerConnection, command: GetTopicsOfNamespace) -> None:

@@ -32,12 +32,12 @@ from ballast.metadata import paths
 from ballast.metadata.store import ConnectionState
 from ballast.model.bundles import BundleName, BundleRange, InvalidBundle
 from ballast.model.naming import (
-    MEMOISED_NAME_LENGTH,
     InvalidNameError,
     NamespaceName,
     TopicDomain,
     TopicName,
     java_url_decode,
+    name_memo,
 )
 
 if TYPE_CHECKING:
@@ -48,16 +48,10 @@ def _true(value: str | None) -> bool:
     return value is not None and value.lower() == "true"
 
 
+@name_memo(maxsize=100_000)
 def topic_from_path(domain: str, parts: tuple[str, ...]) -> TopicName:
     """:func:`topic_from_parts`, memoised: the same topics are looked up again and again
     (names up to ``MEMOISED_NAME_LENGTH`` long: the cache counts entries)."""
-    if sum(len(part) for part in parts) > MEMOISED_NAME_LENGTH:
-        return topic_from_parts(domain, list(parts))
-    return _topic_from_path(domain, parts)
-
-
-@functools.lru_cache(maxsize=100_000)
-def _topic_from_path(domain: str, parts: tuple[str, ...]) -> TopicName:
     return topic_from_parts(domain, list(parts))
 
 
