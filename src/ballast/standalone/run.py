@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import signal
 import statistics
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -27,6 +28,7 @@ from rich.table import Table
 from ballast.broker.cluster import LocalCluster, modelled_usage
 from ballast.broker.identity import BrokerIdentity
 from ballast.broker.lookup import AnswerKind
+from ballast.broker.node import BrokerNode
 from ballast.broker.traffic import WorkloadTraffic
 from ballast.clock import SystemClock
 from ballast.controller.history import HistorySink
@@ -39,6 +41,7 @@ CONFLICT = 409
 
 LOOKUP_EVERY_S = 3.0
 MIB = 1024 * 1024
+SHOWN_DECISIONS = 6  # the console's panel of the latest decisions
 
 
 class NoLeaderError(RuntimeError):
@@ -64,17 +67,26 @@ class StandaloneOptions:
 
 @dataclass(slots=True)
 class Summary:
+    """What the console shows and the run ends with. Decisions are counted as they are made
+    and only the latest few kept, so a standalone left running for days holds no more."""
+
     uptime_s: float = 0.0
-    decisions: list[dict[str, Any]] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+    latest: deque[Mapping[str, Any]] = field(default_factory=lambda: deque(maxlen=SHOWN_DECISIONS))
     loads: dict[str, float] = field(default_factory=dict)
     bundles: dict[str, int] = field(default_factory=dict)
     leader: str | None = None
     hot: bool = False
 
+    def record(self, entry: Mapping[str, Any]) -> None:
+        """Hear one decision of any broker's leader (a decision listener)."""
+        self.counts[str(entry["action"])] += 1
+        self.latest.append(entry)
+
     def counts_text(self) -> str:
         """``17 assign, 2 transfer``: the leader's decisions by kind, or ``none``."""
-        counts = Counter(entry["action"] for entry in self.decisions)
-        return ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or "none"
+        counts = sorted(self.counts.items())
+        return ", ".join(f"{n} {action}" for action, n in counts) or "none"
 
 
 class Standalone:
@@ -82,6 +94,7 @@ class Standalone:
         self.options = options
         self.clock = SystemClock()
         self.traffic = WorkloadTraffic()
+        self.summary = Summary()
         self.cluster = LocalCluster(
             self.clock,
             settings=options.settings,
@@ -90,10 +103,12 @@ class Standalone:
             host_usage=modelled_usage(),
             serve_http=True,
             history=options.history,
+            on_node=self._listen,
         )
-        self.summary = Summary()
-        self._seen: set[tuple[Any, ...]] = set()
         self._started = 0.0
+
+    def _listen(self, node: BrokerNode) -> None:
+        node.decision_listeners.append(self.summary.record)
 
     async def start(self, stop: asyncio.Event) -> bool:
         """Start the brokers and set up the demo once one is elected; False if ``stop`` was
@@ -164,7 +179,7 @@ class Standalone:
                 pass
 
     def collect(self) -> None:
-        """Refresh the summary from the brokers (loads, bundles, new decisions)."""
+        """Refresh the summary from the brokers (loads, bundles, leader)."""
         weights = resource_weights(self.options.settings)
         self.summary.uptime_s = self.clock.monotonic() - self._started
         leader = self.cluster.leader()
@@ -173,12 +188,6 @@ class Standalone:
             report = node.reporter.current
             self.summary.loads[node.broker_id] = report.max_resource_usage_with_weight(weights)
             self.summary.bundles[node.broker_id] = len(node.ownership.owned())
-            if node.controller is not None:
-                for entry in node.controller.decisions_log:
-                    key = (entry["at"], entry["action"], entry["bundle"], entry["destination"])
-                    if key not in self._seen:
-                        self._seen.add(key)
-                        self.summary.decisions.append(entry)
 
     def render(self) -> Group:
         table = Table(title=None, expand=True)
@@ -205,7 +214,7 @@ class Standalone:
                 else f"  {d['broker'] or ''}"
             )
             + f"\n    [dim]{d['reason']}[/dim]"
-            for d in self.summary.decisions[-6:]
+            for d in self.summary.latest
         ]
         title = f"Ballast standalone — up {self.summary.uptime_s:.0f} s"
         workload = self.options.workload
@@ -223,7 +232,7 @@ class Standalone:
         await self.cluster.close()
 
 
-def _at(entry: dict[str, Any]) -> str:
+def _at(entry: Mapping[str, Any]) -> str:
     return datetime.fromtimestamp(entry["at"] / 1000).strftime("%H:%M:%S")
 
 
