@@ -15,6 +15,7 @@ from ballast.broker.caches import OwnershipCache
 from ballast.clock import Clock
 from ballast.metadata.store import MetadataStore
 from ballast.model.bundles import BundleName
+from ballast.model.naming import NamespaceName, TopicName
 from tests.support.harness import memory
 from tests.support.http_api import api_for, follower
 from tests.support.invariants import ownership_records
@@ -339,6 +340,24 @@ async def test_a_namespace_is_unloaded_and_its_topics_listed_per_domain(clock: C
         ]
         assert (await api.call("GET", "/admin/v2/non-persistent/t/u"))[1] == []
         assert (await api.call("GET", "/admin/v2/non-persistent/t/none"))[0] == 404
+        # ?bundle=RANGE: the topics its bundle serves (Pulsar's getList); none for a range
+        # that is no bundle of the namespace. The four bundles of t/u hold p's partitions:
+        bundles = await api.cluster.running()[0].bundles.bundles(NamespaceName.parse("t/u"))
+        partitions = [TopicName.parse(f"persistent://t/u/p-partition-{i}") for i in range(2)]
+        for found in bundles.ranges:  # four bundles, two topics: some lists are empty
+            status, names, _ = await api.call("GET", f"/admin/v2/persistent/t/u?bundle={found}")
+            served = [str(t) for t in partitions if bundles.find(t).range == found]
+            assert status == 200 and names == served, (found, names)
+        whole = "0x00000000_0xffffffff"
+        assert (await api.call("GET", f"/admin/v2/persistent/t/u?bundle={whole}"))[1] == []
+        # A bundle no broker owns (all were unloaded above): 204, no body, as Pulsar, whose
+        # own namespace listing asks every bundle; a range that is no bundle: 412.
+        first = bundles.ranges[0]
+        status, body, _ = await api.call("GET", f"/admin/v2/non-persistent/t/u/{first}")
+        assert (status, body) == (204, None)
+        status, body, _ = await api.call("GET", f"/admin/v2/non-persistent/t/u/{whole}")
+        assert status == 412 and "is not a bundle of t/u" in body["reason"]  # type: ignore[index]
+        assert (await api.call("GET", f"/admin/v2/non-persistent/t/none/{first}"))[0] == 404
 
 
 async def test_setting_an_isolation_policy_unloads_what_it_moves(clock: Clock) -> None:
@@ -442,7 +461,10 @@ async def test_split_positions_jackson_would_refuse_are_refused(clock: Clock) ->
             )
             assert status == 400 and isinstance(answer, dict), (body, status, answer)
             assert answer["reason"] == "split boundaries are a JSON list of integers"
-        assert (await asyncio.wait_for(api.call("PUT", f"{whole}/unload"), 30))[0] == 204
+        # pulsar-admin-go sends a JSON "" for no positions: the default algorithm's split.
+        halves = f"{whole}/split?unload=false"
+        assert (await asyncio.wait_for(api.call("PUT", halves, json=""), 30))[0] == 204
+        assert (await api.call("GET", "/admin/v2/namespaces/t/w/bundles"))[1]["numBundles"] == 2  # type: ignore[index]
 
 
 async def test_names_no_metadata_path_can_hold_are_bad_requests(clock: Clock) -> None:
@@ -573,12 +595,21 @@ async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
         status, policies, _ = await api.call("GET", "/admin/v2/namespaces/t/a", broker=2)
         assert status == 200 and isinstance(policies, dict)
         assert policies["bundles"]["numBundles"] == 3
-        assert (await api.call("POST", "/admin/v2/namespaces/t/a/antiAffinity", json="group-1"))[
-            0
-        ] == 204
-        assert (await api.call("GET", "/admin/v2/namespaces/t/a/antiAffinity"))[1] == "group-1"
-        assert (await api.call("DELETE", "/admin/v2/namespaces/t/a/antiAffinity"))[0] == 204
-        assert (await api.call("GET", "/admin/v2/namespaces/t/a/antiAffinity"))[0] == 204
+        # Pulsar's admin client sends the group as bare text and reads it back so: Jersey,
+        # not Jackson, reads and writes a String resource parameter.
+        anti_affinity = "/admin/v2/namespaces/t/a/antiAffinity"
+        assert (await api.call("POST", anti_affinity, text="group-1"))[0] == 204
+        async with api.session.get(api.urls[0] + anti_affinity) as response:
+            assert (response.status, await response.read()) == (200, b"group-1")
+        assert (await api.call("POST", anti_affinity, json="group-2"))[0] == 204  # JSON too
+        assert (await api.call("GET", anti_affinity, broker=1))[1] == "group-2"
+        for blank in ("", "  ", '""'):
+            status, body, _ = await api.call("POST", anti_affinity, text=blank)
+            assert status == 412 and "empty" in body["reason"], (blank, body)  # type: ignore[index]
+        assert (await api.call("POST", anti_affinity, text='"not JSON'))[0] == 204
+        assert (await api.call("GET", anti_affinity))[1] == '"not JSON'
+        assert (await api.call("DELETE", anti_affinity))[0] == 204
+        assert (await api.call("GET", anti_affinity))[0] == 204
         policy = {
             "namespaces": ["t/a"],
             "primary": ["127.0.0.1"],

@@ -1,13 +1,21 @@
-"""The session timeout a ZooKeeper store works by is the one the server granted: ZooKeeper
-bounds the timeout asked by its minSessionTimeout and maxSessionTimeout, and expires the
-session by what it granted, so a broker that asked for more must stop serving sooner."""
+"""The session a ZooKeeper store works by: its timeout is the one the server granted
+(ZooKeeper bounds the timeout asked by its minSessionTimeout and maxSessionTimeout, and
+expires the session by what it granted, so a broker that asked for more must stop serving
+sooner), and it runs from when the store last saw it connected, even if the process was
+stopped since."""
 
 from __future__ import annotations
 
-import pytest
+import asyncio
 
+import pytest
+from kazoo.client import KazooState
+
+from ballast.clock import Clock
+from ballast.metadata.store import ConnectionState
 from ballast.metadata.zkserver import LocalZooKeeper
-from ballast.metadata.zookeeper import ZooKeeperMetadataStore
+from ballast.metadata.zookeeper import ALIVE_TICK_S, ZooKeeperMetadataStore
+from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.real_time, pytest.mark.integration]
 
@@ -28,5 +36,76 @@ async def test_the_session_timeout_is_the_one_granted(
     )
     try:
         assert store.session_timeout_s == granted_s
+    finally:
+        await store.close()
+
+
+class _Stoppable:
+    """The loop's clock, plus the time a process spent stopped (SIGSTOP, a paused VM): the
+    loop sees the time jump when it runs again."""
+
+    def __init__(self) -> None:
+        self.stopped_s = 0.0
+
+    def __call__(self) -> float:
+        return asyncio.get_running_loop().time() + self.stopped_s
+
+
+async def test_a_process_stopped_for_its_session_takes_it_as_expired_on_waking(
+    zookeeper_server: LocalZooKeeper, clock: Clock
+) -> None:
+    """ZooKeeper expires a session it has not heard from for its timeout, however long the
+    client was stopped, and a broker hears of it only after it runs again: before, it went
+    on serving (its clients' messages, queued in its sockets while it was stopped, first)
+    until its own timer ran out a whole session later."""
+    stoppable = _Stoppable()
+    store = await ZooKeeperMetadataStore.connect(
+        f"{zookeeper_server.hosts}/stopped", session_timeout_s=4.0, monotonic=stoppable
+    )
+    observer = await ZooKeeperMetadataStore.connect(f"{zookeeper_server.hosts}/stopped")
+    try:
+        states: list[ConnectionState] = []
+        store.add_state_listener(states.append)
+        await store.put("/me", b"", ephemeral=True)
+        session = store.session_id
+        await clock.sleep(1.0)
+        assert states == []  # running, it keeps its session
+        stoppable.stopped_s = 4.0
+        await clock.sleep(ALIVE_TICK_S + 0.2)  # its first check after waking
+        assert states[:2] == [ConnectionState.SUSPENDED, ConnectionState.LOST]
+        await eventually(
+            lambda: store.state is ConnectionState.CONNECTED, clock, what="a new session"
+        )
+        assert store.session_id != session  # a new session, and the old one's records gone
+        assert await observer.exists("/me") is None
+    finally:
+        await store.close()
+        await observer.close()
+
+
+async def test_a_disconnection_heard_of_after_a_stop_expires_the_session_at_once(
+    zookeeper_server: LocalZooKeeper, clock: Clock
+) -> None:
+    """The disconnection may be heard of (kazoo's thread runs first) before the store's own
+    check: its session then counts from when it was last seen connected, not from now."""
+    stoppable = _Stoppable()
+    store = await ZooKeeperMetadataStore.connect(
+        f"{zookeeper_server.hosts}/stopped", session_timeout_s=4.0, monotonic=stoppable
+    )
+    try:
+        states: list[ConnectionState] = []
+        store.add_state_listener(states.append)
+        stoppable.stopped_s = 4.0
+        store._on_kazoo_state(KazooState.SUSPENDED)  # as kazoo's thread reports it
+        await clock.sleep(0)  # the report's callback: the check has not run yet
+        assert states == [ConnectionState.SUSPENDED, ConnectionState.LOST]
+        await eventually(
+            lambda: store.state is ConnectionState.CONNECTED, clock, what="a new session"
+        )
+        assert states == [
+            ConnectionState.SUSPENDED,
+            ConnectionState.LOST,
+            ConnectionState.CONNECTED,
+        ]
     finally:
         await store.close()

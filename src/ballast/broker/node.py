@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ballast.broker.caches import NamespaceBundlesCache, NamespaceNotFoundError, OwnershipCache
+from ballast.broker.heartbeat import HeartbeatReclaim
 from ballast.broker.host_usage import HostUsageProvider
 from ballast.broker.identity import BrokerIdentity
 from ballast.broker.leader_calls import to_leader
@@ -167,6 +168,7 @@ class BrokerNode:
         self.cycle_listeners: list[CycleListener] = []  # and of every shedding cycle
         self.stopped = False  # stop() began: no longer a member to route clients to
         self.closed = False  # its session is gone: it takes no more commands
+        self._heartbeat = HeartbeatReclaim(self, self.heartbeat_bundle)
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -230,6 +232,7 @@ class BrokerNode:
         # their topics up again (as a Pulsar broker closes every topic when it shuts down).
         for bundle in list(self.served.bundles_unordered()):
             self.served.remove_bundle(bundle)
+        await self._heartbeat.stop()
         await self.reporter.stop()
         await self.registry.stop()
         await self.ownership.close()
@@ -251,6 +254,7 @@ class BrokerNode:
             controller, self.controller = self.controller, None
             controller.abandon()
             await controller.stop()
+        await self._heartbeat.stop()
         await self.reporter.stop()
         await self.registry.stop()
         await self.ownership.close()
@@ -405,6 +409,8 @@ class BrokerNode:
     def _on_bundle_lost(self, bundle: BundleName) -> None:
         self.served.remove_bundle(bundle)
         self.owners.invalidate(bundle)
+        if bundle == self.heartbeat_bundle and not self.stopped:
+            self._heartbeat.start()  # no leader places it: the broker takes it back itself
 
     async def _on_bundle_regained(self, bundle: BundleName) -> None:
         """A bundle held before a session loss is this broker's again: serve it (its topics

@@ -363,12 +363,12 @@ def namespaces_anti_affinity(
     path = f"/admin/v2/namespaces/{namespace_arg(namespace)}/antiAffinity"
     if group is not None and delete:
         fail("--set and --delete exclude each other")
-    if group is not None:
-        show(ctx, call(ctx, "POST", path, group))
+    if group is not None:  # the name as bare text both ways, as pulsar-admin sends it
+        show(ctx, call(ctx, "POST", path, group, text=True))
     elif delete:
         show(ctx, call(ctx, "DELETE", path))
     else:
-        group_now = call(ctx, "GET", path)  # None: the namespace has no group
+        group_now = call(ctx, "GET", path, text=True)  # None: the namespace has no group
         show(ctx, group_now if group_now is not None else "")
 
 

@@ -24,6 +24,7 @@ ANSWER_TIMEOUT_S = 60.0
 MAX_TIMEOUT_S = 86_400.0
 # How long a call waits for its connection (within ANSWER_TIMEOUT_S).
 CONNECT_TIMEOUT_S = 10.0
+JSON_TYPE = "application/json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +40,17 @@ def call(
     path: str,
     body: Any = None,
     params: dict[str, str] | None = None,
+    *,
+    text: bool = False,
 ) -> Any:
     """One HTTP call; the JSON answer (None for 204). Errors exit 1 with Pulsar's reason.
     ``path`` is made of checked names only; values a user typed go in ``params``, which are
-    escaped."""
+    escaped. ``text``: the body (a string) is sent and the answer read as bare text, as
+    Pulsar's admin client does for the few strings its API takes and gives unquoted."""
     target: AdminTarget = ctx.obj
+    payload: dict[str, Any] = {"json": body}
+    if text and body is not None:
+        payload = {"data": str(body).encode("utf-8"), "headers": {"Content-Type": JSON_TYPE}}
 
     # a connection that never completes is no request sent: told apart below
     timeout = aiohttp.ClientTimeout(
@@ -56,19 +63,21 @@ def call(
             session.request(
                 method,
                 target.url + path,
-                json=body,
                 params=params,
                 timeout=timeout,
+                **payload,
             ) as response,
         ):
             if response.status == 204:
                 return 204, None, True
             # A server that is not a broker may answer anything, in any encoding.
-            text = (await response.read()).decode("utf-8", errors="replace")
+            answer = (await response.read()).decode("utf-8", errors="replace")
+            if text and response.status < 400:
+                return response.status, answer, True
             try:
-                return response.status, json.loads(text) if text else None, True
+                return response.status, json.loads(answer) if answer else None, True
             except (json.JSONDecodeError, RecursionError):
-                return response.status, text, False
+                return response.status, answer, False
 
     try:
         status, answer, is_json = asyncio.run(run())

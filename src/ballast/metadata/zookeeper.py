@@ -143,9 +143,13 @@ class ZooKeeperMetadataStore(MetadataStore):
         loop: asyncio.AbstractEventLoop,
         session_timeout_s: float,
         granted: _GrantedTimeout | None = None,
+        monotonic: Callable[[], float] | None = None,
     ) -> None:
+        """``monotonic``: the clock the session's age is measured by (the loop's by
+        default; a test makes time pass with its own)."""
         self._client = client
         self.loop = loop
+        self._monotonic = loop.time if monotonic is None else monotonic
         self._timeout_s = session_timeout_s
         self._granted = _GrantedTimeout() if granted is None else granted
         self._state = ConnectionState.CONNECTED
@@ -158,6 +162,13 @@ class ZooKeeperMetadataStore(MetadataStore):
         # server again, and until then this broker would go on serving bundles others own).
         self._expiry: asyncio.TimerHandle | None = None
         self._renewal: asyncio.Future[None] | None = None
+        # The last time this process saw the session connected, checked every ALIVE_TICK_S:
+        # a session times out from there, not from when the loss is first heard of. A
+        # process stopped for longer than the session (SIGSTOP, a paused VM, swapping) hears
+        # of it only after it runs again, and by then ZooKeeper has expired the session and
+        # another broker owns its bundles; on waking it must not serve their clients first.
+        self._alive_at = self._monotonic()
+        self._alive_tick = loop.call_later(ALIVE_TICK_S, self._check_alive)
         self._pump = loop.create_task(self._pump_watches(), name="zookeeper-watch-pump")
         client.add_listener(self._on_kazoo_state)
 
@@ -169,6 +180,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         session_timeout_s: float = 30.0,
         connect_timeout_s: float = 15.0,
         create: bool = True,
+        monotonic: Callable[[], float] | None = None,
     ) -> ZooKeeperMetadataStore:
         """Connect to ``hosts`` (``host:port,...[/chroot]``), creating the chroot if needed,
         or, unless ``create``, refusing one that does not exist (:class:`NoChrootError`): a
@@ -189,7 +201,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         granted = _GrantedTimeout()
         _note_granted_timeout(client, granted)
         await _start(loop, client, hosts, connect_timeout_s)
-        return cls(client, loop, session_timeout_s, granted)
+        return cls(client, loop, session_timeout_s, granted, monotonic)
 
     # -- bridging ---------------------------------------------------------------------------
 
@@ -394,20 +406,52 @@ class ZooKeeperMetadataStore(MetadataStore):
     def _set_state(self, state: ConnectionState) -> None:
         if self._closed or state is self._state:  # kazoo's LOST after one declared here
             return
+        if state is ConnectionState.SUSPENDED and self._state is ConnectionState.LOST:
+            return  # kazoo hearing late of a connection this side has already given up
         self._state = state
         if self._expiry is not None:
             self._expiry.cancel()
             self._expiry = None
+        left = 0.0
         if state is ConnectionState.SUSPENDED:
-            self._expiry = self.loop.call_later(self.session_timeout_s, self._expire_here)
+            left = self._alive_at + self.session_timeout_s - self._monotonic()
+            if left > 0:
+                self._expiry = self.loop.call_later(left, self._expire_here)
+        elif state is ConnectionState.CONNECTED:
+            self._alive_at = self._monotonic()
         for listener in list(self._listeners):
             listener(state)
         if state is ConnectionState.CONNECTED:
             for watch in list(self._watches):
                 self.mark_dirty(watch)
+        if state is ConnectionState.SUSPENDED and left <= 0:
+            self._expire_here()  # at once: not one more message served under the session
+
+    def _check_alive(self) -> None:
+        """Every ALIVE_TICK_S: note that the session is still connected, or, when this
+        process ran not at all for a session timeout (stopped, or its loop held), take the
+        session as expired before anything else runs: the callbacks of the sockets that
+        were ready meanwhile (clients' messages) run only in the loop's next round."""
+        if self._closed:
+            return
+        self._alive_tick = self.loop.call_later(ALIVE_TICK_S, self._check_alive)
+        if self._state is not ConnectionState.CONNECTED:
+            return
+        now = self._monotonic()
+        stalled = now - self._alive_at
+        if stalled < self.session_timeout_s:
+            self._alive_at = now
+            return
+        log.warning(
+            "this process did not run for %.1f s, longer than its ZooKeeper session (%.0f s)",
+            stalled,
+            self.session_timeout_s,
+        )
+        self._set_state(ConnectionState.SUSPENDED)  # and, the session's time being up, LOST
 
     def _expire_here(self) -> None:
-        """No server answered for a session timeout: ZooKeeper has expired the session, or
+        """No server answered for a session timeout since the session was last seen
+        connected (or this process did not run for as long): ZooKeeper has expired it, or
         will as soon as it runs again without hearing from us, so act as if it had (as
         Pulsar's ``ZKSessionWatcher`` does) and start a new session once a server answers.
         The old one's ephemeral records, if a restarted ZooKeeper still holds them, go when
@@ -416,8 +460,8 @@ class ZooKeeperMetadataStore(MetadataStore):
         if self._closed or self._state is not ConnectionState.SUSPENDED:
             return
         log.warning(
-            "no ZooKeeper server answered for the session timeout (%.0f s): the session is "
-            "taken as expired; a new one starts when a server answers",
+            "the session timeout (%.0f s) has passed since the session was last seen "
+            "connected: it is taken as expired; a new one starts when a server answers",
             self.session_timeout_s,
         )
         self._set_state(ConnectionState.LOST)
@@ -454,6 +498,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         if self._closed:
             return
         self._closed = True
+        self._alive_tick.cancel()
         if self._expiry is not None:
             self._expiry.cancel()
         if self._renewal is not None:
@@ -466,6 +511,9 @@ class ZooKeeperMetadataStore(MetadataStore):
             await self._pump
         await self.loop.run_in_executor(None, _stop, self._client)
 
+
+ALIVE_TICK_S = 0.5
+"""How often the loop notes that its session is connected (see ``_check_alive``)."""
 
 RECONNECT_MAX_DELAY_S = 0.5
 """The longest pause between attempts to reach ZooKeeper again. kazoo's own doubles up to an

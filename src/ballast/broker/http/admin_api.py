@@ -4,6 +4,7 @@ controller, forwarded by whichever broker receives them."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Callable
@@ -13,7 +14,8 @@ import msgspec
 from aiohttp import web
 
 from ballast.broker.binary.peers import PeerError, PeerTopics
-from ballast.broker.http.bodies import json_body
+from ballast.broker.caches import NamespaceNotFoundError
+from ballast.broker.http.bodies import json_body, parsed_json, text_body
 from ballast.broker.http.errors import ApiError, reason, this_cluster
 from ballast.broker.leader_calls import to_leader
 from ballast.controller.loading import load_failure_domains, load_namespace
@@ -65,10 +67,15 @@ async def loaded_topics(
 
 
 async def namespace_topics(
-    node: BrokerNode, namespace: NamespaceName, domains: list[TopicDomain]
+    node: BrokerNode,
+    namespace: NamespaceName,
+    domains: list[TopicDomain],
+    bundle: str | None = None,
 ) -> web.StreamResponse:
     """The namespace's topics of ``domains``, sorted: persistent ones from the store,
-    non-persistent ones loaded on the brokers; 404 for a namespace that does not exist."""
+    non-persistent ones loaded on the brokers; 404 for a namespace that does not exist.
+    ``bundle`` (a range, ``0x..._0x...``) keeps only the topics its current bundle of that
+    range serves, as Pulsar's ``getList`` does: none when no bundle has that range."""
     if await node.store.exists(paths.namespace_policies(namespace)) is None:
         return reason(404, f"namespace {namespace} does not exist")
     names: list[str] = []
@@ -83,6 +90,12 @@ async def namespace_topics(
         if isinstance(loaded, web.StreamResponse):
             return loaded
         names.extend(loaded)
+    if bundle is not None:
+        try:
+            bundles = await node.bundles.bundles(namespace)
+        except NamespaceNotFoundError:
+            return reason(404, f"namespace {namespace} does not exist")
+        names = [n for n in names if str(bundles.find(TopicName.parse(n)).range) == bundle]
     return web.json_response(sorted(set(names)))
 
 
@@ -343,7 +356,7 @@ class AdminApi:
         bundle = self._bundle(request, named=True)
         body = await json_body(request)
         positions: tuple[int, ...] = ()
-        if body is not None:
+        if body is not None and body != "":  # pulsar-admin-go sends "" for no positions
             # Jackson reads them as List<Long>: no booleans, nothing past a long.
             if not isinstance(body, list) or not all(
                 isinstance(p, int) and not isinstance(p, bool) and -(2**63) <= p < 2**63
@@ -380,13 +393,19 @@ class AdminApi:
             ).namespace_anti_affinity_group
         if not group:  # Pulsar's resource returns null: JAX-RS answers 204, no body
             return web.Response(status=204)
-        return web.json_response(group)
+        # A bare String: Jackson's JAX-RS provider leaves strings to Jersey's own, which
+        # writes the text as it is (Pulsar's admin client reads it back as a String).
+        return web.Response(text=group, content_type="application/json")
 
     async def set_anti_affinity(self, request: web.Request) -> web.StreamResponse:
         namespace = namespace_of(request)
-        group = await json_body(request)
-        if not isinstance(group, str) or not group.strip():
-            raise ApiError(412, "the anti-affinity group is a non-empty JSON string")
+        group = await text_body(request)
+        if group.startswith('"'):  # a JSON string (a client that encodes it) is taken too
+            with contextlib.suppress(ApiError):  # not one: the text as it is, as Pulsar
+                decoded = parsed_json(group)
+                group = decoded if isinstance(decoded, str) else group
+        if not group.strip():
+            raise ApiError(412, "the anti-affinity group is empty")
         return done(
             await to_leader(self.node, SetAntiAffinityGroup(namespace=str(namespace), group=group))
         )

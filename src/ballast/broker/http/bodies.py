@@ -30,14 +30,29 @@ async def read_body(request: web.Request) -> bytes:
         ) from None
 
 
+async def text_body(request: web.Request) -> str:
+    """The body as text (a bare string Pulsar reads as it is, not as JSON); 400 when it is
+    not UTF-8."""
+    raw = await read_body(request)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, f"body is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+
+
 async def json_body(request: web.Request) -> Any:
-    """The body parsed as JSON, None when it is empty. Refused (400): text that is not JSON,
-    nesting past the parser's depth, and a string with a lone surrogate (``"\\ud800"``): a
-    valid JSON escape, but not Unicode text, so UTF-8 cannot encode it (Java's strings hold
-    one; Ballast's records are UTF-8)."""
+    """The body parsed as JSON (:func:`parsed_json`), None when it is empty."""
     raw = await read_body(request)
     if not raw.strip():
         return None
+    return parsed_json(raw)
+
+
+def parsed_json(raw: bytes | str) -> Any:
+    """``raw`` parsed as JSON. Refused (400): text that is not JSON, nesting past the parser's
+    depth, and a string with a lone surrogate (``"\\ud800"``): a valid JSON escape, but not
+    Unicode text, so UTF-8 cannot encode it (Java's strings hold one; Ballast's records are
+    UTF-8)."""
     try:
         value = json.loads(raw)
     except (json.JSONDecodeError, RecursionError) as exc:

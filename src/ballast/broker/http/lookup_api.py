@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 import msgspec
 from aiohttp import web
 
+from ballast.broker.caches import NamespaceNotFoundError
 from ballast.broker.http.bodies import read_body
 from ballast.broker.http.errors import ApiError, reason, this_cluster
 from ballast.broker.lookup import (
@@ -121,7 +122,9 @@ class LookupApi:
     async def non_persistent_in_bundle(self, request: web.Request) -> web.StreamResponse:
         """``GET /admin/v2/non-persistent/{tenant}/{namespace}/{bundle}``: the
         non-persistent topics loaded in a bundle this broker serves (Pulsar's
-        ``getListFromBundle``); a 307 to the owner when another broker serves it."""
+        ``getListFromBundle``); a 307 to the owner when another broker serves it, and 204
+        (no body) when no broker owns it, as Pulsar answers (its own listing of a namespace
+        asks every bundle so); 412 for a range that is not one of the namespace's bundles."""
         try:
             namespace = NamespaceName.of(
                 request.match_info["tenant"], request.match_info["namespace"]
@@ -136,6 +139,14 @@ class LookupApi:
             owner = await self.node.owners.owner(bundle)
             if owner is not None and owner.broker_id != self.node.broker_id and owner.data.http_url:
                 raise web.HTTPTemporaryRedirect(f"{owner.data.http_url}{request.rel_url}")
+            if owner is None:
+                try:
+                    current = await self.node.bundles.bundles(namespace)
+                except NamespaceNotFoundError:
+                    return reason(404, f"namespace {namespace} does not exist")
+                if bundle not in current.bundles:
+                    return reason(412, f"{bundle.range} is not a bundle of {namespace}")
+                return web.Response(status=204)
             return reason(404, f"bundle {bundle} is not served by {self.node.broker_id}")
         names = sorted(str(t) for t in served.topics(bundle) if not t.is_persistent)
         return web.json_response(names)

@@ -131,8 +131,9 @@ def routes(node: BrokerNode) -> list[Route]:
                 "GET",
                 f"/admin/v2/{domain.value}/{{tenant}}/{{namespace}}",
                 topics.list_topics,
-                f"A namespace's {domain.value} topics",
+                f"A namespace's {domain.value} topics (those of one bundle with bundle=RANGE)",
                 "topics",
+                query=("bundle",),
                 responses={400: "Bad name", 404: "Namespace not found", 503: "A broker is away"},
             )
             for domain in TopicDomain
@@ -143,7 +144,12 @@ def routes(node: BrokerNode) -> list[Route]:
             lookup.non_persistent_in_bundle,
             "Non-persistent topics loaded in a bundle this broker serves (307 to its owner)",
             "topics",
-            responses={307: "Served by another broker", 404: "Not served", 412: "Bad bundle"},
+            responses={
+                204: "No broker owns the bundle",
+                307: "Served by another broker",
+                404: "Namespace not found, or not served",
+                412: "Not a bundle of the namespace",
+            },
         ),
         Route(
             "GET",

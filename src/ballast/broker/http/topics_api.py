@@ -156,10 +156,12 @@ class TopicsApi:
         return web.json_response(sorted(names))
 
     async def list_topics(self, request: web.Request) -> web.StreamResponse:
-        """``GET /admin/v2/{persistent|non-persistent}/{tenant}/{namespace}``: the namespace's
-        topics of that domain (pulsar-admin's ``topics list``)."""
+        """``GET /admin/v2/{persistent|non-persistent}/{tenant}/{namespace}[?bundle=RANGE]``:
+        the namespace's topics of that domain (pulsar-admin's ``topics list``), or those of
+        one bundle."""
         domain = TopicDomain.parse(request.rel_url.raw_parts[3])  # a literal of the route
-        return await namespace_topics(self.node, namespace_of(request), [domain])
+        bundle = request.query.get("bundle") or None
+        return await namespace_topics(self.node, namespace_of(request), [domain], bundle)
 
     async def _loaded_partitions(self, topic: TopicName) -> list[str] | web.StreamResponse:
         """The partitions of ``topic`` loaded on some broker (only non-persistent topics are
