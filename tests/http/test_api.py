@@ -579,6 +579,16 @@ async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
         assert (await api.call("PUT", "/admin/v2/namespaces/t/e", json=negative))[0] == 204
         assert (await api.call("GET", "/admin/v2/namespaces/t/e/bundles"))[1]["numBundles"] == 4  # type: ignore[index]
         assert (await api.call("DELETE", "/admin/v2/namespaces/t/e"))[0] == 204
+        # replication_clusters: this cluster only, as no tenant may allow another (Pulsar's
+        # 403); before, any name was taken and replaced by this cluster's.
+        status, body, _ = await api.call(
+            "PUT", "/admin/v2/namespaces/t/d", json={"replication_clusters": ["elsewhere"]}
+        )
+        assert status == 403 and "Cluster [elsewhere] is not in the list" in body["reason"]  # type: ignore[index]
+        status, body, _ = await api.call(
+            "PUT", "/admin/v2/namespaces/t/d", json={"replication_clusters": "standalone"}
+        )
+        assert status == 400 and "a JSON list of cluster names" in body["reason"]  # type: ignore[index]
         for not_policies in ([1], "str", 5):  # each made a namespace with the defaults
             status, body, _ = await api.call("PUT", "/admin/v2/namespaces/t/d", json=not_policies)
             assert status == 400 and "body must be a JSON object" in body["reason"]  # type: ignore[index]

@@ -4,8 +4,11 @@ counted as topics when their namespace is deleted."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from ballast.broker.http.topics_api import METADATA_TYPE
 from ballast.clock import Clock
 from ballast.metadata import paths
 from ballast.model.naming import NamespaceName, TopicName
@@ -39,7 +42,14 @@ async def test_a_partitioned_topic_is_created_raised_and_deleted(clock: Clock) -
         v1_namespace = NamespaceName.parse("t/standalone/ns")
         store = next(iter(api.cluster.nodes.values())).store
         await store.put(paths.namespace_policies(v1_namespace), b"{}")
-        assert (await api.call("GET", v1))[:2] == (200, {"partitions": 0})
+        creating = "?checkAllowAutoCreation=true"  # as clients ask: a plain topic, 0
+        assert (await api.call("GET", v1 + creating))[:2] == (200, {"partitions": 0})
+        # Asked as an admin tool asks (no checkAllowAutoCreation), a plain topic that does
+        # not exist is 404, as in Pulsar: here a non-persistent topic no broker has loaded.
+        assert await _reason(api, "GET", v1, None, other) == (
+            404,
+            "Topic non-persistent://t/standalone/ns/orders not found",
+        )
         # A topic of a namespace that does not exist is not a plain topic: 404, as Pulsar
         # answers after reading the namespace's policies.
         missing = "/admin/v2/persistent/t/nope/orders/partitions"
@@ -63,7 +73,10 @@ async def test_a_partitioned_topic_is_created_raised_and_deleted(clock: Clock) -
         assert (await api.call("GET", ORDERS))[1] == {"partitions": 5}
         # Nothing is loaded, so it goes without force; then it is a plain topic again.
         assert (await api.call("DELETE", ORDERS, broker=other))[0] == 204
-        assert (await api.call("GET", ORDERS))[1] == {"partitions": 0}
+        assert (await api.call("GET", ORDERS + "?checkAllowAutoCreation=true"))[1] == {
+            "partitions": 0
+        }
+        assert (await api.call("GET", ORDERS))[0] == 404
         assert (await api.call("GET", listing))[1] == []
         assert await _reason(api, "DELETE", ORDERS, None, other) == (
             404,
@@ -133,6 +146,8 @@ async def test_stored_partitions_bound_a_new_partitioned_topic(clock: Clock) -> 
         )
         assert (await api.call("PUT", old, json=4))[0] == 204
         assert (await api.call("GET", old))[1] == {"partitions": 4}
+        # A stored plain topic exists: 0 partitions, also without checkAllowAutoCreation.
+        assert (await api.call("GET", plain))[:2] == (200, {"partitions": 0})
 
 
 async def test_partitioned_topics_make_a_namespace_non_empty(clock: Clock) -> None:
@@ -158,10 +173,37 @@ async def test_partitioned_topics_make_a_namespace_non_empty(clock: Clock) -> No
         # A namespace made again under the same name starts without them.
         assert (await api.call("PUT", "/admin/v2/namespaces/t/ns"))[0] == 204
         assert (await api.call("GET", "/admin/v2/persistent/t/ns/partitioned"))[1] == []
-        assert (await api.call("GET", "/admin/v2/persistent/t/ns/p/partitions"))[1] == {
-            "partitions": 0
-        }
+        assert (await api.call("GET", "/admin/v2/persistent/t/ns/p/partitions"))[0] == 404
         document = (await api.call("GET", "/openapi.json"))[1]
         assert isinstance(document, dict)
         operations = document["paths"]["/admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions"]
         assert set(operations) == {"get", "put", "post", "delete"}
+
+
+async def test_a_partitioned_topic_is_created_with_its_properties(clock: Clock) -> None:
+    """Pulsar's admin clients send the count and the topic's properties as a
+    ``PartitionedTopicMetadata`` of their own body type when there are properties; the
+    metadata read back carries them."""
+    async for api in api_for(clock):
+        assert (await api.call("PUT", "/admin/v2/namespaces/t/ns"))[0] == 204
+        typed = {"Content-Type": METADATA_TYPE}
+        body = {"partitions": 3, "properties": {"owner": "team-a", "tier": "gold"}}
+        async with api.session.put(
+            api.urls[follower(api)] + ORDERS, data=json.dumps(body), headers=typed
+        ) as response:
+            assert response.status == 204, await response.text()
+        assert (await api.call("GET", ORDERS))[1] == body
+        assert (await api.call("POST", ORDERS, json=4))[0] == 204  # raised, properties kept
+        assert (await api.call("GET", ORDERS))[1] == {**body, "partitions": 4}
+        plain = "/admin/v2/non-persistent/t/ns/bare/partitions"
+        async with api.session.put(api.urls[0] + plain, data="2", headers=typed) as response:
+            assert response.status == 204  # a bare count of that type too
+        assert (await api.call("GET", plain))[1] == {"partitions": 2}
+        bad = {"partitions": 2, "properties": {"n": 1}}
+        async with api.session.put(
+            api.urls[0] + "/admin/v2/non-persistent/t/ns/bad/partitions",
+            data=json.dumps(bad),
+            headers=typed,
+        ) as response:
+            assert response.status == 400
+            assert "properties are a JSON object of strings" in (await response.json())["reason"]

@@ -111,7 +111,9 @@ class PartitionedTopicHandlers:
                 f"must be at least {highest + 1}",
             )
         await self.c.store.ensure(parent_of(path))
-        body = PartitionedTopicMetadata(partitions=request.partitions).encode()
+        body = PartitionedTopicMetadata(
+            partitions=request.partitions, properties=request.properties
+        ).encode()
         await self.c.fenced([Create(path, body)])
         await self._store_partitions(topic, request.partitions)
         return ok(

@@ -100,10 +100,12 @@ class SetFailureDomain(ControllerRequest, frozen=True, kw_only=True, tag="failur
 class CreatePartitionedTopic(
     ControllerRequest, frozen=True, kw_only=True, tag="create-partitioned-topic"
 ):
-    """Create a partitioned topic of ``partitions`` partitions (``topic``: its full name)."""
+    """Create a partitioned topic of ``partitions`` partitions (``topic``: its full name),
+    with the topic's ``properties`` if given."""
 
     topic: str
     partitions: int
+    properties: dict[str, str] | None = None
 
 
 class UpdatePartitionedTopic(

@@ -266,6 +266,7 @@ class AdminApi:
             boundaries = tuple(str(b) for b in given.boundaries or ())
         elif bundles is not None:
             raise ApiError(400, 'bundles must be {"numBundles": N} or {"boundaries": [...]}')
+        self._check_replication(namespace, body.get("replication_clusters"))
         query_count = request.query.get("numBundles")
         if query_count is not None:
             parsed = java_parse_int(query_count)  # as Java reads an int: no "1_000", no " 1"
@@ -278,6 +279,23 @@ class AdminApi:
                 CreateNamespace(namespace=str(namespace), bundles=count, boundaries=boundaries),
             )
         )
+
+    def _check_replication(self, namespace: NamespaceName, clusters: object) -> None:
+        """A namespace's ``replication_clusters`` may name this cluster only: a tenant's
+        allowed clusters are among the ones that exist, and Ballast runs one. Pulsar's
+        ``validateClusterForTenant`` answers 403 for a cluster the tenant does not allow."""
+        if clusters is None:
+            return
+        if not isinstance(clusters, list) or not all(isinstance(c, str) for c in clusters):
+            raise ApiError(400, "replication_clusters must be a JSON list of cluster names")
+        local = self.node.settings.get_str("clusterName")
+        for cluster in clusters:
+            if cluster != local:
+                raise ApiError(
+                    403,
+                    f"Cluster [{cluster}] is not in the list of allowed clusters list for "
+                    f"tenant [{namespace.tenant}] (this cluster, {local}, is the only one)",
+                )
 
     async def get_policies(self, request: web.Request) -> web.StreamResponse:
         namespace = namespace_of(request)

@@ -39,6 +39,7 @@ from ballast.model.naming import (
     java_parse_int,
     java_url_decode,
 )
+from ballast.model.partitioned import PartitionedTopicMetadata, read_partitioned
 
 if TYPE_CHECKING:
     from ballast.broker.node import BrokerNode
@@ -46,10 +47,35 @@ if TYPE_CHECKING:
 _JAVA_INT = range(-(2**31), 2**31)
 
 
+METADATA_TYPE = "application/vnd.partitioned-topic-metadata+json"
+"""The body type of a create that gives the topic's properties too: Pulsar's
+``PartitionedTopicMetadata`` (``{"partitions": 4, "properties": {"k": "v"}}``), which its
+admin clients send when there are properties."""
+
+
 async def partition_count(request: web.Request) -> int:
     """The body of a create or update: the number of partitions as a JSON number (Jackson
     also takes a numeric string and a whole float); no body is 0, as JAX-RS reads it."""
+    return _count(await json_body(request))
+
+
+async def partitioned_metadata(request: web.Request) -> PartitionedTopicMetadata:
+    """The body of a create: the count (:func:`partition_count`), or with the
+    :data:`METADATA_TYPE` the count and the topic's properties (string to string)."""
     value = await json_body(request)
+    if request.content_type != METADATA_TYPE or not isinstance(value, dict):
+        return PartitionedTopicMetadata(partitions=_count(value))
+    properties = value.get("properties")
+    if properties is not None and (
+        not isinstance(properties, dict) or not all(isinstance(v, str) for v in properties.values())
+    ):
+        raise ApiError(400, "properties are a JSON object of strings")
+    return PartitionedTopicMetadata(
+        partitions=_count(value.get("partitions")), properties=properties or None
+    )
+
+
+def _count(value: object) -> int:
     if value is None:
         return 0
     if isinstance(value, str):
@@ -79,31 +105,58 @@ class TopicsApi:
         return topic
 
     async def partitions(self, request: web.Request) -> web.StreamResponse:
-        """``GET .../{topic}/partitions``: the partitioned topic's partition count (0 for a
-        plain topic), asked by clients before a lookup."""
-        return await self._partitions_of(self._topic(request))
+        """``GET .../{topic}/partitions``: the partitioned topic's metadata, asked by clients
+        before a lookup."""
+        return await self._partitions_of(self._topic(request), request)
 
     async def partitions_v1(self, request: web.Request) -> web.StreamResponse:
         """``GET /admin/{domain}/{tenant}/{cluster}/{namespace}/{topic}/partitions``: the same
         for a v1 topic (clients with an ``http://`` URL ask so for one)."""
         raw = request.rel_url.raw_parts  # ('/', 'admin', domain, tenant, cluster, ns, topic, ..)
-        return await self._partitions_of(topic_from_parts(raw[2], list(raw[3:-1])))
+        return await self._partitions_of(topic_from_parts(raw[2], list(raw[3:-1])), request)
 
-    async def _partitions_of(self, topic: TopicName) -> web.StreamResponse:
-        """The count, or a 404 for a topic of a namespace that does not exist (Pulsar checks
-        the namespace's policies before it reads the metadata)."""
-        count = await partitions_of(self.node.store, topic)
-        if (
-            count == 0
-            and await self.node.store.exists(paths.namespace_policies(topic.namespace)) is None
-        ):
-            return reason(404, f"namespace {topic.namespace} does not exist")
-        return web.json_response({"partitions": count})
+    async def _partitions_of(self, topic: TopicName, request: web.Request) -> web.StreamResponse:
+        """The metadata (``{"partitions": N}``, with the topic's properties if it has any):
+        0 partitions for a plain topic. 404 for a topic of a namespace that does not exist
+        (Pulsar checks the namespace's policies before it reads the metadata), and, unless
+        ``checkAllowAutoCreation=true`` (what clients ask before they create a topic by
+        using it: Ballast always lets them), for a plain topic that does not exist, as
+        Pulsar answers an admin tool."""
+        record = await self.node.store.get(paths.partitioned_topic(topic))
+        metadata = read_partitioned(record.value) if record is not None else None
+        if metadata is None or metadata.partitions == 0:
+            namespace = paths.namespace_policies(topic.namespace)
+            if await self.node.store.exists(namespace) is None:
+                return reason(404, f"namespace {topic.namespace} does not exist")
+            creating = request.query.get("checkAllowAutoCreation", "").lower() == "true"
+            if not creating:
+                found = await self._topic_exists(topic)
+                if isinstance(found, web.StreamResponse):
+                    return found
+                if not found:
+                    return reason(404, f"Topic {topic} not found")
+            metadata = PartitionedTopicMetadata()
+        answer: dict[str, object] = {"partitions": metadata.partitions}
+        if metadata.properties:
+            answer["properties"] = metadata.properties
+        return web.json_response(answer)
+
+    async def _topic_exists(self, topic: TopicName) -> bool | web.StreamResponse:
+        """Whether a plain topic exists: a persistent one is recorded in the store, a
+        non-persistent one is loaded on a broker (503 when one cannot be asked)."""
+        if topic.is_persistent:
+            return await self.node.store.exists(paths.managed_ledger(topic)) is not None
+        loaded = await self._loaded(topic.namespace)
+        if isinstance(loaded, web.StreamResponse):
+            return loaded
+        return str(topic) in loaded
 
     async def create(self, request: web.Request) -> web.StreamResponse:
-        """``PUT .../{topic}/partitions`` with the count as the body."""
+        """``PUT .../{topic}/partitions`` with the count as the body (or, with the
+        :data:`METADATA_TYPE`, the count and the topic's properties)."""
         topic = self._partitioned(request)
-        count = await partition_count(request)
+        metadata = await partitioned_metadata(request)
+        count = metadata.partitions
         if not topic.is_persistent and count > 0:
             loaded = await self._loaded(topic.namespace)
             if isinstance(loaded, web.StreamResponse):
@@ -111,7 +164,12 @@ class TopicsApi:
             if str(topic) in loaded:  # a non-partitioned topic of that name is in use
                 return reason(409, "This topic already exists")
         return done(
-            await to_leader(self.node, CreatePartitionedTopic(topic=str(topic), partitions=count))
+            await to_leader(
+                self.node,
+                CreatePartitionedTopic(
+                    topic=str(topic), partitions=count, properties=metadata.properties
+                ),
+            )
         )
 
     async def update(self, request: web.Request) -> web.StreamResponse:
