@@ -6,8 +6,6 @@ for its bundles; nothing is owned twice at any sampled moment."""
 from __future__ import annotations
 
 import asyncio
-import itertools
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,23 +17,23 @@ from ballast.metadata.zkserver import LocalZooKeeper
 from tests.support.waiting import eventually
 from tests.support.zkbrokers import (
     BrokerProcess,
-    all_registered,
     broker_processes,
+    fresh_store,
     get,
     leader_of,
     serve_namespace,
+    until_registered,
 )
 
 pytestmark = [pytest.mark.real_time, pytest.mark.integration]
 
 SESSION_MS = 3000
 CYCLE_S = 10.0  # margin for one report/placement cycle on a loaded machine
-_chroots = itertools.count()
 
 
 @pytest.fixture
 def brokers(zookeeper_server: LocalZooKeeper, tmp_path: Path) -> Iterator[list[BrokerProcess]]:
-    store = f"{zookeeper_server.url}/it-{next(_chroots)}-{os.getpid()}"
+    store = fresh_store(zookeeper_server.url, "it")
     with broker_processes(store, tmp_path, 3, session_ms=SESSION_MS) as started:
         yield started
 
@@ -54,13 +52,7 @@ async def test_three_brokers_on_zookeeper_survive_kill_9(
 ) -> None:
     doubles: list[str] = []
     async with aiohttp.ClientSession() as session:
-        await eventually(
-            lambda: all_registered(session, brokers, "standalone"),
-            clock,
-            what="three brokers and a leader",
-            timeout_s=60,
-            interval_s=0.2,
-        )
+        await until_registered(session, brokers, clock)
         await serve_namespace(session, brokers, clock, bundles=12, topics=40)
 
         async def sample() -> None:

@@ -7,8 +7,6 @@ its own subscribers, while a subscription made on the new owner meanwhile never 
 from __future__ import annotations
 
 import asyncio
-import itertools
-import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -25,22 +23,22 @@ from tests.support.official_client import Inbox, close_all, new_client
 from tests.support.waiting import eventually
 from tests.support.zkbrokers import (
     BrokerProcess,
-    all_registered,
     broker_processes,
+    fresh_store,
     get,
     serve_namespace,
+    until_registered,
 )
 
 pytestmark = [pytest.mark.real_time, pytest.mark.integration]
 
 SESSION_MS = 3000
 TOPIC = "non-persistent://t/ns/paused"
-_chroots = itertools.count()
 
 
 @pytest.fixture
 def brokers(zookeeper_server: LocalZooKeeper, tmp_path: Path) -> Iterator[list[BrokerProcess]]:
-    store = f"{zookeeper_server.url}/paused-{next(_chroots)}-{os.getpid()}"
+    store = fresh_store(zookeeper_server.url, "paused")
     settings = ("loadBalancerSheddingEnabled=false", "loadBalancerAutoBundleSplitEnabled=false")
     with broker_processes(store, tmp_path, 2, session_ms=SESSION_MS, settings=settings) as started:
         yield started
@@ -82,13 +80,7 @@ async def test_a_broker_woken_after_its_session_expired_serves_no_stale_client(
 ) -> None:
     closeables: list[Any] = []
     async with aiohttp.ClientSession() as session:
-        await eventually(
-            lambda: all_registered(session, brokers, "standalone"),
-            clock,
-            what="two brokers and a leader",
-            timeout_s=60,
-            interval_s=0.2,
-        )
+        await until_registered(session, brokers, clock)
         await serve_namespace(session, brokers, clock, bundles=1, topics=0)
         status, found = await get(
             session, f"{brokers[0].url}/lookup/v2/topic/non-persistent/t/ns/paused"

@@ -4,9 +4,7 @@ appends to it), and a pipeline job reads what both leaders wrote."""
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
 from pathlib import Path
 
 import aiohttp
@@ -21,6 +19,7 @@ from tests.support.waiting import eventually
 from tests.support.zkbrokers import (
     all_registered,
     broker_processes,
+    fresh_store,
     leader_of,
     serve_namespace,
 )
@@ -32,7 +31,6 @@ CLUSTER = "zk-history"
 # The leader writes a snapshot at each shedding cycle: a minute after it is elected, then
 # every minute. Slack for a loaded machine.
 CYCLE_WAIT_S = 60 + 45
-_chroots = itertools.count()
 
 
 def snapshot_times(history: Path) -> list[int]:
@@ -43,7 +41,7 @@ async def test_two_leaders_append_to_one_history_a_job_reads(
     clock: Clock, zookeeper_server: LocalZooKeeper, tmp_path: Path
 ) -> None:
     history = tmp_path / "history"
-    store = f"{zookeeper_server.url}/history-{next(_chroots)}-{os.getpid()}"
+    store = fresh_store(zookeeper_server.url, "history")
     settings = [f"loadBalancerHistoryPath={history}", f"clusterName={CLUSTER}"]
     with broker_processes(store, tmp_path, 2, session_ms=SESSION_MS, settings=settings) as brokers:
         async with aiohttp.ClientSession() as session:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,6 +41,12 @@ class BrokerProcess:
         """``kill -9``: no shutdown, no release of locks; its session has to expire."""
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
+
+
+def fresh_store(zookeeper_url: str, name: str) -> str:
+    """A store URL on ``zookeeper_url`` under a chroot no other test uses (the server is
+    shared by the whole session)."""
+    return f"{zookeeper_url}/{name}-{uuid.uuid4().hex[:12]}"
 
 
 @contextmanager
@@ -109,6 +116,20 @@ async def all_registered(
         if status != 200 or not isinstance(body, list) or len(body) != len(brokers):
             return False
     return await leader_of(session, brokers) is not None
+
+
+async def until_registered(
+    session: aiohttp.ClientSession, brokers: list[BrokerProcess], clock: Clock
+) -> None:
+    """Wait (up to a minute: processes starting on a loaded machine) until every broker lists
+    all of them as active and one of them leads."""
+    await eventually(
+        lambda: all_registered(session, brokers, "standalone"),
+        clock,
+        what=f"{len(brokers)} brokers and a leader",
+        timeout_s=60,
+        interval_s=0.2,
+    )
 
 
 async def serve_namespace(
