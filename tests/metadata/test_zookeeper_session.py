@@ -52,12 +52,13 @@ class _Stoppable:
 
 
 async def test_a_process_stopped_for_its_session_takes_it_as_expired_on_waking(
-    zookeeper_server: LocalZooKeeper, clock: Clock
+    zookeeper_server: LocalZooKeeper, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
     """ZooKeeper expires a session it has not heard from for its timeout, however long the
     client was stopped, and a broker hears of it only after it runs again: before, it went
     on serving (its clients' messages, queued in its sockets while it was stopped, first)
-    until its own timer ran out a whole session later."""
+    until its own timer ran out a whole session later. A stop of two thirds of the timeout
+    is enough: ZooKeeper may have last heard from it a third of the timeout before it."""
     stoppable = _Stoppable()
     store = await ZooKeeperMetadataStore.connect(
         f"{zookeeper_server.hosts}/stopped", session_timeout_s=4.0, monotonic=stoppable
@@ -70,9 +71,13 @@ async def test_a_process_stopped_for_its_session_takes_it_as_expired_on_waking(
         session = store.session_id
         await clock.sleep(1.0)
         assert states == []  # running, it keeps its session
-        stoppable.stopped_s = 4.0
+        stoppable.stopped_s = 1.9  # under two thirds of 4 s, with the check's half second
+        await clock.sleep(2 * ALIVE_TICK_S)
+        assert states == [] and store.session_id == session  # a short stop keeps it
+        stoppable.stopped_s += 2.7
         await clock.sleep(ALIVE_TICK_S + 0.2)  # its first check after waking
         assert states[:2] == [ConnectionState.SUSPENDED, ConnectionState.LOST]
+        assert "this process did not run for " in caplog.text
         await eventually(
             lambda: store.state is ConnectionState.CONNECTED, clock, what="a new session"
         )
@@ -84,7 +89,7 @@ async def test_a_process_stopped_for_its_session_takes_it_as_expired_on_waking(
 
 
 async def test_a_disconnection_heard_of_after_a_stop_expires_the_session_at_once(
-    zookeeper_server: LocalZooKeeper, clock: Clock
+    zookeeper_server: LocalZooKeeper, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The disconnection may be heard of (kazoo's thread runs first) before the store's own
     check: its session then counts from when it was last seen connected, not from now."""
@@ -99,6 +104,7 @@ async def test_a_disconnection_heard_of_after_a_stop_expires_the_session_at_once
         store._on_kazoo_state(KazooState.SUSPENDED)  # as kazoo's thread reports it
         await clock.sleep(0)  # the report's callback: the check has not run yet
         assert states == [ConnectionState.SUSPENDED, ConnectionState.LOST]
+        assert "this process did not run for 4" in caplog.text  # said on this path too
         await eventually(
             lambda: store.state is ConnectionState.CONNECTED, clock, what="a new session"
         )

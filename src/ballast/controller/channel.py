@@ -24,6 +24,11 @@ class BrokerGoneError(Exception):
     """The broker left before its command was delivered."""
 
 
+class ChannelHaltedError(BrokerGoneError):
+    """The command was not delivered because this controller stopped (its leadership lost,
+    or the broker stopping): the broker it was for may well be in the cluster still."""
+
+
 @dataclass(slots=True)
 class _Pending:
     command: AnyCommand
@@ -75,11 +80,14 @@ class ControllerChannel:
 
     async def remove_broker(self, broker_id: str) -> None:
         self._gone.add(broker_id)
+        await self._close_lane(broker_id, BrokerGoneError)
+
+    async def _close_lane(self, broker_id: str, error: type[BrokerGoneError]) -> None:
         lane = self._lanes.pop(broker_id, None)
         if lane is None:
             return
         await cancel_and_wait(lane.task)
-        self._fail_pending(broker_id, lane)
+        self._fail_pending(broker_id, lane, error)
 
     def halt(self) -> None:
         """Leadership is lost: send nothing more, now. Every queued command fails (its
@@ -88,14 +96,14 @@ class ControllerChannel:
         for broker_id, lane in self._lanes.items():
             if lane.task is not None:
                 lane.task.cancel()
-            self._fail_pending(broker_id, lane)
+            self._fail_pending(broker_id, lane, ChannelHaltedError)
 
     @staticmethod
-    def _fail_pending(broker_id: str, lane: _Lane) -> None:
+    def _fail_pending(broker_id: str, lane: _Lane, error: type[BrokerGoneError]) -> None:
         while lane.queue:
             pending = lane.queue.popleft()
             if not pending.result.done():
-                pending.result.set_exception(BrokerGoneError(broker_id))
+                pending.result.set_exception(error(broker_id))
                 pending.result.exception()
 
     def brokers(self) -> list[str]:
@@ -106,7 +114,10 @@ class ControllerChannel:
         with :class:`BrokerGoneError` if the broker left (or leaves before it is delivered),
         or the channel was halted."""
         future: asyncio.Future[CommandReply] = asyncio.get_running_loop().create_future()
-        if broker_id in self._gone or self._halted:
+        if self._halted:
+            future.set_exception(ChannelHaltedError(broker_id))
+            return future
+        if broker_id in self._gone:
             future.set_exception(BrokerGoneError(broker_id))
             return future
         if broker_id not in self._lanes:  # a broker placement knows of before its join event
@@ -121,8 +132,9 @@ class ControllerChannel:
         return 0 if lane is None else len(lane.queue)
 
     async def stop(self) -> None:
+        self._halted = True
         for broker_id in list(self._lanes):
-            await self.remove_broker(broker_id)
+            await self._close_lane(broker_id, ChannelHaltedError)
 
     async def _send_loop(self, broker_id: str, lane: _Lane) -> None:
         while True:

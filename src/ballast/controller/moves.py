@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ballast.controller.channel import BrokerGoneError, ControllerChannel
+from ballast.controller.channel import BrokerGoneError, ChannelHaltedError, ControllerChannel
 from ballast.controller.commands import (
     AnyCommand,
     AssignBundle,
@@ -108,6 +108,8 @@ class MoveExecutor:
     async def _send(self, broker: str, command: AnyCommand) -> CommandReply:
         try:
             return await self._channel.send(broker, command)
+        except ChannelHaltedError:
+            return CommandReply(ok=False, message="not sent: this controller stopped")
         except BrokerGoneError:
             return CommandReply(ok=False, message=f"{broker} left the cluster")
 

@@ -412,11 +412,23 @@ class ZooKeeperMetadataStore(MetadataStore):
         if self._expiry is not None:
             self._expiry.cancel()
             self._expiry = None
-        left = 0.0
+        stalled = False
         if state is ConnectionState.SUSPENDED:
-            left = self._alive_at + self.session_timeout_s - self._monotonic()
-            if left > 0:
-                self._expiry = self.loop.call_later(left, self._expire_here)
+            now = self._monotonic()
+            stalled = self._stalled(now)
+            if stalled:
+                log.warning(
+                    "this process did not run for %.1f s: ZooKeeper may have expired its "
+                    "session (%.0f s) meanwhile, having last heard from it up to %.1f s "
+                    "before; the session is taken as expired, and a new one starts when a "
+                    "server answers",
+                    now - self._alive_at,
+                    self.session_timeout_s,
+                    self.session_timeout_s * (1 - STALL_FRACTION),
+                )
+            else:  # Pulsar's rule: a session timeout after it was last connected
+                left = self._alive_at + self.session_timeout_s - now
+                self._expiry = self.loop.call_later(max(left, 0.0), self._expire_here)
         elif state is ConnectionState.CONNECTED:
             self._alive_at = self._monotonic()
         for listener in list(self._listeners):
@@ -424,34 +436,38 @@ class ZooKeeperMetadataStore(MetadataStore):
         if state is ConnectionState.CONNECTED:
             for watch in list(self._watches):
                 self.mark_dirty(watch)
-        if state is ConnectionState.SUSPENDED and left <= 0:
-            self._expire_here()  # at once: not one more message served under the session
+        if stalled:
+            self._expire_here(stalled=True)  # at once: not one more message served under it
 
     def _check_alive(self) -> None:
         """Every ALIVE_TICK_S: note that the session is still connected, or, when this
-        process ran not at all for a session timeout (stopped, or its loop held), take the
-        session as expired before anything else runs: the callbacks of the sockets that
-        were ready meanwhile (clients' messages) run only in the loop's next round."""
+        process has not run for long enough that ZooKeeper may have expired the session
+        (:meth:`_stalled`), take the session as expired before anything else runs: the
+        callbacks of the sockets that were ready meanwhile (clients' messages) run only in
+        the loop's next round."""
         if self._closed:
             return
         self._alive_tick = self.loop.call_later(ALIVE_TICK_S, self._check_alive)
         if self._state is not ConnectionState.CONNECTED:
             return
         now = self._monotonic()
-        stalled = now - self._alive_at
-        if stalled < self.session_timeout_s:
+        if not self._stalled(now):
             self._alive_at = now
             return
-        log.warning(
-            "this process did not run for %.1f s, longer than its ZooKeeper session (%.0f s)",
-            stalled,
-            self.session_timeout_s,
-        )
-        self._set_state(ConnectionState.SUSPENDED)  # and, the session's time being up, LOST
+        self._set_state(ConnectionState.SUSPENDED)  # stalled: and at once LOST
 
-    def _expire_here(self) -> None:
+    def _stalled(self, now: float) -> bool:
+        """Whether this process went without running (stopped, or its loop held) for two
+        thirds of the session timeout since it last saw the session connected: ZooKeeper
+        may have expired the session by then, since it last heard from the broker up to a
+        third of the timeout before (kazoo pings after that long without an answer), and
+        another broker may own its bundles."""
+        return now - self._alive_at >= self.session_timeout_s * STALL_FRACTION
+
+    def _expire_here(self, *, stalled: bool = False) -> None:
         """No server answered for a session timeout since the session was last seen
-        connected (or this process did not run for as long): ZooKeeper has expired it, or
+        connected (or, ``stalled``, this process did not run for long enough that it may
+        have expired meanwhile: :meth:`_stalled`): ZooKeeper has expired it, or
         will as soon as it runs again without hearing from us, so act as if it had (as
         Pulsar's ``ZKSessionWatcher`` does) and start a new session once a server answers.
         The old one's ephemeral records, if a restarted ZooKeeper still holds them, go when
@@ -459,11 +475,12 @@ class ZooKeeperMetadataStore(MetadataStore):
         self._expiry = None
         if self._closed or self._state is not ConnectionState.SUSPENDED:
             return
-        log.warning(
-            "the session timeout (%.0f s) has passed since the session was last seen "
-            "connected: it is taken as expired; a new one starts when a server answers",
-            self.session_timeout_s,
-        )
+        if not stalled:  # a stall is told in its own words (_set_state)
+            log.warning(
+                "the session timeout (%.0f s) has passed since the session was last seen "
+                "connected: it is taken as expired; a new one starts when a server answers",
+                self.session_timeout_s,
+            )
         self._set_state(ConnectionState.LOST)
         self._renewal = self.loop.run_in_executor(None, _renew, self._client)
 
@@ -514,6 +531,10 @@ class ZooKeeperMetadataStore(MetadataStore):
 
 ALIVE_TICK_S = 0.5
 """How often the loop notes that its session is connected (see ``_check_alive``)."""
+
+STALL_FRACTION = 2 / 3
+"""A process that did not run for this part of its session timeout takes the session as
+expired (see ``_stalled``)."""
 
 RECONNECT_MAX_DELAY_S = 0.5
 """The longest pause between attempts to reach ZooKeeper again. kazoo's own doubles up to an
