@@ -114,6 +114,7 @@ class LeaderElection:
         self._watch: WatchHandle | None = None
         self._stopped = False
         self._campaign_after = 0.0  # clock.monotonic() time; later after stepping down
+        self._led_under: int | None = None  # the session of our last leadership
 
     # -- public -----------------------------------------------------------------------------
 
@@ -247,6 +248,7 @@ class LeaderElection:
         self._leadership = Leadership(
             epoch, epoch_stat.version, leader_stat.version, self._store.session_id
         )
+        self._led_under = self._store.session_id
         log.info("%s elected leader, epoch %d", self._candidate.broker_id, epoch)
         for listener in list(self._listeners):
             listener(self._leadership)
@@ -255,7 +257,9 @@ class LeaderElection:
         """Remove a leader record that blocks everyone without being a leader's:
 
         - one of our own session that outlived our leadership (we resigned on SUSPENDED and
-          came back on the same session);
+          came back on the same session), or of the session we led under and lost (a
+          ZooKeeper restarted after an outage longer than the session keeps its records one
+          more timeout; we resigned when it was lost, and nothing writes under it again);
         - a persistent one, which no session holds: every leader writes its record
           ephemeral, so it came from elsewhere (a dump loaded with ``--keep-ephemeral``) and
           names a broker that is not this cluster's. It goes only together with a check of
@@ -265,7 +269,8 @@ class LeaderElection:
         record = await self._store.get(paths.LEADER)
         if record is None:
             return
-        if record.stat.ephemeral_owner == self._store.session_id:
+        ours = {self._store.session_id, self._led_under} - {None}
+        if record.stat.ephemeral_owner in ours:
             try:
                 await self._store.delete(paths.LEADER, record.stat.version)
             except (NoNodeError, BadVersionError):

@@ -9,7 +9,9 @@ atomic delete-and-create, so the bundle is never without an owner record in betw
 
 Session rules: while SUSPENDED a broker claims nothing (``owned()`` is empty) — it cannot know
 whether its records still exist; on LOST its records are gone, so it drops its claims and tries
-to re-create each one: those another broker took meanwhile are lost for good and reported.
+to re-create each one: those another broker took meanwhile are lost for good and reported. A
+record still held by the lost session (ZooKeeper, restarted after an outage longer than the
+session, keeps it one more timeout) is replaced by one of the new session.
 
 Concurrency contract: one event loop; listeners run on it and must not block.
 """
@@ -138,6 +140,7 @@ class Owner:
 class _Claim:
     state: OwnershipState
     version: int
+    session: int | None = None  # the session whose ephemeral record it is
 
 
 LostListener = Callable[[BundleName], None]
@@ -234,10 +237,10 @@ class BundleOwnership:
                     continue  # it vanished meanwhile: try again
                 if current.session == self._store.session_id:
                     # Our own record (a retried acquire): adopt it.
-                    self._claims[bundle] = _Claim(current.state, current.version)
+                    self._claims[bundle] = _Claim(current.state, current.version, current.session)
                     self.changes += 1
                 return current
-            self._claims[bundle] = _Claim(state, stat.version)
+            self._claims[bundle] = _Claim(state, stat.version, stat.ephemeral_owner)
             self.changes += 1
             return Owner(bundle, data, stat.version, stat.ephemeral_owner)
 
@@ -289,7 +292,7 @@ class BundleOwnership:
         except MultiOpError as exc:
             raise OwnershipError(bundle, f"transfer hand-off failed ({exc.cause})") from None
         assert stat is not None
-        self._claims[bundle] = _Claim(OwnershipState.OWNED, stat.version)
+        self._claims[bundle] = _Claim(OwnershipState.OWNED, stat.version, stat.ephemeral_owner)
         self.changes += 1
         return Owner(bundle, data, stat.version, stat.ephemeral_owner)
 
@@ -300,6 +303,24 @@ class BundleOwnership:
 
     async def close(self) -> None:
         await cancel_and_wait(self._repair)
+
+    async def _replace_left_behind(self, previous: Owner, state: OwnershipState) -> Owner:
+        """Our record of the session we lost, still held (a ZooKeeper restarted after an
+        outage longer than the session keeps the old sessions' records for one more
+        timeout): replaced by one of the new session at once, rather than left to expire
+        while lookups send clients here and find the bundle unserved."""
+        path = paths.ownership(previous.bundle)
+        data = self._template.in_state(state)
+        try:
+            _, stat = await self._store.multi(
+                [Delete(path, previous.version), Create(path, data.to_json(), ephemeral=True)]
+            )
+        except MultiOpError:  # it changed meanwhile: whoever holds it now keeps it
+            return previous
+        assert stat is not None
+        self._claims[previous.bundle] = _Claim(state, stat.version, stat.ephemeral_owner)
+        self.changes += 1
+        return Owner(previous.bundle, data, stat.version, stat.ephemeral_owner)
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -326,6 +347,8 @@ class BundleOwnership:
                 # record must not come back beside its children's.
                 gone = self._still_a_bundle is not None and not await self._still_a_bundle(bundle)
                 owner = None if gone else await self.acquire(bundle, state)
+                if owner is not None and _left_behind(owner, claim, self._store.session_id):
+                    owner = await self._replace_left_behind(owner, state)
             except (ConnectionLossError, SessionExpiredError):
                 self._claims.pop(bundle, None)
                 self.changes += 1
@@ -337,3 +360,10 @@ class BundleOwnership:
             else:
                 for regained in list(self._regained_listeners):
                     await regained(bundle)
+
+
+def _left_behind(owner: Owner, claim: _Claim, session: int) -> bool:
+    """Whether ``owner`` is the record this broker held under the session it lost."""
+    return (
+        owner.session != session and claim.session is not None and (owner.session == claim.session)
+    )

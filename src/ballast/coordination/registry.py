@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from ballast.clock import Clock
 from ballast.metadata import paths
 from ballast.metadata.store import (
+    BadVersionError,
     ConnectionLossError,
     ConnectionState,
     MetadataError,
@@ -56,6 +57,7 @@ class BrokerRegistration:
         self._registered = False
         self._draining = False
         self._version = -1
+        self._session: int | None = None  # the session of our last registration
         self._repair: asyncio.Task[None] | None = None
         store.add_state_listener(self._on_state)
 
@@ -64,9 +66,10 @@ class BrokerRegistration:
         return self._registered
 
     async def register(self, data: bytes) -> None:
-        """Create the record. A record of another session with our id (our previous
-        incarnation, not yet expired) is waited out for up to one session timeout; after that
-        the id is taken by a live broker and registration fails."""
+        """Create the record. Our own record of a session this process lost is replaced; one
+        of another session with our id (a previous run of this broker, not yet expired) is
+        waited out for up to one session timeout; after that the id is taken by a live
+        broker and registration fails."""
         self._data = data
         wait_s = self._store.session_timeout_s * 1.5
         deadline = self._clock.monotonic() + wait_s
@@ -74,7 +77,7 @@ class BrokerRegistration:
         while True:
             try:
                 stat = await self._store.put(self._path, data, -1, ephemeral=True)
-                self._version = stat.version
+                self._version, self._session = stat.version, stat.ephemeral_owner
                 self._registered = True
                 return
             except NodeExistsError:
@@ -84,6 +87,16 @@ class BrokerRegistration:
                     self._version = stat.version
                     self._registered = True
                     return
+                if (
+                    record is not None
+                    and self._session is not None
+                    and record.stat.ephemeral_owner == self._session
+                ):
+                    # Ours, of the session this process lost (a restarted ZooKeeper keeps
+                    # it one more timeout): replaced now rather than waited out.
+                    with contextlib.suppress(NoNodeError, BadVersionError):
+                        await self._store.delete(self._path, record.stat.version)
+                    continue
             if self._clock.monotonic() >= deadline:
                 raise RegistrationError(
                     self.broker_id,
