@@ -195,6 +195,10 @@ async def test_a_partitioned_topic_is_created_with_its_properties(clock: Clock) 
         assert (await api.call("GET", ORDERS))[1] == body
         assert (await api.call("POST", ORDERS, json=4))[0] == 204  # raised, properties kept
         assert (await api.call("GET", ORDERS))[1] == {**body, "partitions": 4}
+        # Its partitions exist (a plain topic each, to an admin tool), beyond them nothing:
+        partition = "/admin/v2/non-persistent/t/ns/orders-partition-{}/partitions"
+        assert (await api.call("GET", partition.format(3)))[:2] == (200, {"partitions": 0})
+        assert (await api.call("GET", partition.format(4)))[0] == 404
         plain = "/admin/v2/non-persistent/t/ns/bare/partitions"
         async with api.session.put(api.urls[0] + plain, data="2", headers=typed) as response:
             assert response.status == 204  # a bare count of that type too

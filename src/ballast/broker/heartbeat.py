@@ -1,8 +1,8 @@
 """Taking a broker's heartbeat bundle back after a session loss. Every broker owns the one
 bundle of its heartbeat namespace (``pulsar/<broker>``); no leader places it, so a broker that
-lost it with its session must take it back itself. After an outage of ZooKeeper longer than
-the session, the restarted ZooKeeper keeps the old session's record for one more session
-timeout, and the first try finds the bundle held by "another" session."""
+lost it with its session must take it back itself. Its own record of the lost session is
+replaced at once (``BundleOwnership``); a record of another session that the broker could not
+replace (one that changed meanwhile) is waited out here, however long it stays."""
 
 from __future__ import annotations
 

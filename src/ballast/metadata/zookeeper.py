@@ -164,9 +164,9 @@ class ZooKeeperMetadataStore(MetadataStore):
         self._renewal: asyncio.Future[None] | None = None
         # The last time this process saw the session connected, checked every ALIVE_TICK_S:
         # a session times out from there, not from when the loss is first heard of. A
-        # process stopped for longer than the session (SIGSTOP, a paused VM, swapping) hears
-        # of it only after it runs again, and by then ZooKeeper has expired the session and
-        # another broker owns its bundles; on waking it must not serve their clients first.
+        # process stopped for most of the session (SIGSTOP, a paused VM, swapping) hears of
+        # it only after it runs again, and by then ZooKeeper may have expired the session and
+        # another broker own its bundles; on waking it must not serve their clients first.
         self._alive_at = self._monotonic()
         self._alive_tick = loop.call_later(ALIVE_TICK_S, self._check_alive)
         self._pump = loop.create_task(self._pump_watches(), name="zookeeper-watch-pump")
@@ -471,7 +471,8 @@ class ZooKeeperMetadataStore(MetadataStore):
         will as soon as it runs again without hearing from us, so act as if it had (as
         Pulsar's ``ZKSessionWatcher`` does) and start a new session once a server answers.
         The old one's ephemeral records, if a restarted ZooKeeper still holds them, go when
-        it expires them; until then they are another session's."""
+        it expires them; until then they are another session's (the broker's ownership and
+        registration replace their own at once)."""
         self._expiry = None
         if self._closed or self._state is not ConnectionState.SUSPENDED:
             return

@@ -142,8 +142,13 @@ class TopicsApi:
         return web.json_response(answer)
 
     async def _topic_exists(self, topic: TopicName) -> bool | web.StreamResponse:
-        """Whether a plain topic exists: a persistent one is recorded in the store, a
-        non-persistent one is loaded on a broker (503 when one cannot be asked)."""
+        """Whether a plain topic exists: a partition of a partitioned topic that has it, a
+        persistent one recorded in the store, a non-persistent one loaded on a broker (503
+        when one cannot be asked)."""
+        if topic.is_partition:  # as Pulsar's checkTopicExists: by its parent's metadata
+            parent = await partitions_of(self.node.store, topic.partitioned_parent)
+            if topic.partition_index < parent:
+                return True
         if topic.is_persistent:
             return await self.node.store.exists(paths.managed_ledger(topic)) is not None
         loaded = await self._loaded(topic.namespace)
