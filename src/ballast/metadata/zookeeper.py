@@ -17,9 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from kazoo import exceptions as kz
 from kazoo.client import KazooClient, KazooState
@@ -53,22 +52,24 @@ from ballast.metadata.store import (
 )
 from ballast.metadata.values import MAX_STORED_BYTES
 from ballast.metadata.watching import WatchSnapshot, notifications_between
+from ballast.metadata.zk_client import (
+    GrantedTimeout,
+    new_client,
+    note_granted_timeout,
+    renew,
+    settle_error,
+    settle_value,
+    start_client,
+    stop_client,
+)
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 _STATES = {
     KazooState.CONNECTED: ConnectionState.CONNECTED,
     KazooState.SUSPENDED: ConnectionState.SUSPENDED,
     KazooState.LOST: ConnectionState.LOST,
 }
-
-
-class ZooKeeperUnavailableError(MetadataError):
-    """No ZooKeeper server answered in time."""
-
-    def __init__(self, hosts: str, reason: str) -> None:
-        super().__init__("", f"cannot connect to ZooKeeper at {hosts} ({reason})")
 
 
 class NoChrootError(MetadataError):
@@ -142,7 +143,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         client: KazooClient,
         loop: asyncio.AbstractEventLoop,
         session_timeout_s: float,
-        granted: _GrantedTimeout | None = None,
+        granted: GrantedTimeout | None = None,
         monotonic: Callable[[], float] | None = None,
     ) -> None:
         """``monotonic``: the clock the session's age is measured by (the loop's by
@@ -151,7 +152,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         self.loop = loop
         self._monotonic = loop.time if monotonic is None else monotonic
         self._timeout_s = session_timeout_s
-        self._granted = _GrantedTimeout() if granted is None else granted
+        self._granted = GrantedTimeout() if granted is None else granted
         self._state = ConnectionState.CONNECTED
         self._listeners: list[StateListener] = []
         self._watches: list[_ZkWatch] = []
@@ -188,19 +189,19 @@ class ZooKeeperMetadataStore(MetadataStore):
         loop = asyncio.get_running_loop()
         servers, slash, chroot = hosts.partition("/")
         if slash and chroot:
-            root_client = _client(servers, session_timeout_s)
-            await _start(loop, root_client, hosts, connect_timeout_s)
+            root_client = new_client(servers, session_timeout_s)
+            await start_client(loop, root_client, hosts, connect_timeout_s)
             try:
                 if create:
                     await loop.run_in_executor(None, root_client.ensure_path, "/" + chroot)
                 elif await loop.run_in_executor(None, root_client.exists, "/" + chroot) is None:
                     raise NoChrootError(servers, "/" + chroot)
             finally:
-                await loop.run_in_executor(None, _stop, root_client)
-        client = _client(hosts, session_timeout_s)
-        granted = _GrantedTimeout()
-        _note_granted_timeout(client, granted)
-        await _start(loop, client, hosts, connect_timeout_s)
+                await loop.run_in_executor(None, stop_client, root_client)
+        client = new_client(hosts, session_timeout_s)
+        granted = GrantedTimeout()
+        note_granted_timeout(client, granted)
+        await start_client(loop, client, hosts, connect_timeout_s)
         return cls(client, loop, session_timeout_s, granted, monotonic)
 
     # -- bridging ---------------------------------------------------------------------------
@@ -220,9 +221,9 @@ class ZooKeeperMetadataStore(MetadataStore):
             try:
                 value = result.get_nowait()
             except Exception as exc:  # kazoo raises its own types; mapped below
-                self.loop.call_soon_threadsafe(_settle_error, future, exc)
+                self.loop.call_soon_threadsafe(settle_error, future, exc)
             else:
-                self.loop.call_soon_threadsafe(_settle_value, future, value)
+                self.loop.call_soon_threadsafe(settle_value, future, value)
 
         try:
             start().rawlink(settle)
@@ -483,7 +484,7 @@ class ZooKeeperMetadataStore(MetadataStore):
                 self.session_timeout_s,
             )
         self._set_state(ConnectionState.LOST)
-        self._renewal = self.loop.run_in_executor(None, _renew, self._client)
+        self._renewal = self.loop.run_in_executor(None, renew, self._client)
 
     def add_state_listener(self, listener: StateListener) -> None:
         self._listeners.append(listener)
@@ -527,7 +528,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         self._pump.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._pump
-        await self.loop.run_in_executor(None, _stop, self._client)
+        await self.loop.run_in_executor(None, stop_client, self._client)
 
 
 ALIVE_TICK_S = 0.5
@@ -537,119 +538,9 @@ STALL_FRACTION = 2 / 3
 """A process that did not run for this part of its session timeout takes the session as
 expired (see ``_stalled``)."""
 
-RECONNECT_MAX_DELAY_S = 0.5
-"""The longest pause between attempts to reach ZooKeeper again. kazoo's own doubles up to an
-hour, so a broker came back tens of seconds after ZooKeeper did and found its session, which
-ZooKeeper had kept, expired meanwhile. At 1 s, a broker whose attempt fell just after its
-session timeout took a session as lost that ZooKeeper, back a second earlier, still held."""
-
-
-def _client(hosts: str, session_timeout_s: float) -> KazooClient:
-    return KazooClient(
-        hosts=hosts,
-        timeout=session_timeout_s,
-        connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": RECONNECT_MAX_DELAY_S},
-    )
-
-
-class _GrantedTimeout:
-    """The session timeout a server granted, in seconds, once one has: kazoo uses it but
-    does not keep it. Written by kazoo's connection thread, read by the event loop (one
-    float, replaced whole)."""
-
-    def __init__(self) -> None:
-        self.seconds: float | None = None
-
-
-def _note_granted_timeout(client: KazooClient, granted: _GrantedTimeout) -> None:
-    """Have ``client`` note in ``granted`` the timeout each connect is granted. kazoo's
-    connection handler returns a read timeout of two thirds of it (milliseconds) from
-    ``_connect``; a kazoo without that method leaves the timeout asked."""
-    connection = getattr(client, "_connection", None)
-    connect = getattr(connection, "_connect", None)
-    if connection is None or connect is None:
-        return
-
-    def connect_and_note(*args: Any, **kwargs: Any) -> Any:
-        timeouts = connect(*args, **kwargs)
-        granted.seconds = round(timeouts[0] * 1.5) / 1000
-        return timeouts
-
-    connection._connect = connect_and_note
-
-
-def _renew(client: KazooClient) -> None:
-    """End ``client``'s session (kazoo resets it on stop) and start connecting with a new one,
-    in the background: it reports CONNECTED when a server answers."""
-    client.stop()
-    client.start_async()
-
 
 def _checked_size(path: str, value: bytes) -> bytes:
     """ZooKeeper refuses packets over ``jute.maxbuffer``; say so before sending."""
     if len(value) > MAX_STORED_BYTES:
         raise ValueTooLargeError(path, len(value), MAX_STORED_BYTES)
     return value
-
-
-def _settle_value(future: asyncio.Future[T], value: T) -> None:
-    if not future.done():
-        future.set_result(value)
-
-
-def _settle_error(future: asyncio.Future[Any], exc: BaseException) -> None:
-    if not future.done():
-        future.set_exception(exc)
-
-
-async def _start(
-    loop: asyncio.AbstractEventLoop, client: KazooClient, hosts: str, timeout_s: float
-) -> None:
-    """Start ``client`` (up to ``timeout_s``) in a thread of its own, so that a caller can
-    cancel the wait (a broker asked to stop while ZooKeeper does not answer): the default
-    executor's threads are joined when the loop closes, and the process would hang on until
-    the timeout. A cancelled start stops the client once it is done."""
-    started: asyncio.Future[None] = loop.create_future()
-
-    def start() -> None:
-        try:
-            client.start(timeout=timeout_s)
-        except Exception as exc:  # kazoo's timeout is a generic handler error
-            _stop(client)
-            _call_in_loop(loop, _settle_error, started, exc)
-            return
-        if not _call_in_loop(loop, _hand_over, started, client):
-            _stop(client)  # the loop is gone
-
-    threading.Thread(target=start, name="zookeeper-connect", daemon=True).start()
-    try:
-        await started
-    except Exception as exc:
-        raise ZooKeeperUnavailableError(hosts, str(exc) or type(exc).__name__) from None
-
-
-def _hand_over(started: asyncio.Future[None], client: KazooClient) -> None:
-    """On the loop: the started client to its waiter, or, when the wait was cancelled, to a
-    thread that stops it."""
-    if started.done():
-        threading.Thread(target=_stop, args=(client,), name="zookeeper-stop", daemon=True).start()
-    else:
-        started.set_result(None)
-
-
-def _call_in_loop(
-    loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any
-) -> bool:
-    """Schedule ``callback`` on ``loop`` from another thread; False if the loop is closed."""
-    try:
-        loop.call_soon_threadsafe(callback, *args)
-    except RuntimeError:
-        return False
-    return True
-
-
-def _stop(client: KazooClient) -> None:
-    try:
-        client.stop()
-    finally:
-        client.close()

@@ -1,0 +1,138 @@
+"""kazoo's client as the ZooKeeper store uses it: made with the store's reconnect policy,
+started in a thread of its own (cancellable), stopped, and renewed with a new session; the
+session timeout each connect is granted; errors of a ZooKeeper that does not answer."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kazoo.client import KazooClient
+
+from ballast.metadata.store import MetadataError
+
+T = TypeVar("T")
+
+
+class ZooKeeperUnavailableError(MetadataError):
+    """No ZooKeeper server answered in time."""
+
+    def __init__(self, hosts: str, reason: str) -> None:
+        super().__init__("", f"cannot connect to ZooKeeper at {hosts} ({reason})")
+
+
+RECONNECT_MAX_DELAY_S = 0.5
+"""The longest pause between attempts to reach ZooKeeper again. kazoo's own doubles up to an
+hour, so a broker came back tens of seconds after ZooKeeper did and found its session, which
+ZooKeeper had kept, expired meanwhile. At 1 s, a broker whose attempt fell just after its
+session timeout took a session as lost that ZooKeeper, back a second earlier, still held."""
+
+
+def new_client(hosts: str, session_timeout_s: float) -> KazooClient:
+    return KazooClient(
+        hosts=hosts,
+        timeout=session_timeout_s,
+        connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": RECONNECT_MAX_DELAY_S},
+    )
+
+
+class GrantedTimeout:
+    """The session timeout a server granted, in seconds, once one has: kazoo uses it but
+    does not keep it. Written by kazoo's connection thread, read by the event loop (one
+    float, replaced whole)."""
+
+    def __init__(self) -> None:
+        self.seconds: float | None = None
+
+
+def note_granted_timeout(client: KazooClient, granted: GrantedTimeout) -> None:
+    """Have ``client`` note in ``granted`` the timeout each connect is granted. kazoo's
+    connection handler returns a read timeout of two thirds of it (milliseconds) from
+    ``_connect``; a kazoo without that method leaves the timeout asked."""
+    connection = getattr(client, "_connection", None)
+    connect = getattr(connection, "_connect", None)
+    if connection is None or connect is None:
+        return
+
+    def connect_and_note(*args: Any, **kwargs: Any) -> Any:
+        timeouts = connect(*args, **kwargs)
+        granted.seconds = round(timeouts[0] * 1.5) / 1000
+        return timeouts
+
+    connection._connect = connect_and_note
+
+
+def renew(client: KazooClient) -> None:
+    """End ``client``'s session (kazoo resets it on stop) and start connecting with a new one,
+    in the background: it reports CONNECTED when a server answers."""
+    client.stop()
+    client.start_async()
+
+
+async def start_client(
+    loop: asyncio.AbstractEventLoop, client: KazooClient, hosts: str, timeout_s: float
+) -> None:
+    """Start ``client`` (up to ``timeout_s``) in a thread of its own, so that a caller can
+    cancel the wait (a broker asked to stop while ZooKeeper does not answer): the default
+    executor's threads are joined when the loop closes, and the process would hang on until
+    the timeout. A cancelled start stops the client once it is done."""
+    started: asyncio.Future[None] = loop.create_future()
+
+    def start() -> None:
+        try:
+            client.start(timeout=timeout_s)
+        except Exception as exc:  # kazoo's timeout is a generic handler error
+            stop_client(client)
+            call_in_loop(loop, settle_error, started, exc)
+            return
+        if not call_in_loop(loop, _hand_over, started, client):
+            stop_client(client)  # the loop is gone
+
+    threading.Thread(target=start, name="zookeeper-connect", daemon=True).start()
+    try:
+        await started
+    except Exception as exc:
+        raise ZooKeeperUnavailableError(hosts, str(exc) or type(exc).__name__) from None
+
+
+def _hand_over(started: asyncio.Future[None], client: KazooClient) -> None:
+    """On the loop: the started client to its waiter, or, when the wait was cancelled, to a
+    thread that stops it."""
+    if started.done():
+        threading.Thread(
+            target=stop_client, args=(client,), name="zookeeper-stop", daemon=True
+        ).start()
+    else:
+        started.set_result(None)
+
+
+def call_in_loop(
+    loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any
+) -> bool:
+    """Schedule ``callback`` on ``loop`` from another thread; False if the loop is closed."""
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:
+        return False
+    return True
+
+
+def stop_client(client: KazooClient) -> None:
+    try:
+        client.stop()
+    finally:
+        client.close()
+
+
+def settle_value(future: asyncio.Future[T], value: T) -> None:
+    """Complete ``future`` unless it is done already (its waiter gave up)."""
+    if not future.done():
+        future.set_result(value)
+
+
+def settle_error(future: asyncio.Future[Any], exc: BaseException) -> None:
+    """Fail ``future`` unless it is done already (its waiter gave up)."""
+    if not future.done():
+        future.set_exception(exc)
