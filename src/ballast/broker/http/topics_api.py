@@ -142,16 +142,17 @@ class TopicsApi:
         return web.json_response(answer)
 
     async def _topic_exists(self, topic: TopicName) -> bool | web.StreamResponse:
-        """Whether a plain topic exists: a partition of a partitioned topic that has it, a
-        persistent one recorded in the store, a non-persistent one loaded on a broker (503
-        when one cannot be asked)."""
+        """Whether a plain topic of a namespace that exists is there: a partition of a
+        partitioned topic that has it, a persistent one recorded in the store, a
+        non-persistent one loaded on a broker (503 when one cannot be asked)."""
         if topic.is_partition:  # as Pulsar's checkTopicExists: by its parent's metadata
             parent = await partitions_of(self.node.store, topic.partitioned_parent)
             if topic.partition_index < parent:
                 return True
         if topic.is_persistent:
             return await self.node.store.exists(paths.managed_ledger(topic)) is not None
-        loaded = await self._loaded(topic.namespace)
+        # The namespace exists (checked by the caller): ask its brokers without reading it again.
+        loaded = await loaded_topics(self.node, topic.namespace)
         if isinstance(loaded, web.StreamResponse):
             return loaded
         return str(topic) in loaded
