@@ -505,6 +505,18 @@ class ServerConnection:
             )
         )
 
+    def subscribe_refused_for_now(self, consumer_id: int) -> None:
+        """After a SUBSCRIBE refused with an error the client retries (ServiceNotReady,
+        MetadataError), close that consumer as the broker closes one whose bundle left, so that
+        the client looks the topic up again. Pulsar's C++ client (``pulsar-client`` 3.13) keeps
+        the connection it sent a consumer's first SUBSCRIBE on as the consumer's own when that
+        SUBSCRIBE is refused, and then skips each retry as "already connected" until its
+        operation timeout (30 s); the close makes it let go of the connection and retry at once.
+        Clients that let go by themselves (Java's) no longer know the consumer and ignore it."""
+        if self.protocol_version < V_CLOSE_WITHOUT_DISCONNECT:
+            return  # such a client cannot be told, short of losing every client on the connection
+        self.send_command(CloseConsumer(consumer_id=consumer_id, request_id=NO_REQUEST))
+
     @staticmethod
     def _remember(found: set[int], item: int) -> None:
         if len(found) >= RECENTLY_CLOSED_LIMIT:

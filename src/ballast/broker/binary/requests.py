@@ -303,6 +303,10 @@ async def create_producer(connection: ServerConnection, command: Producer) -> No
     )
 
 
+# Refusals of a topic that Pulsar's clients retry (the C++ client's retryable results).
+_RETRIED = frozenset({ServerError.SERVICE_NOT_READY, ServerError.METADATA_ERROR})
+
+
 async def subscribe(connection: ServerConnection, command: Subscribe) -> None:
     topics = connection.topics
     if command.consumer_id in connection.consumers:  # a retried request
@@ -342,6 +346,8 @@ async def subscribe(connection: ServerConnection, command: Subscribe) -> None:
     except TopicRefused as refused:
         connection.pending.discard(key)
         _error(connection, command.request_id, refused.error, refused.message)
+        if refused.error in _RETRIED:
+            connection.subscribe_refused_for_now(command.consumer_id)
         return
     except BaseException:  # a failure of its own: a retry must not meet "already being created"
         connection.pending.discard(key)
