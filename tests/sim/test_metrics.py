@@ -1,7 +1,9 @@
 """The simulator's measures: loads from the capacity model, the lower bound of the best max
-load, convergence time, bounces."""
+load, convergence time, bounces, the averages after the last event."""
 
 from __future__ import annotations
+
+import tomllib
 
 import numpy as np
 import pytest
@@ -18,8 +20,9 @@ from ballast.sim.metrics import (
     mean_load,
     usage_of,
 )
-from ballast.sim.scenario import Expectations
-from ballast.sim.summary import check_expectations
+from ballast.sim.runner import simulate
+from ballast.sim.scenario import Expectations, parse_scenario
+from ballast.sim.summary import check_expectations, summarize
 
 CAP = BrokerCapacity(cores=4, cpu_per_msg_s=20e-6, cpu_per_byte_s=0.0, nic_bytes_per_s=1e8)
 
@@ -123,3 +126,29 @@ def test_new_brokers_loaded_in_time_holds_when_none_joined() -> None:
     assert not never["newBrokersLoadedWithinCycles"]["ok"]  # one joined and never got load
     late = check_expectations(expect, _summary({"b": 60.0}, 3))
     assert not late["newBrokersLoadedWithinCycles"]["ok"]
+
+
+NO_EVENTS = """
+duration = "1m"
+step = "10s"
+[cluster]
+brokers = 3
+[[namespaces]]
+name = "x"
+bundles = 4
+topics = 100
+popularity = 1
+"""
+
+
+def test_the_averages_after_the_last_event_leave_out_steps_without_load() -> None:
+    """The first step is measured before any topic is placed (no load, a bound of 0 and a
+    ratio of 1): without events it is "after the last event", but it is no balance."""
+    result = simulate(parse_scenario(tomllib.loads(NO_EVENTS)))
+    first, *loaded = result.steps
+    assert first.bound == 0.0 and loaded and all(s.bound > 0 for s in loaded)
+    after = summarize(result)["afterLastEvent"]
+    assert after["fromS"] == 0.0
+    assert after["meanStd"] == pytest.approx(sum(s.std for s in loaded) / len(loaded), abs=1e-6)
+    assert after["meanRatio"] == pytest.approx(sum(s.ratio for s in loaded) / len(loaded), abs=1e-6)
+    assert after["meanRatio"] > 1.0  # popularity 1 leaves the brokers uneven

@@ -177,10 +177,25 @@ def test_durations(text: object, seconds: float) -> None:
     assert parse_duration(text, "x") == seconds
 
 
-@pytest.mark.parametrize("text", ["", "5x", "m5", "-3", True, -1, "1h-2m"])
+@pytest.mark.parametrize(
+    "text",
+    # a text of 400 digits is read as infinity; 2e15 s is past any figure a scenario takes
+    ["", "5x", "m5", "-3", True, -1, "1h-2m", "1" + "0" * 400 + "s", 2e15, "2000000000000000s"],
+)
 def test_bad_durations_name_the_key(text: object) -> None:
     with pytest.raises(ScenarioError, match=r"^ScenarioError: x: "):
         parse_duration(text, "x")
+
+
+def test_a_run_is_at_most_a_year_whatever_its_step() -> None:
+    """One step of a huge duration passes the steps' limit, but the brokers' own timers
+    still run through every second of it."""
+    year = 366 * 86_400
+    text = f"duration = {year}\nstep = {year}\n[cluster]\nbrokers = 1\n"
+    assert parse_scenario(tomllib.loads(text)).duration_s == year
+    longer = text.replace(f"= {year}", f"= {2 * year}")
+    with pytest.raises(ScenarioError, match=r"^ScenarioError: duration: .* longer than a year"):
+        parse_scenario(tomllib.loads(longer))
 
 
 MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
@@ -231,6 +246,10 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
             r"namespaces\[0\].consumers: topics without consumers deliver nothing",
         ),
         ("[[events]]\nat = 1\nadd_brokerz = 1", r"events\[0\]: needs exactly one of"),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\nsize_sigma = 6",
+            r"namespaces\[0\].size_sigma: must be at most 5$",
+        ),
         # a key far from any kind is named; a typo of an option is suggested; a key of
         # another kind of event is named as such, not as unknown
         (

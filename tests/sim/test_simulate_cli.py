@@ -528,3 +528,7 @@ def test_a_run_that_ends_without_brokers_says_so(ballast: Run, tmp_path: Path) -
     empty = [row for row in timeline if row["brokers"] == 0]
     assert empty and all(row["std"] is None and row["ratio"] is None for row in empty)
     assert all(row["std"] is not None for row in timeline if row["brokers"] > 0)
+    # without --check-expectations the miss is told all the same, and the exit is 0
+    told = ballast("simulate", str(scenario), "--no-plots")
+    assert told.returncode == 0
+    assert "final_std_max (finalStdMax): expected at most 0.05, got no brokers" in told.stderr

@@ -51,6 +51,12 @@ if TYPE_CHECKING:
 MAX_STEPS = 1_000_000
 """The most steps a run takes (a week at 1 s steps fits): each step is a round of reports and
 measures, so a step far too small for its run would never end."""
+MAX_SIZE_SIGMA = 5.0
+"""The largest sigma of a namespace's log-normal message sizes (its median size is then
+size * exp(-12.5), under a millionth of the mean)."""
+MAX_DURATION_S = 366 * 86_400.0
+"""The longest run: a year of cluster time. The brokers' own timers (reports, sessions) cost
+about 4 µs of wall time per second of cluster time for each broker, whatever the step."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +272,10 @@ def _namespace(table: Table, tenant: str) -> NamespaceSpec:
         topics=table.integer("topics", minimum=0, maximum=MAX_TOPICS),
         rate=table.number("rate", 10.0),
         size=table.number("size", 1024.0, minimum=1.0),
-        size_sigma=table.number("size_sigma", 0.0),
+        # Sizes are log-normal with mean `size`: past this sigma nearly every topic's size is
+        # a vanishing fraction of a byte while a few carry the mean (the median is
+        # size * exp(-sigma^2 / 2)).
+        size_sigma=table.number("size_sigma", 0.0, maximum=MAX_SIZE_SIGMA),
         fan_out=table.number("fan_out", 1.0),
         producers=table.integer("producers", 1),
         consumers=table.integer("consumers", 1),
@@ -415,6 +424,10 @@ def parse_scenario(
         raise ScenarioError(
             f"{where}: {duration_s:g} s is not a whole number of {step_s:g} s steps "
             f"(for example {fits:g} s)"
+        )
+    if duration_s > MAX_DURATION_S:
+        raise ScenarioError(
+            f"{where}: {duration_s:g} s is longer than a year ({MAX_DURATION_S:g} s)"
         )
     if steps > MAX_STEPS:  # each step is a round of reports and measures: a tiny step never ends
         raise ScenarioError(

@@ -17,12 +17,18 @@ class ScenarioError(ValueError):
         return f"ScenarioError: {self.args[0]}"
 
 
+MAX_NUMBER = 1e15
+"""The largest number a scenario may give (a rate, a size, a factor, a capacity): far past
+any cluster, and small enough that the products of a few stay finite."""
+
+
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def parse_duration(value: object, where: str) -> float:
-    """Seconds from a number or a text like ``"1h30m"``."""
+    """Seconds from a number or a text like ``"1h30m"``; at most ``MAX_NUMBER`` (a text of
+    hundreds of digits reads as infinity)."""
     if isinstance(value, bool):
         raise ScenarioError(f"{where}: expected a duration, got {value!r}")
     if isinstance(value, int | float):
@@ -30,7 +36,7 @@ def parse_duration(value: object, where: str) -> float:
             raise ScenarioError(f"{where}: a duration is a finite number, not {value}")
         if value < 0:
             raise ScenarioError(f"{where}: a duration cannot be negative")
-        return float(value)
+        return _bounded(float(value), where)
     if isinstance(value, str):
         text = value.replace(" ", "")
         pos = 0
@@ -41,13 +47,14 @@ def parse_duration(value: object, where: str) -> float:
             total += float(match.group(1)) * _UNIT_S[match.group(2)]
             pos = match.end()
         if pos == len(text) and text:
-            return total
+            return _bounded(total, where)
     raise ScenarioError(f'{where}: "{value}" is not a duration (e.g. 90, "90s", "5m", "1h30m")')
 
 
-MAX_NUMBER = 1e15
-"""The largest number a scenario may give (a rate, a size, a factor, a capacity): far past
-any cluster, and small enough that the products of a few stay finite."""
+def _bounded(seconds: float, where: str) -> float:
+    if not seconds <= MAX_NUMBER:  # also infinity, which the text's float may be
+        raise ScenarioError(f"{where}: a duration is at most {MAX_NUMBER:g} s")
+    return seconds
 
 
 class Table:
@@ -90,7 +97,14 @@ class Table:
             raise ScenarioError(f"{self.path(key)}: expected a string")
         return value
 
-    def number(self, key: str, default: float | None = None, *, minimum: float = 0.0) -> float:
+    def number(
+        self,
+        key: str,
+        default: float | None = None,
+        *,
+        minimum: float = 0.0,
+        maximum: float = MAX_NUMBER,
+    ) -> float:
         value = self.required(key, default)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ScenarioError(f"{self.path(key)}: expected a number")
@@ -98,8 +112,8 @@ class Table:
             raise ScenarioError(f"{self.path(key)}: expected a finite number, not {value}")
         if value < minimum:
             raise ScenarioError(f"{self.path(key)}: must be at least {minimum:g}")
-        if value > MAX_NUMBER:  # products of a few such would overflow a double
-            raise ScenarioError(f"{self.path(key)}: must be at most {MAX_NUMBER:g}")
+        if value > maximum:  # MAX_NUMBER: products of a few such would overflow a double
+            raise ScenarioError(f"{self.path(key)}: must be at most {maximum:g}")
         return float(value)
 
     def integer(

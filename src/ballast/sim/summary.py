@@ -71,10 +71,16 @@ def new_brokers(result: RunResult) -> list[dict[str, Any]]:
 
 
 def _time_average(result: RunResult, field: str, since: float) -> float | None:
-    """The mean of ``field`` over the steps from ``since`` that had a broker; None if none
-    had: a cluster without brokers has no balance to average."""
-    values = [getattr(s, field) for s in result.steps if s.t_s >= since and s.brokers > 0]
+    """The mean of ``field`` over the steps from ``since`` that had a broker and load; None
+    if none had: a cluster without brokers, or whose brokers carry nothing yet (the first
+    step, before any topic is placed), has no balance to average."""
+    values = [getattr(s, field) for s in _balanced_steps(result, since)]
     return _round(sum(values) / len(values)) if values else None
+
+
+def _balanced_steps(result: RunResult, since: float) -> list[StepRecord]:
+    """The steps from ``since`` with a broker running and load on the cluster."""
+    return [s for s in result.steps if s.t_s >= since and s.brokers > 0 and s.bound > 0]
 
 
 def _final(step: StepRecord) -> dict[str, Any]:
@@ -119,10 +125,7 @@ def summarize(result: RunResult) -> dict[str, Any]:
             "fromS": _round(since),
             "meanStd": _time_average(result, "std", since),
             "meanRatio": _time_average(result, "ratio", since),
-            "maxStd": max(
-                (_round(s.std) for s in result.steps if s.t_s >= since and s.brokers > 0),
-                default=None,
-            ),
+            "maxStd": max((_round(s.std) for s in _balanced_steps(result, since)), default=None),
         },
         "convergenceS": None if converged is None else _round(converged),
         "moves": {
