@@ -17,6 +17,7 @@ from ballast.model.loaddata import (
     SystemResourceUsage,
     TimeAverageBrokerData,
 )
+from ballast.pipeline import history
 from ballast.pipeline.history import (
     ROW_TYPES,
     HistoryError,
@@ -154,6 +155,40 @@ def test_rewriting_a_snapshot_replaces_it(tmp_path: Path) -> None:
         == [SNAPSHOT_MS + 60_000] * 2
     )
     assert read_table(tmp_path, BUNDLES, cluster="d").num_rows == 2  # another cluster's stays
+
+
+def test_a_snapshot_written_halfway_is_not_the_latest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The jobs take a cluster's latest snapshot from its brokers rows, so a write stopped
+    midway (here: its bundles file fails) must leave none, never brokers rows whose bundle
+    rows are missing; rewriting a snapshot withdraws its old brokers rows first."""
+    first = snapshot_from_load_data(load_data(), snapshot_ms=SNAPSHOT_MS, cluster="c")
+    later = snapshot_from_load_data(load_data(), snapshot_ms=SNAPSHOT_MS + 60_000, cluster="c")
+    write_snapshot(tmp_path, first)
+    write_table = history.pq.write_table
+
+    def failing_for_bundles(data: object, where: object, **options: object) -> None:
+        if "bundles" in Path(str(where)).parts:
+            raise OSError(28, "No space left on device")
+        write_table(data, where, **options)
+
+    def latest_brokers() -> set[int]:
+        return set(read_table(tmp_path, BROKERS).column("snapshot_ms").to_pylist())
+
+    with monkeypatch.context() as patched:
+        patched.setattr(history.pq, "write_table", failing_for_bundles)
+        with pytest.raises(OSError, match="No space"):
+            write_snapshot(tmp_path, later)
+    assert latest_brokers() == {SNAPSHOT_MS}
+    write_snapshot(tmp_path, later)
+    assert latest_brokers() == {SNAPSHOT_MS, SNAPSHOT_MS + 60_000}
+    with monkeypatch.context() as patched:  # the same snapshot again, stopped midway
+        patched.setattr(history.pq, "write_table", failing_for_bundles)
+        with pytest.raises(OSError, match="No space"):
+            write_snapshot(tmp_path, later)
+    assert latest_brokers() == {SNAPSHOT_MS}
+    assert not list(tmp_path.rglob(".*"))  # no temporary files left behind
 
 
 def test_bad_rows_and_times_are_rejected(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ leader's per-cycle writer, and :mod:`ballast.pipeline.importer`) and written wit
 
 Concurrency: :func:`write_snapshot` writes each file under a hidden temporary name and renames
 it into place, so readers (pyarrow or Spark, which skip names starting with ``.`` or ``_``)
-never see a partial file. Writing the same snapshot (same cluster and ``snapshot_ms``) again
+never see a partial file; the brokers file, from which the jobs take the latest snapshot, is
+written last. Writing the same snapshot (same cluster and ``snapshot_ms``) again
 replaces its files. Different snapshots never share a file, so several writers may append
 to one history concurrently as long as no two write the same snapshot.
 """
@@ -354,9 +355,16 @@ def snapshot_file(root: Path, table: Table, snapshot_ms: int, cluster: str) -> P
 def write_snapshot(root: Path, snapshot: HistorySnapshot) -> tuple[Path, ...]:
     """Write every non-empty table of ``snapshot`` under ``root``; returns the files
     written. Idempotent for the same snapshot: it replaces the snapshot whole, so a table it
-    has no rows for loses that snapshot's earlier file too."""
+    has no rows for loses that snapshot's earlier file too.
+
+    The brokers file commits the snapshot: the jobs take a cluster's latest snapshot from the
+    brokers rows, so it is removed first (when the snapshot is rewritten) and written last.
+    A writer stopped midway (killed, its disk full) leaves a snapshot without brokers rows,
+    which no job takes for the latest, never brokers rows whose bundle rows are missing."""
+    brokers_file = snapshot_file(root, BROKERS, snapshot.snapshot_ms, snapshot.cluster)
+    brokers_file.unlink(missing_ok=True)
     written: list[Path] = []
-    for table in (BROKERS, BUNDLES, TOPICS, BUNDLE_AVERAGES, BROKER_AVERAGES):
+    for table in (BUNDLES, TOPICS, BUNDLE_AVERAGES, BROKER_AVERAGES, BROKERS):
         target = snapshot_file(root, table, snapshot.snapshot_ms, snapshot.cluster)
         if not snapshot.rows(table):
             target.unlink(missing_ok=True)
