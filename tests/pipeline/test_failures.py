@@ -165,3 +165,16 @@ def test_ctrl_c_in_a_job_is_one_line(
     with pytest.raises(ZeroDivisionError), command.spark_session(None, None):
         raise ZeroDivisionError
     assert session.stopped == 2
+
+
+def test_a_spark_address_where_no_master_answers_is_said_so() -> None:
+    """A ``spark://`` address of another server's port: Spark gives up registering and says
+    only that its context is stopped; the line names the likely cause. Other failures keep
+    their reason as it is."""
+    stopped = "java.lang.IllegalStateException: Cannot call methods on a stopped SparkContext."
+    line = command.start_failure("spark://127.0.0.1:8080", stopped)
+    assert line.startswith("Spark did not start (master spark://127.0.0.1:8080): no Spark master")
+    assert "is it a Spark master's address?" in line and stopped in line
+    refused = "java.io.IOException: Failed to connect"
+    assert command.start_failure(None, refused) == f"Spark did not start (master local): {refused}"
+    assert "no Spark master" not in command.start_failure("local[2]", stopped)

@@ -80,7 +80,7 @@ def _spark_session(master: str | None, conf: list[str] | None) -> Iterator[Spark
             reason = job_failure(exc)
             if reason is None or debug:
                 raise
-            fail(f"Spark did not start (master {master or 'local'}): {reason}")
+            fail(start_failure(master, reason))
         interrupt.deferred = False
         if interrupt.received:  # while Spark started: now it can stop cleanly
             spark.stop()
@@ -147,3 +147,16 @@ def _stop_quietly(spark: SparkSession) -> None:
             spark.stop()
         except Exception:  # a broken gateway: the JVM exits with this process
             pass
+
+
+def start_failure(master: str | None, reason: str) -> str:
+    """The line for a Spark context that did not start. A ``spark://`` address that accepts
+    connections but is no Spark master (another server's port) fails after the client's
+    registration attempts with only "Cannot call methods on a stopped SparkContext"; the
+    reason it gave up ("All masters are unresponsive") is in Spark's log above."""
+    if master is not None and master.startswith("spark://") and "stopped SparkContext" in reason:
+        reason = (
+            f"no Spark master took the application at {master}: is it a Spark master's "
+            f"address? (Spark's log above says why; {reason})"
+        )
+    return f"Spark did not start (master {master or 'local'}): {reason}"
