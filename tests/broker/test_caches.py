@@ -1,11 +1,15 @@
 """The brokers' watched caches: a value is read once, dropped when its record changes, and a
-deleted record's watches are let go."""
+deleted record's watches are let go, as are those of a namespace that does not exist."""
 
 from __future__ import annotations
 
-from ballast.broker.caches import WatchedCache
+import pytest
+
+from ballast.broker.caches import NamespaceBundlesCache, NamespaceNotFoundError, WatchedCache
 from ballast.clock import Clock
+from ballast.metadata import paths
 from ballast.metadata.memory import MemoryMetadataStore, MemoryServer
+from ballast.model.naming import NamespaceName
 
 
 async def test_a_deleted_records_watches_are_let_go(clock: Clock) -> None:
@@ -36,5 +40,24 @@ async def test_a_deleted_records_watches_are_let_go(clock: Clock) -> None:
     await store.put("/r/a", b"3")
     await clock.sleep(0.01)
     assert await cache.get("a") == b"3"
+    cache.close()
+    await store.close()
+
+
+async def test_a_namespace_that_does_not_exist_is_not_watched(clock: Clock) -> None:
+    """A lookup of a name nobody created (a typo, or a client trying names) left two watches
+    armed for good, one per policies record: a store, ZooKeeper's server among them, would
+    hold a watch for every such name ever asked for."""
+    store = MemoryMetadataStore(MemoryServer(clock))
+    cache = NamespaceBundlesCache(store)
+    for n in range(3):
+        with pytest.raises(NamespaceNotFoundError):
+            await cache.bundles(NamespaceName.parse(f"t/ghost-{n}"))
+    assert store._watches == {}
+    # Created later, it is found (and watched: a split is seen).
+    namespace = NamespaceName.parse("t/ghost-0")
+    await store.put(paths.namespace_policies(namespace), b'{"bundles": {"numBundles": 4}}')
+    assert len((await cache.bundles(namespace)).bundles) == 4
+    assert len(store._watches) == 2
     cache.close()
     await store.close()

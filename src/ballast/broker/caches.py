@@ -68,7 +68,14 @@ class WatchedCache(Generic[K, V]):
                     for path in self._paths(key)
                 ]
             generation = self._generation.get(key, 0)
-            value = await self._load(key)
+            try:
+                value = await self._load(key)
+            except NamespaceNotFoundError:
+                # Nothing to keep fresh, and the record may never come (a lookup of a name
+                # that does not exist): watching it for good would keep a watch per name
+                # ever asked for. The next get watches again before it reads.
+                self._release(key)
+                raise
             if self._generation.get(key, 0) == generation:
                 self._values[key] = value  # no change arrived while we read
             future.set_result(value)

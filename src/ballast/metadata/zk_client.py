@@ -1,6 +1,7 @@
 """kazoo's client as the ZooKeeper store uses it: made with the store's reconnect policy,
 started in a thread of its own (cancellable), stopped, and renewed with a new session; the
-session timeout each connect is granted; errors of a ZooKeeper that does not answer."""
+session timeout each connect is granted; errors of a ZooKeeper that does not answer; watches
+taken back from the server (ZooKeeper's removeWatches, which kazoo does not offer)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, _prefix_root
+from kazoo.protocol.serialization import int_struct, write_string
 
 from ballast.metadata.store import MetadataError
 
@@ -136,3 +138,53 @@ def settle_error(future: asyncio.Future[Any], exc: BaseException) -> None:
     """Fail ``future`` unless it is done already (its waiter gave up)."""
     if not future.done():
         future.set_exception(exc)
+
+
+class _RemoveWatches:
+    """ZooKeeper's removeWatches request (opcode 18, ZooKeeper 3.5 on), in the form kazoo's
+    connection sends its own requests: a path and the kind of watches (3: any)."""
+
+    type = 18
+    ANY = 3
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def serialize(self) -> bytearray:
+        data = bytearray()
+        data.extend(write_string(self.path))
+        data.extend(int_struct.pack(self.ANY))
+        return data
+
+    @classmethod
+    def deserialize(cls, _bytes: bytes, _offset: int) -> None:
+        return None  # the answer is its header alone
+
+    def __repr__(self) -> str:
+        return f"RemoveWatches(path={self.path!r})"
+
+
+def unwatch(client: KazooClient, path: str, watcher: Callable[..., Any], *, send: bool) -> None:
+    """Take ``watcher``'s one-shot watches of ``path`` back: out of kazoo's tables (which would
+    call it when they fire and set it again at every reconnect), and, when it was the client's
+    last watcher of ``path`` and ``send``, from the server too. A one-shot watch otherwise stays
+    on the server until it fires, which, on a record that never comes (a namespace's policies
+    looked up under a name that does not exist), is never: Pulsar avoids them with one
+    persistent recursive watch, which kazoo cannot set either. Fire and forget: a server
+    that has no such watch left (it fired meanwhile) answers NoWatcher, which is dropped."""
+    full = _prefix_root(client.chroot, path)  # the path as kazoo sent it, its tables' key
+    left = False
+    # kazoo's connection thread pops these tables as watches fire; each step here is one
+    # operation on them, which the GIL keeps whole.
+    for table in (client._data_watchers, client._child_watchers):
+        watchers = table.get(full)
+        if watchers is None:
+            continue
+        watchers.discard(watcher)
+        if watchers:
+            left = True
+        else:
+            table.pop(full, None)
+    if left or not send:
+        return
+    client._call(_RemoveWatches(full), client.handler.async_result())

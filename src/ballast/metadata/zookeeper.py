@@ -61,6 +61,7 @@ from ballast.metadata.zk_client import (
     settle_value,
     start_client,
     stop_client,
+    unwatch,
 )
 
 log = logging.getLogger(__name__)
@@ -350,8 +351,15 @@ class ZooKeeperMetadataStore(MetadataStore):
             self._dirty.put_nowait(watch)
 
     def forget_watch(self, watch: _ZkWatch) -> None:
-        if watch in self._watches:
-            self._watches.remove(watch)
+        if watch not in self._watches:
+            return
+        self._watches.remove(watch)
+        # The server's watches of a path serve every watch of it here: taken back only with
+        # the last. Disconnected, the server has dropped the connection's watches already,
+        # and kazoo sets again only those still in its tables.
+        last = not any(other.path == watch.path for other in self._watches)
+        connected = self._state is ConnectionState.CONNECTED and not self._closed
+        unwatch(self._client, watch.path, watch.on_kazoo_event, send=last and connected)
 
     async def _arm(self, watch: _ZkWatch) -> WatchSnapshot | None:
         """Set both one-shot watches and return what the record looks like now."""
