@@ -11,6 +11,8 @@ import aiohttp
 import pytest
 
 from ballast.clock import Clock
+from ballast.metadata import paths
+from ballast.metadata.store import MetadataStore
 from tests.support.official_client import (
     close_all,
     http_url,
@@ -19,6 +21,7 @@ from tests.support.official_client import (
     start_cluster,
     topics_per_bundle,
 )
+from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.real_time, pytest.mark.integration]
 
@@ -32,6 +35,7 @@ async def test_a_namespace_with_live_topics_is_deleted_only_with_force(clock: Cl
     nodes = list(cluster.nodes.values())
     topics = topics_per_bundle(NAMESPACE, 4)
     closeables: list[Any] = []
+    store: MetadataStore | None = None
     try:
         client = await new_client(pulsar_url(nodes[0]))
         closeables.append(client)
@@ -53,6 +57,19 @@ async def test_a_namespace_with_live_topics_is_deleted_only_with_force(clock: Cl
                 assert deleted.status == 204, await deleted.text()
             async with http.get(base) as gone:
                 assert gone.status == 404
+            # Its bundles' ownership parent goes once their unloads are done, and the
+            # tenant's with the tenant, as Pulsar deletes them (they were left for good).
+            store = await cluster.connect()
+
+            async def parent_gone() -> bool:
+                return await store.children(f"{paths.OWNERSHIP}/t") == []
+
+            await eventually(parent_gone, clock, what="the namespace's ownership parent gone")
+            async with http.delete(f"{http_url(nodes[1])}/admin/v2/tenants/t") as tenant:
+                assert tenant.status == 204, await tenant.text()
+            assert await store.exists(f"{paths.OWNERSHIP}/t") is None
     finally:
         await close_all(reversed(closeables))
+        if store is not None:
+            await store.close()
         await cluster.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ballast.broker.caches import NamespaceBundlesCache, NamespaceNotFoundError, WatchedCache
+from ballast.broker.topics import NamespaceTopicIndex
 from ballast.clock import Clock
 from ballast.metadata import paths
 from ballast.metadata.memory import MemoryMetadataStore, MemoryServer
@@ -60,4 +61,24 @@ async def test_a_namespace_that_does_not_exist_is_not_watched(clock: Clock) -> N
     assert len((await cache.bundles(namespace)).bundles) == 4
     assert len(store._watches) == 2
     cache.close()
+    await store.close()
+
+
+async def test_a_deleted_namespace_lets_go_of_its_topic_index(clock: Clock) -> None:
+    """The index of a namespace's persistent topics watches a directory that a namespace
+    without persistent topics never has, so no deletion is seen there: the namespace's own
+    deletion, seen on its policies, lets it go (a watch per namespace ever served stayed)."""
+    store = MemoryMetadataStore(MemoryServer(clock))
+    index = NamespaceTopicIndex(store)
+    cache = NamespaceBundlesCache(store, on_deleted=index.forget)
+    namespace = NamespaceName.parse("t/gone")
+    await store.put(paths.namespace_policies(namespace), b"{}")
+    await cache.bundles(namespace)
+    assert await index.topics_of(namespace) == []
+    assert len(store._watches) == 3  # two policies records, the topics directory
+    await store.delete(paths.namespace_policies(namespace))
+    await clock.sleep(0.01)
+    assert store._watches == {}
+    cache.close()
+    index.close()
     await store.close()

@@ -40,10 +40,13 @@ class WatchedCache(Generic[K, V]):
         store: MetadataStore,
         load: Callable[[K], Awaitable[V]],
         watched_paths: Callable[[K], list[str]],
+        on_deleted: Callable[[K], None] | None = None,
     ) -> None:
+        """``on_deleted``: told of a key whose watched record was deleted."""
         self._store = store
         self._load = load
         self._paths = watched_paths
+        self._on_deleted = on_deleted
         self._values: dict[K, V] = {}
         self._loading: dict[K, asyncio.Future[V]] = {}
         self._watches: dict[K, list[WatchHandle]] = {}
@@ -96,8 +99,16 @@ class WatchedCache(Generic[K, V]):
             self.invalidate(key)
             if notification.type is EventType.DELETED:
                 self._release(key)
+                if self._on_deleted is not None:
+                    self._on_deleted(key)
 
         return changed
+
+    def forget(self, key: K) -> None:
+        """Drop ``key``'s value and stop watching it (the next :meth:`get` reads and watches
+        again): for a key whose records are gone without its own watch seeing it."""
+        self.invalidate(key)
+        self._release(key)
 
     def _release(self, key: K) -> None:
         """Stop watching a key whose record was deleted (a namespace, an ownership record):
@@ -122,13 +133,20 @@ class NamespaceBundlesCache:
     splits) and falls back to the bundles in ``/admin/policies/<ns>``; a namespace with
     neither does not exist."""
 
-    def __init__(self, store: MetadataStore) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        on_deleted: Callable[[NamespaceName], None] | None = None,
+    ) -> None:
+        """``on_deleted``: told of a namespace whose policies were deleted (the namespace
+        was), so that what else is kept of it can go too."""
         self._store = store
         self._cache: WatchedCache[NamespaceName, tuple[NamespaceBundles, LocalPolicies]] = (
             WatchedCache(
                 store,
                 self._load,
                 lambda ns: [paths.local_policies(ns), paths.namespace_policies(ns)],
+                on_deleted,
             )
         )
 

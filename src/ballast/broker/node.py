@@ -121,9 +121,9 @@ class BrokerNode:
             identity.ownership_template(),
             still_a_bundle=self._still_a_bundle,
         )
-        self.bundles = NamespaceBundlesCache(store)
-        self.owners = OwnershipCache(store)
         self.topic_index = NamespaceTopicIndex(store)
+        self.bundles = NamespaceBundlesCache(store, on_deleted=self.topic_index.forget)
+        self.owners = OwnershipCache(store)
         self.served = ServedTopics()
         # Bundles this broker is making its own: set once their topics are served.
         self._taking: dict[BundleName, asyncio.Future[None]] = {}

@@ -67,6 +67,11 @@ class NamespaceTopicIndex:
         )
         return _sorted_by_hash(namespace, tuple(names))
 
+    def forget(self, namespace: NamespaceName) -> None:
+        """Let go of a deleted namespace's index and its watch: the watched directory of
+        persistent topics may never have existed, and then no deletion is seen there."""
+        self._cache.forget(namespace)
+
     def close(self) -> None:
         self._cache.close()
 

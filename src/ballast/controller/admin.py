@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ballast.controller.leftovers import drop_namespace_parent, drop_tenant_parent
 from ballast.controller.partitioned_topics import PartitionedTopicHandlers
 from ballast.controller.requests import (
     AnyRequest,
@@ -395,6 +396,7 @@ class AdminHandlers:
             paths.BUNDLE_DATA,
         ):
             await self.c.store.delete_recursive(f"{root}/{request.tenant}")
+        await drop_tenant_parent(self.c.store, request.tenant)
         return ok(f"tenant {request.tenant} deleted")
 
     async def _CreateNamespace(self, request: CreateNamespace) -> RequestReply:  # noqa: N802
@@ -473,6 +475,7 @@ class AdminHandlers:
         await self.c.store.delete_recursive(partitioned)
         await self.c.store.delete_recursive(paths.BUNDLE_DATA + f"/{namespace}")
         self.c.untrack_namespace(namespace)
+        await drop_namespace_parent(self.c.store, namespace)  # again as its unloads finish
         return ok(f"namespace {namespace} deleted")
 
     # -- policies -----------------------------------------------------------------------------

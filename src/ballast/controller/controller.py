@@ -51,6 +51,7 @@ from ballast.controller.events import EventManager, PreemptedError
 from ballast.controller.failover import Failover
 from ballast.controller.history import HistoryRecorder, HistorySink
 from ballast.controller.image import ClusterImage
+from ballast.controller.leftovers import drop_namespace_parent
 from ballast.controller.loading import (
     SheddingMemory,
     list_namespaces,
@@ -541,6 +542,9 @@ class Controller:
                 placing = self.failover.assign(parsed, why)
         else:
             self.image.record_owner(event.bundle, event.owner)
+            parsed = BundleName.parse(event.bundle)
+            if event.kind == "unload" and parsed.namespace not in self.image.namespaces:
+                await drop_namespace_parent(self.store, parsed.namespace)  # it was deleted
         waiter = self._waiters.pop(event.move_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(move_reply(event, owner, placing))

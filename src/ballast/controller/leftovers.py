@@ -1,0 +1,33 @@
+"""What a deleted namespace or tenant leaves in the store's ownership tree: the parents of its
+bundles' ownership records, ``/namespace/<tenant>/<ns>`` and ``/namespace/<tenant>``, which
+Pulsar removes too (``NamespaceResources.deleteNamespaceAsync`` and ``deleteTenantAsync``).
+A namespace's parent empties only as the unloads of its bundles finish, so the leader tries
+when it deletes the namespace and again after each of those unloads."""
+
+from __future__ import annotations
+
+import contextlib
+
+from ballast.metadata import paths
+from ballast.metadata.store import MetadataStore, NoNodeError, NotEmptyError
+from ballast.model.naming import NamespaceName
+
+
+async def drop_namespace_parent(store: MetadataStore, namespace: NamespaceName) -> None:
+    """Delete the deleted ``namespace``'s ownership parent once nothing is under it, and its
+    tenant's once the tenant is deleted and nothing is under that. Each is left while the
+    namespace (or tenant) exists, made again since, or while records are still under it."""
+    if await store.exists(paths.namespace_policies(namespace)) is None:
+        await _delete_if_empty(store, paths.namespace_ownership(namespace))
+        await drop_tenant_parent(store, namespace.tenant)
+
+
+async def drop_tenant_parent(store: MetadataStore, tenant: str) -> None:
+    """Delete a deleted ``tenant``'s ownership parent once nothing is under it."""
+    if await store.exists(paths.tenant(tenant)) is None:
+        await _delete_if_empty(store, f"{paths.OWNERSHIP}/{tenant}")
+
+
+async def _delete_if_empty(store: MetadataStore, path: str) -> None:
+    with contextlib.suppress(NoNodeError, NotEmptyError):
+        await store.delete(path)
