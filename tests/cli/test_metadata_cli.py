@@ -187,6 +187,12 @@ def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:
         assert result.returncode in (1, 2), args
         assert needle in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr
+    # A file that is no SQLite database is bad input (exit 2), not a store failure (1).
+    garbage = tmp_path / "garbage.db"
+    garbage.write_text("garbage\n")
+    for command in (["ls", "/"], ["load", str(first)]):
+        result = ballast("metadata", *command, "--store", f"sqlite:{garbage}")
+        assert result.returncode == 2 and "file is not a database" in result.stderr, command
     assert not (tmp_path / "typo.db").exists()  # reading a store never creates one
     assert not (tmp_path / "new.db").exists()  # nor does a load of what is not a dump
     assert not (tmp_path.parent / f"{tmp_path.name}.lock").exists()  # nor a lock beside a dir

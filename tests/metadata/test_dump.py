@@ -3,10 +3,12 @@ load that fails part way says how much it wrote."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ballast.clock import Clock
-from ballast.metadata.dump import dump_records, dump_tree, load_tree
+from ballast.metadata.dump import DumpFormatError, dump_records, dump_tree, load_tree
 from ballast.metadata.memory import MemoryMetadataStore, MemoryServer
 from ballast.metadata.store import MetadataError
 from ballast.metadata.values import MAX_STORED_BYTES
@@ -49,3 +51,56 @@ async def test_a_value_nested_past_the_parsers_depth_is_dumped_as_text(clock: Cl
     records = (await dump_tree(store, "/"))["records"]
     assert records["/deep"] == {"text": deep}
     assert dump_records({"root": "/", "records": records}).records == [("/deep", deep.encode())]
+
+
+ROUND_TRIPS = [
+    b'{"a":1,"b":[true,null,"caf\xc3\xa9"],"f":0.00003211909075872973}',  # Ballast's form
+    b'{\n  "a": 1\n}',  # spaced out
+    b'{"a":1,"a":2}',  # a key twice
+    b"1E2",
+    b"-0",
+    b"0.1000000000000000055511151231257827",
+    b"NaN",
+    b"Infinity",
+    b'"\\ud800"',  # an escaped lone surrogate
+    b' {"a":1} ',
+    b"plain text",
+    b"\xff\xfe binary",
+]
+
+
+async def test_a_dump_loads_back_byte_for_byte_and_is_strict_json(clock: Clock) -> None:
+    """A value JSON would rewrite (spaces, a repeated key, 1E2, NaN) is dumped as text, so
+    that a load writes back the bytes dumped: it refused a store's own unchanged dump, and
+    NaN made the dump no JSON at all."""
+    store = MemoryMetadataStore(MemoryServer(clock))
+    for n, value in enumerate(ROUND_TRIPS):
+        await store.put(f"/v/{n}", value)
+    dumped = await dump_tree(store, "/v")
+    assert dumped["records"]["/v/0"] == {
+        "json": {"a": 1, "b": [True, None, "café"], "f": 0.00003211909075872973}
+    }
+    assert all("text" in dumped["records"][f"/v/{n}"] for n in range(1, 11))
+
+    def no_constants(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    text = json.dumps(dumped, indent=1)
+    read = json.loads(text, parse_constant=no_constants)
+    records = dict(dump_records(read).records)
+    assert [records[f"/v/{n}"] for n in range(len(ROUND_TRIPS))] == ROUND_TRIPS
+    result = await load_tree(store, list(records.items()))  # its own dump: nothing to write
+    assert result.written == 0
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ({"text": "a", "ephemeral": "yes"}, "ephemeral must be true or false"),
+        ({"text": "a", "extra": 1}, "extra is no key of a record"),
+        ({"json": float("nan")}, "a value JSON cannot carry"),
+    ],
+)
+def test_a_record_entry_is_checked(entry: dict[str, object], said: str) -> None:
+    with pytest.raises(DumpFormatError, match=said):
+        dump_records({"root": "/", "records": {"/x": entry}})

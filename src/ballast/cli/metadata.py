@@ -22,6 +22,7 @@ from ballast.metadata.dump import (
     load_tree,
 )
 from ballast.metadata.factory import InvalidStoreUrlError, MetadataStores, parse_store_url
+from ballast.metadata.sqlite import StoreFileBusyError, StoreFileError
 from ballast.metadata.store import InvalidPathError, MetadataError, MetadataStore
 
 T = TypeVar("T")
@@ -70,8 +71,10 @@ def _with_store(
 
     try:
         return asyncio.run(run())
-    except (InvalidPathError, DumpFormatError) as exc:
-        fail(str(exc))
+    except StoreFileBusyError as exc:  # held by a running process: a store failure
+        fail(str(exc), code=1)
+    except (InvalidPathError, DumpFormatError, StoreFileError) as exc:
+        fail(str(exc))  # StoreFileError: a file that is no store (not SQLite, unreadable)
     except MetadataError as exc:
         fail(str(exc), code=1)
 

@@ -6,8 +6,11 @@ The dump format is one JSON object::
     {"root": "/loadbalance",
      "records": {"/loadbalance/brokers/b1:8080": {"json": {...}, "ephemeral": true}, ...}}
 
-Each value is ``{"json": v}`` when the bytes are UTF-8 JSON, ``{"text": s}`` when they are other
-UTF-8 text, else ``{"base64": s}``; an empty value is ``{"text": ""}``. Records are listed
+Each value is ``{"json": v}`` when the bytes are JSON in the compact form they are written back
+in (as Ballast writes its records), ``{"text": s}`` when they are other UTF-8 text (JSON spaced
+out, with a key repeated, ``1E2``, ``NaN``: written back as JSON they would change), else
+``{"base64": s}``; an empty value is ``{"text": ""}``. So a load writes back exactly the bytes
+dumped. Records are listed
 parents first. Loading writes persistent records, and leaves out the ephemeral ones unless
 asked: they belong to the sessions of the cluster dumped (its brokers' registrations, its
 leader, its bundles' owners), and kept for good they would make a cluster on this store wait
@@ -18,10 +21,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ballast.metadata.chunking import CHUNK_ROOT
 from ballast.metadata.store import MetadataError, MetadataStore, join, validate_path
@@ -48,17 +53,40 @@ def encode_value(value: bytes) -> dict[str, Any]:
         return {"base64": base64.b64encode(value).decode()}
     if text.strip():
         try:
-            return {"json": json.loads(text)}
-        except (json.JSONDecodeError, RecursionError):
+            parsed = msgspec.json.decode(value)
+        except (msgspec.DecodeError, RecursionError):
             pass
+        else:
+            if _json_bytes(parsed) == value:  # written back as it is
+                return {"json": parsed}
     return {"text": text}
+
+
+def _json_bytes(value: Any) -> bytes | None:
+    try:
+        return msgspec.json.encode(value)
+    except (msgspec.EncodeError, RecursionError, TypeError, ValueError):
+        return None
+
+
+_ENTRY_KEYS = frozenset({"json", "text", "base64", "ephemeral"})
 
 
 def decode_value(path: str, entry: Any) -> bytes:
     if not isinstance(entry, dict) or len(entry.keys() & {"json", "text", "base64"}) != 1:
         raise DumpFormatError(f'{path}: expected {{"json"|"text"|"base64": ...}}')
+    unknown = sorted(entry.keys() - _ENTRY_KEYS)
+    if unknown:
+        raise DumpFormatError(
+            f"{path}: {unknown[0]} is no key of a record (json, text, base64, ephemeral)"
+        )
+    if not isinstance(entry.get("ephemeral", False), bool):
+        raise DumpFormatError(f"{path}: ephemeral must be true or false")
     if "json" in entry:
-        return json.dumps(entry["json"], separators=(",", ":")).encode()
+        encoded = _json_bytes(entry["json"])
+        if encoded is None or not _finite(entry["json"]):
+            raise DumpFormatError(f"{path}: json holds a value JSON cannot carry (NaN, Infinity)")
+        return encoded
     if "text" in entry:
         if not isinstance(entry["text"], str):
             raise DumpFormatError(f"{path}: text must be a string")
@@ -67,6 +95,17 @@ def decode_value(path: str, entry: Any) -> bytes:
         return base64.b64decode(str(entry["base64"]), validate=True)
     except (binascii.Error, ValueError):
         raise DumpFormatError(f"{path}: base64 is malformed") from None
+
+
+def _finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in ``value`` (a dump read leniently may hold them)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_finite(item) for item in value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    return True
 
 
 async def dump_tree(

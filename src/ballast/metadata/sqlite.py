@@ -38,6 +38,10 @@ class StoreFileError(MetadataError):
         super().__init__(path, f"cannot use store file ({reason})")
 
 
+class StoreFileBusyError(StoreFileError):
+    """Another process holds the SQLite file (a running standalone or broker): try later."""
+
+
 class SqliteServer(MemoryServer):
     """A :class:`MemoryServer` whose persistent records survive restarts in ``db_path``."""
 
@@ -119,7 +123,7 @@ def _hold_lock(db_path: Path) -> int:
     would be a second, diverging cluster (each electing its own leader)."""
     lock = hold_exclusive(db_path.parent / f"{db_path.name}.lock")
     if lock is None:
-        raise StoreFileError(
+        raise StoreFileBusyError(
             str(db_path),
             "another process has it open; a store file serves one process (its brokers "
             "share it), brokers in several processes share a zk: store",
