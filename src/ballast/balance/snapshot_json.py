@@ -270,6 +270,15 @@ def metadata_dump_to_object(dump: Mapping[str, Any]) -> tuple[dict[str, Any], li
         if "json" in entry:
             values[relative] = entry["json"]
             continue
+        # A dump holds as text the JSON it could not write back byte for byte as JSON (a
+        # Pulsar record's `1.0E-5`, spaces): a load record all the same.
+        text = entry.get("text")
+        if isinstance(text, str) and text.strip():
+            try:
+                values[relative] = msgspec.json.decode(text)
+                continue
+            except (msgspec.DecodeError, RecursionError):
+                pass
         # Only bundle-data has nodes above its records, empty: bundle-data/TENANT,
         # bundle-data/TENANT/NAMESPACE and, for a v1 name (tenant/cluster/namespace),
         # bundle-data/TENANT/CLUSTER/NAMESPACE. Unlike a record, none ends in a bundle range.
