@@ -51,6 +51,9 @@ def test_split_in_parts_and_default(ballast: Run) -> None:
     ]
     default = ballast("bundle", "split", "0x40000000_0x80000000")
     assert default.stdout.split() == ["0x40000000_0x60000000", "0x60000000_0x80000000"]
+    # a bundle written with its namespace, as the docs and the admin API write it
+    named = ballast("bundle", "split", "public/default/0x40000000_0x80000000")
+    assert named.returncode == 0 and named.stdout == default.stdout
 
 
 def test_split_at_positions(ballast: Run) -> None:

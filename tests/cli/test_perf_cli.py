@@ -138,6 +138,8 @@ async def test_perf_consume_gets_what_perf_produce_sends(clock: Clock) -> None:
         # the client's C int: an internal TypeError, or a loop of 10**400 names
         (("produce", "x", "--max-pending", "1" + "0" * 400), "--max-pending must be at most"),
         (("consume", "x", "--receiver-queue", "2147483648"), "--receiver-queue must be at most"),
+        # the client allocates the queue whole: 2 billion aborted it (std::bad_alloc)
+        (("consume", "x", "--receiver-queue", "2000000000"), "must be at most 1,000,000"),
         (("produce", "x", "--topics", "1000", "-n", "101"), "--topics x --producers must be"),
         (("consume", "x", "--topics", "100001"), "--topics x --consumers must be at most 100,000"),
     ],

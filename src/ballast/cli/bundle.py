@@ -165,7 +165,12 @@ def parse_topics_file(path: Path) -> list[TopicLoad]:
 @bundle_app.command("split")
 def split_command(
     bundle_range: Annotated[
-        str, typer.Argument(metavar="RANGE", help="Bundle range, e.g. 0x00000000_0x40000000.")
+        str,
+        typer.Argument(
+            metavar="RANGE",
+            help="Bundle range, e.g. 0x00000000_0x40000000 (or with its namespace, "
+            "public/default/0x00000000_0x40000000).",
+        ),
     ],
     parts: Annotated[
         int | None,
@@ -216,7 +221,9 @@ def split_command(
     if parts is not None and (positions is not None or algorithm is not None):
         fail("--parts cannot be combined with --positions or --algorithm")
     try:
-        parent = BundleRange.parse(bundle_range)
+        # A bundle with its namespace (tenant/ns/RANGE) is its range here: the arithmetic is
+        # the same for every namespace.
+        parent = BundleRange.parse(bundle_range.rpartition("/")[2])
     except InvalidBundle as exc:
         fail(str(exc))
     settings = settings_from(config, overrides)
