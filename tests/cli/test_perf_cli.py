@@ -125,6 +125,7 @@ async def test_perf_consume_gets_what_perf_produce_sends(clock: Clock) -> None:
         (("consume", "x", "--receiver-queue", "0"), "--receiver-queue must be"),
         (("consume", "x", "--url", "127.0.0.1:6650"), "is not a service URL"),
         (("produce", "x", "--url", "pulsar://h:6650,g:99999"), "is not a service URL"),
+        (("produce", "x", "--url", "pulsar://127.0.0.1:0"), "port 0 is no port"),
         (("consume", "x", "--type", "sometimes"), "--type"),
         (("produce", "bad:///x"), "topic 'bad:///x' is not a topic name"),
         (("consume", "persistent://t/x"), "is not a topic name"),

@@ -46,11 +46,13 @@ def url_problem(url: str, schemes: tuple[str, ...], *, several_hosts: bool = Fal
     for host in hosts.split(",") if several_hosts else [hosts]:
         try:
             parts = urlsplit(f"{scheme}://{host}")
-            _ = parts.port  # raises ValueError for a port outside 0-65535
+            port = parts.port  # raises ValueError for a port outside 0-65535
         except ValueError as exc:
             return str(exc)
         if not parts.hostname:
             return "it names no host"
+        if port == 0:  # no server listens there: a client would wait its whole timeout
+            return "port 0 is no port a server listens on"
     return None
 
 
