@@ -9,25 +9,29 @@ from __future__ import annotations
 import contextlib
 
 from ballast.metadata import paths
-from ballast.metadata.store import MetadataStore, NoNodeError, NotEmptyError
+from ballast.metadata.store import MetadataError, MetadataStore
 from ballast.model.naming import NamespaceName
 
 
 async def drop_namespace_parent(store: MetadataStore, namespace: NamespaceName) -> None:
     """Delete the deleted ``namespace``'s ownership parent once nothing is under it, and its
     tenant's once the tenant is deleted and nothing is under that. Each is left while the
-    namespace (or tenant) exists, made again since, or while records are still under it."""
-    if await store.exists(paths.namespace_policies(namespace)) is None:
-        await _delete_if_empty(store, paths.namespace_ownership(namespace))
-        await drop_tenant_parent(store, namespace.tenant)
+    namespace (or tenant) exists, made again since, or while records are still under it.
+    Tidying only: a store that fails meanwhile leaves them (empty records, harmless)."""
+    with contextlib.suppress(MetadataError):
+        if await store.exists(paths.namespace_policies(namespace)) is None:
+            await _delete_if_empty(store, paths.namespace_ownership(namespace))
+            await drop_tenant_parent(store, namespace.tenant)
 
 
 async def drop_tenant_parent(store: MetadataStore, tenant: str) -> None:
     """Delete a deleted ``tenant``'s ownership parent once nothing is under it."""
-    if await store.exists(paths.tenant(tenant)) is None:
-        await _delete_if_empty(store, f"{paths.OWNERSHIP}/{tenant}")
+    with contextlib.suppress(MetadataError):
+        if await store.exists(paths.tenant(tenant)) is None:
+            await _delete_if_empty(store, f"{paths.OWNERSHIP}/{tenant}")
 
 
 async def _delete_if_empty(store: MetadataStore, path: str) -> None:
-    with contextlib.suppress(NoNodeError, NotEmptyError):
+    # NoNodeError, NotEmptyError: gone already, or records still under it
+    with contextlib.suppress(MetadataError):
         await store.delete(path)
