@@ -3,6 +3,8 @@ deleted record's watches are let go, as are those of a namespace that does not e
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ballast.broker.caches import NamespaceBundlesCache, NamespaceNotFoundError, WatchedCache
@@ -10,6 +12,7 @@ from ballast.broker.topics import NamespaceTopicIndex
 from ballast.clock import Clock
 from ballast.metadata import paths
 from ballast.metadata.memory import MemoryMetadataStore, MemoryServer
+from ballast.metadata.store import ConnectionLossError
 from ballast.model.naming import NamespaceName
 
 
@@ -81,4 +84,26 @@ async def test_a_deleted_namespace_lets_go_of_its_topic_index(clock: Clock) -> N
     assert store._watches == {}
     cache.close()
     index.close()
+    await store.close()
+
+
+async def test_watches_set_before_a_store_failure_are_let_go(clock: Clock) -> None:
+    """A namespace is watched on two records: when the store fails on the second, the first
+    one's watch was kept with no entry to release it."""
+    store = MemoryMetadataStore(MemoryServer(clock))
+    watch = store.watch
+    calls: list[str] = []
+
+    async def failing_second(path: str, callback: Any) -> Any:
+        calls.append(path)
+        if len(calls) == 2:
+            raise ConnectionLossError(path)
+        return await watch(path, callback)
+
+    store.watch = failing_second  # type: ignore[method-assign]
+    cache = NamespaceBundlesCache(store)
+    with pytest.raises(ConnectionLossError):
+        await cache.bundles(NamespaceName.parse("t/ns"))
+    assert len(calls) == 2 and store._watches == {}
+    cache.close()
     await store.close()

@@ -7,11 +7,12 @@ The server's own list of watched paths (``wchp``) is the judge."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
 from ballast.clock import Clock
-from ballast.metadata.store import Notification
+from ballast.metadata.store import ConnectionLossError, Notification
 from ballast.metadata.zkserver import LocalZooKeeper
 from ballast.metadata.zookeeper import ZooKeeperMetadataStore
 from tests.support.waiting import eventually
@@ -61,5 +62,31 @@ async def test_cancelled_watches_leave_the_server(
         # kazoo no longer holds them either: nothing to set again at a reconnect
         tables = store._client._data_watchers, store._client._child_watchers
         assert not any(path in table for table in tables for path in full)
+    finally:
+        await store.close()
+
+
+async def test_a_watch_that_could_not_be_armed_is_not_kept(
+    zookeeper_server: LocalZooKeeper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watch asked for while the connection is down fails, and its caller has no handle to
+    cancel: kept, it was armed at the reconnect and stayed for good (a lookup of an unknown
+    name during a ZooKeeper outage left a watch per name on every broker)."""
+    store = await ZooKeeperMetadataStore.connect(
+        zookeeper_server.hosts + f"/unwatch-{next(_chroots)}"
+    )
+    try:
+        arm = ZooKeeperMetadataStore._arm
+
+        async def lost(self: ZooKeeperMetadataStore, watch: Any) -> Any:
+            await arm(self, watch)  # the exists watch is set, then the connection drops
+            raise ConnectionLossError(watch.path)
+
+        monkeypatch.setattr(ZooKeeperMetadataStore, "_arm", lost)
+        with pytest.raises(ConnectionLossError):
+            await store.watch("/nothing", lambda _: None)
+        assert store._watches == []
+        tables = store._client._data_watchers, store._client._child_watchers
+        assert not any(path.endswith("/nothing") for table in tables for path in table)
     finally:
         await store.close()

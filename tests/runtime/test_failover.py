@@ -17,6 +17,8 @@ from ballast.controller.controller import Controller
 from ballast.controller.requests import (
     CreateNamespace,
     CreateTenant,
+    DeleteNamespace,
+    DeleteTenant,
     UnloadRequest,
 )
 from ballast.coordination.ownership import read_owner
@@ -35,9 +37,9 @@ def identity(host: str) -> BrokerIdentity:
     return BrokerIdentity(host, 8080, 6650)
 
 
-async def start(clock: Clock) -> LocalCluster:
+async def start(clock: Clock, *overrides: str) -> LocalCluster:
     settings = load_settings(
-        overrides=[f"metadataStoreSessionTimeoutMillis={int(SESSION_S * 1000)}"]
+        overrides=[f"metadataStoreSessionTimeoutMillis={int(SESSION_S * 1000)}", *overrides]
     ).settings
     cluster = LocalCluster(clock, settings=settings)
     for host in HOSTS:
@@ -127,4 +129,33 @@ async def test_a_leader_whose_controller_fails_to_start_steps_down(
     assert leader.controller is not None and leader.controller.epoch == 2
     assert cluster.nodes[failed[0]].controller is None
     assert (await cluster.request(CreateNamespace(namespace="t/after", bundles=1))).ok
+    await cluster.close()
+
+
+async def test_a_namespace_deleted_while_its_broker_dies_leaves_no_ownership_parents(
+    clock: Clock,
+) -> None:
+    """The unloads to a dead broker fail, and its records stay until its session ends: the
+    namespace's ``/namespace/t/gone`` and the tenant's ``/namespace/t`` were left for good.
+    The leader drops them once that broker has left."""
+    cluster = await start(clock, "forceDeleteNamespaceAllowed=true")
+    assert (await cluster.request(CreateNamespace(namespace="t/gone", bundles=2))).ok
+    [topic] = await create_topics(cluster, "t/gone", 1)
+    leader = cluster.leader()
+    assert leader is not None
+    follower = next(n.broker_id for n in cluster.running() if n is not leader)
+    bundle = await leader.lookups.bundle_of(topic)
+    await cluster.lookup(topic)
+    assert (await cluster.request(UnloadRequest(bundle=str(bundle), destination=follower))).ok
+    await clock.sleep(1.0)
+    await cluster.crash_broker(follower)
+    reply = await cluster.request(DeleteNamespace(namespace="t/gone", force=True))
+    assert reply.ok, reply.message
+    assert (await cluster.request(DeleteTenant(tenant="t"))).ok
+    assert await leader.store.exists("/namespace/t/gone") is not None  # its record holds it
+
+    async def tidied() -> bool:
+        return await leader.store.exists("/namespace/t") is None
+
+    await eventually(tidied, clock, timeout_s=SESSION_S * 3, what="the parents dropped")
     await cluster.close()

@@ -66,10 +66,15 @@ class WatchedCache(Generic[K, V]):
         self._loading[key] = future
         try:
             if key not in self._watches:
-                self._watches[key] = [
-                    await self._store.watch(path, self._invalidator(key))
-                    for path in self._paths(key)
-                ]
+                handles: list[WatchHandle] = []
+                try:
+                    for path in self._paths(key):
+                        handles.append(await self._store.watch(path, self._invalidator(key)))
+                except BaseException:  # the store failed: none is kept, the next get tries
+                    for handle in handles:
+                        handle.cancel()
+                    raise
+                self._watches[key] = handles
             generation = self._generation.get(key, 0)
             try:
                 value = await self._load(key)

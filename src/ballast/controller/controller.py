@@ -51,7 +51,7 @@ from ballast.controller.events import EventManager, PreemptedError
 from ballast.controller.failover import Failover
 from ballast.controller.history import HistoryRecorder, HistorySink
 from ballast.controller.image import ClusterImage
-from ballast.controller.leftovers import drop_namespace_parent
+from ballast.controller.leftovers import drop_namespace_parent, sweep_parents
 from ballast.controller.loading import (
     SheddingMemory,
     list_namespaces,
@@ -233,6 +233,7 @@ class Controller:
         image = self.image
         for namespace in await list_namespaces(self.store):
             await self.track_namespace(namespace)
+        await sweep_parents(self.store, image.namespaces)  # a deletion the last leader left
         image.isolation = await load_isolation(self.store, self.cluster)
         image.failure_domains = await load_failure_domains(self.store, self.cluster)
         image.bundle_data = await load_bundle_data(self.store)
@@ -417,6 +418,8 @@ class Controller:
             await self._update_all(UpdateAll())
         for broker in (*change.left, *change.bounced):
             self.failover.broker_gone(broker, left=broker in change.left)
+        if change.left:  # its ownership records went with its session
+            await sweep_parents(self.store, self.image.namespaces)
         if change.joined:
             self.failover.broker_joined()
         if change.updated and not change.membership_changed:
@@ -535,6 +538,8 @@ class Controller:
             owner = None if found is None else found.broker_id
             if event.kind != "split":
                 self.image.record_owner(event.bundle, owner)
+            if parsed.namespace not in self.image.namespaces:  # it was deleted meanwhile
+                await drop_namespace_parent(self.store, parsed.namespace)
             gone = event.source is not None and event.source not in self.image.brokers
             if owner is None and gone and self.image.bundle_exists(parsed):
                 # Its broker left mid-move: placed now, as that broker's other bundles were.

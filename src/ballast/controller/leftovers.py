@@ -2,15 +2,19 @@
 bundles' ownership records, ``/namespace/<tenant>/<ns>`` and ``/namespace/<tenant>``, which
 Pulsar removes too (``NamespaceResources.deleteNamespaceAsync`` and ``deleteTenantAsync``).
 A namespace's parent empties only as the unloads of its bundles finish, so the leader tries
-when it deletes the namespace and again after each of those unloads."""
+when it deletes the namespace and again after each of those unloads; a broker that died
+during the deletion keeps its records until its session ends, and a leader may change
+midway, so a new leader and each broker's departure sweep the parents of namespaces the
+leader does not know."""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Container
 
 from ballast.metadata import paths
 from ballast.metadata.store import MetadataError, MetadataStore
-from ballast.model.naming import NamespaceName
+from ballast.model.naming import InvalidNameError, NamespaceName
 
 
 async def drop_namespace_parent(store: MetadataStore, namespace: NamespaceName) -> None:
@@ -35,3 +39,19 @@ async def _delete_if_empty(store: MetadataStore, path: str) -> None:
     # NoNodeError, NotEmptyError: gone already, or records still under it
     with contextlib.suppress(MetadataError):
         await store.delete(path)
+
+
+async def sweep_parents(store: MetadataStore, known: Container[NamespaceName]) -> None:
+    """Drop the parents of namespaces not in ``known`` (the leader's: every namespace that
+    exists) and of tenants that are gone, where nothing is under them. Brokers' heartbeat
+    namespaces are left (they have no policies: each broker makes its own again). Reads one
+    record per unknown namespace only."""
+    with contextlib.suppress(MetadataError):
+        for tenant in await store.children(paths.OWNERSHIP):
+            for name in await store.children(f"{paths.OWNERSHIP}/{tenant}"):
+                try:
+                    namespace = NamespaceName.parse(f"{tenant}/{name}")
+                except InvalidNameError:
+                    continue  # a v1 name's cluster level, or a stray record
+                if namespace not in known and not namespace.is_heartbeat:
+                    await drop_namespace_parent(store, namespace)

@@ -342,7 +342,14 @@ class ZooKeeperMetadataStore(MetadataStore):
             raise StoreClosedError()
         watch = _ZkWatch(self, path, callback)
         self._watches.append(watch)
-        watch.seen = await self._arm(watch)
+        try:
+            watch.seen = await self._arm(watch)
+        except BaseException:
+            # Never handed out, so nobody could cancel it: kept, it would be armed again at
+            # the reconnect and stay for good (a lookup of an unknown name while the
+            # connection was down left one per name on every broker).
+            watch.cancel()
+            raise
         return watch
 
     def mark_dirty(self, watch: _ZkWatch) -> None:
