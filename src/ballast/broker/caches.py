@@ -70,25 +70,19 @@ class WatchedCache(Generic[K, V]):
                 try:
                     for path in self._paths(key):
                         handles.append(await self._store.watch(path, self._invalidator(key)))
-                except BaseException:  # the store failed: none is kept, the next get tries
-                    for handle in handles:
-                        handle.cancel()
-                    raise
-                self._watches[key] = handles
+                finally:  # those set so far, released below if the store failed on another
+                    self._watches[key] = handles
             generation = self._generation.get(key, 0)
-            try:
-                value = await self._load(key)
-            except NamespaceNotFoundError:
-                # Nothing to keep fresh, and the record may never come (a lookup of a name
-                # that does not exist): watching it for good would keep a watch per name
-                # ever asked for. The next get watches again before it reads.
-                self._release(key)
-                raise
+            value = await self._load(key)
             if self._generation.get(key, 0) == generation:
                 self._values[key] = value  # no change arrived while we read
             future.set_result(value)
             return value
         except BaseException as exc:
+            # Nothing is cached, so nothing to keep fresh: the watches go (the next get sets
+            # them again before it reads). Kept, a record that never comes (a lookup of a
+            # namespace nobody created) held a watch per name ever asked for.
+            self._release(key)
             future.set_exception(exc)
             future.exception()
             raise

@@ -525,21 +525,18 @@ class Controller:
         """The one place a finished move changes the image."""
         self.image.moving.discard(event.bundle)
         owner, placing = event.owner, None
+        parsed = BundleName.parse(event.bundle)
         if event.kind == "split" and event.ok and event.children:
-            parsed = BundleName.parse(event.bundle)
             self.image.forget_bundle(event.bundle)
             await self.track_namespace(parsed.namespace)
         elif not event.ok:
             # A move that failed part way (a broker left, a command refused) may have left
             # the bundle anywhere: the image takes the owner the store has (a failed split
             # has changed no owner).
-            parsed = BundleName.parse(event.bundle)
             found = await read_owner(self.store, parsed)
             owner = None if found is None else found.broker_id
             if event.kind != "split":
                 self.image.record_owner(event.bundle, owner)
-            if parsed.namespace not in self.image.namespaces:  # it was deleted meanwhile
-                await drop_namespace_parent(self.store, parsed.namespace)
             gone = event.source is not None and event.source not in self.image.brokers
             if owner is None and gone and self.image.bundle_exists(parsed):
                 # Its broker left mid-move: placed now, as that broker's other bundles were.
@@ -547,9 +544,8 @@ class Controller:
                 placing = self.failover.assign(parsed, why)
         else:
             self.image.record_owner(event.bundle, event.owner)
-            parsed = BundleName.parse(event.bundle)
-            if event.kind == "unload" and parsed.namespace not in self.image.namespaces:
-                await drop_namespace_parent(self.store, parsed.namespace)  # it was deleted
+        if parsed.namespace not in self.image.namespaces:  # deleted meanwhile (its unloads)
+            await drop_namespace_parent(self.store, parsed.namespace)
         waiter = self._waiters.pop(event.move_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(move_reply(event, owner, placing))

@@ -22,10 +22,17 @@ async def drop_namespace_parent(store: MetadataStore, namespace: NamespaceName) 
     tenant's once the tenant is deleted and nothing is under that. Each is left while the
     namespace (or tenant) exists, made again since, or while records are still under it.
     Tidying only: a store that fails meanwhile leaves them (empty records, harmless)."""
+    if await _drop_namespace_only(store, namespace):
+        await drop_tenant_parent(store, namespace.tenant)
+
+
+async def _drop_namespace_only(store: MetadataStore, namespace: NamespaceName) -> bool:
+    """Whether ``namespace`` is deleted (its parent then dropped if empty)."""
     with contextlib.suppress(MetadataError):
         if await store.exists(paths.namespace_policies(namespace)) is None:
             await _delete_if_empty(store, paths.namespace_ownership(namespace))
-            await drop_tenant_parent(store, namespace.tenant)
+            return True
+    return False
 
 
 async def drop_tenant_parent(store: MetadataStore, tenant: str) -> None:
@@ -43,15 +50,18 @@ async def _delete_if_empty(store: MetadataStore, path: str) -> None:
 
 async def sweep_parents(store: MetadataStore, known: Container[NamespaceName]) -> None:
     """Drop the parents of namespaces not in ``known`` (the leader's: every namespace that
-    exists) and of tenants that are gone, where nothing is under them. Brokers' heartbeat
-    namespaces are left (they have no policies: each broker makes its own again). Reads one
-    record per unknown namespace only."""
+    exists), and of their tenants that are gone, where nothing is under them. Brokers'
+    heartbeat namespaces are left (they have no policies: each broker makes its own again).
+    Reads one record per unknown namespace, and one per tenant of theirs."""
     with contextlib.suppress(MetadataError):
         for tenant in await store.children(paths.OWNERSHIP):
+            deleted = False
             for name in await store.children(f"{paths.OWNERSHIP}/{tenant}"):
                 try:
                     namespace = NamespaceName.parse(f"{tenant}/{name}")
                 except InvalidNameError:
                     continue  # a v1 name's cluster level, or a stray record
                 if namespace not in known and not namespace.is_heartbeat:
-                    await drop_namespace_parent(store, namespace)
+                    deleted = await _drop_namespace_only(store, namespace) or deleted
+            if deleted:
+                await drop_tenant_parent(store, tenant)

@@ -70,17 +70,19 @@ def new_brokers(result: RunResult) -> list[dict[str, Any]]:
     return found
 
 
-def _time_average(result: RunResult, field: str, since: float) -> float | None:
-    """The mean of ``field`` over the steps from ``since`` that had a broker and load; None
-    if none had: a cluster without brokers, or whose brokers carry nothing yet (the first
-    step, before any topic is placed), has no balance to average."""
-    values = [getattr(s, field) for s in _balanced_steps(result, since)]
-    return _round(sum(values) / len(values)) if values else None
-
-
-def _balanced_steps(result: RunResult, since: float) -> list[StepRecord]:
-    """The steps from ``since`` with a broker running and load on the cluster."""
-    return [s for s in result.steps if s.t_s >= since and s.brokers > 0 and s.bound > 0]
+def _after(result: RunResult, since: float) -> dict[str, float | None]:
+    """The mean std-dev and ratio, and the largest std-dev, over the steps from ``since``
+    that had a broker and load (None if none had: a cluster without brokers, or whose
+    brokers carry nothing yet — the first step, before any topic is placed — has no
+    balance to measure)."""
+    steps = [s for s in result.steps if s.t_s >= since and s.brokers > 0 and s.bound > 0]
+    if not steps:
+        return {"meanStd": None, "meanRatio": None, "maxStd": None}
+    return {
+        "meanStd": _round(sum(s.std for s in steps) / len(steps)),
+        "meanRatio": _round(sum(s.ratio for s in steps) / len(steps)),
+        "maxStd": max(_round(s.std) for s in steps),
+    }
 
 
 def _final(step: StepRecord) -> dict[str, Any]:
@@ -123,9 +125,7 @@ def summarize(result: RunResult) -> dict[str, Any]:
         "final": _final(result.steps[-1]),
         "afterLastEvent": {
             "fromS": _round(since),
-            "meanStd": _time_average(result, "std", since),
-            "meanRatio": _time_average(result, "ratio", since),
-            "maxStd": max((_round(s.std) for s in _balanced_steps(result, since)), default=None),
+            **_after(result, since),
         },
         "convergenceS": None if converged is None else _round(converged),
         "moves": {
