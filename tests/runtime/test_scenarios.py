@@ -548,3 +548,30 @@ async def test_cached_lookups_follow_unloads_and_splits(clock: Clock) -> None:
     assert cached_after is not None and cached_after.broker_id == after[str(topic)]
     await settle_and_check(cluster, observer, clock)
     await cluster.close()
+
+
+async def test_answers_of_gone_bundles_are_not_kept(clock: Clock) -> None:
+    cluster, observer = await start_cluster(clock, 2)
+    assert (await cluster.request(CreateNamespace(namespace="t/gone", bundles=4))).ok
+    topics = await create_topics(cluster, "t/gone", 40)
+    node = cluster.running()[0]
+    await lookup_all(cluster, topics)
+    assert all(node.lookups.cached_answer(topic) is not None for topic in topics)
+    assert node.lookups.answers_kept == 4
+    bundle = await node.lookups.bundle_of(topics[0])
+    split = await cluster.request(
+        SplitRequest(bundle=str(bundle), algorithm="range_equally_divide")
+    )
+    assert split.ok
+    await settle_and_check(cluster, observer, clock)
+    # the split parent's answer went with its ownership record
+    assert node.lookups.answers_kept == 3
+    await lookup_all(cluster, topics)
+    assert all(node.lookups.cached_answer(topic) is not None for topic in topics)
+    assert node.lookups.answers_kept == 5
+    for each in (await node.bundles.bundles(topics[0].namespace)).bundles:
+        assert (await cluster.request(UnloadRequest(bundle=str(each)))).ok
+    await clock.sleep(0.01)
+    assert node.lookups.answers_kept == 0
+    await settle_and_check(cluster, observer, clock)
+    await cluster.close()

@@ -187,9 +187,13 @@ class NamespaceBundlesCache:
 class OwnershipCache:
     """Who owns each bundle, as last read (None: unowned)."""
 
-    def __init__(self, store: MetadataStore) -> None:
+    def __init__(
+        self, store: MetadataStore, on_deleted: Callable[[BundleName], None] | None = None
+    ) -> None:
+        """``on_deleted``: told of a bundle whose ownership record was deleted (unloaded,
+        split, its owner gone)."""
         self._cache: WatchedCache[BundleName, Owner | None] = WatchedCache(
-            store, self._load, lambda bundle: [paths.ownership(bundle)]
+            store, self._load, lambda bundle: [paths.ownership(bundle)], on_deleted
         )
         self._store = store
 

@@ -202,6 +202,16 @@ class LookupService:
         self.stats.lookups += 1
         return cached[1]
 
+    def forget(self, bundle: BundleName) -> None:
+        """Drop the answer kept for ``bundle``, whose ownership record is gone. Kept, the
+        answers of split parents and deleted namespaces' bundles stayed for good."""
+        self._answers.pop(bundle, None)
+
+    @property
+    def answers_kept(self) -> int:
+        """How many bundles' answers are kept for :meth:`cached_answer`."""
+        return len(self._answers)
+
     async def bundle_of(self, topic: TopicName) -> BundleName:
         """The bundle serving ``topic`` (NamespaceNotFoundError if the namespace is unknown).
         A broker's heartbeat namespace has no policies: it is one bundle, always."""

@@ -123,7 +123,7 @@ class BrokerNode:
         )
         self.topic_index = NamespaceTopicIndex(store)
         self.bundles = NamespaceBundlesCache(store, on_deleted=self.topic_index.forget)
-        self.owners = OwnershipCache(store)
+        self.owners = OwnershipCache(store, on_deleted=self._ownership_deleted)
         self.served = ServedTopics()
         # Bundles this broker is making its own: set once their topics are served.
         self._taking: dict[BundleName, asyncio.Future[None]] = {}
@@ -381,6 +381,9 @@ class BrokerNode:
         return None if leader is None else leader.broker_id
 
     # -- ownership and topics ---------------------------------------------------------------
+
+    def _ownership_deleted(self, bundle: BundleName) -> None:
+        self.lookups.forget(bundle)
 
     async def acquire(self, bundle: BundleName, load_topics: bool = True) -> Owner:
         """Own ``bundle`` (or learn who does) and, if ours, load its topics."""
