@@ -363,6 +363,9 @@ def test_a_run_labelled_by_its_settings_is_not_named_for_a_profile_it_is_not(
                        "--set", "loadBalancerLoadPlacementStrategy=ballast",
                        "--set", "loadBalancerDistributeBundlesEvenlyEnabled=false")  # fmt: skip
     assert json.loads(profiled.stdout)["strategy"] == "ballast"
+    evenly = ballast("simulate", scenario, "--json", "--no-plots", "--strategy", "ballast",
+                     "--set", "loadBalancerDistributeBundlesEvenlyEnabled=true")  # fmt: skip
+    assert json.loads(evenly.stdout)["strategy"] == "ballast+evenly"
     # nor is a profile given by name whose placement --set replaces
     other_placement = "loadBalancerLoadPlacementStrategy=least_resource_usage_with_weight"
     placed = ballast("simulate", scenario, "--json", "--no-plots", "--strategy", "threshold",

@@ -42,24 +42,23 @@ def settings_warnings(scenario: Scenario, overrides: tuple[str, ...]) -> tuple[s
 def settings_label(settings: Settings) -> str:
     """The name of a run without ``--strategy``: the profile whose settings it has, or, where
     it pairs them otherwise, its shedding and placement strategies (``ballast+
-    least_long_term_message_rate``, with ``+evenly`` or ``+unevenly`` where only
-    ``loadBalancerDistributeBundlesEvenlyEnabled`` differs) — never a profile's name for
-    a run that is not that profile."""
+    least_long_term_message_rate``), or the profile's name with ``+evenly`` or ``+unevenly``
+    where only ``loadBalancerDistributeBundlesEvenlyEnabled`` differs — never a profile's
+    name alone for a run that is not that profile."""
     for name, profile in PROFILES.items():
         parsed = load_settings(overrides=profile.overrides(), strict=True).settings
         if all(settings[key] == parsed[key] for key in profile.settings):
             return name
     shedding = settings.get_str("loadBalancerLoadSheddingStrategy")
     placement = settings.get_str("loadBalancerLoadPlacementStrategy")
-    label = f"{shedding}+{placement}"
-    if any(
-        label == f"{p.settings['loadBalancerLoadSheddingStrategy']}+"
-        f"{p.settings['loadBalancerLoadPlacementStrategy']}"
-        for p in PROFILES.values()
-    ):
-        evenly = settings.get_bool("loadBalancerDistributeBundlesEvenlyEnabled")
-        label += "+evenly" if evenly else "+unevenly"
-    return label
+    for name, profile in PROFILES.items():
+        if (shedding, placement) == (
+            profile.settings["loadBalancerLoadSheddingStrategy"],
+            profile.settings["loadBalancerLoadPlacementStrategy"],
+        ):
+            evenly = settings.get_bool("loadBalancerDistributeBundlesEvenlyEnabled")
+            return f"{name}+evenly" if evenly else f"{name}+unevenly"
+    return f"{shedding}+{placement}"
 
 
 def history_sink(settings: Settings, subdir: str | None) -> HistorySink | None:
