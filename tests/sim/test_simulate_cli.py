@@ -344,7 +344,7 @@ def test_duration_cuts_a_run_short(ballast: Run, tmp_path: Path) -> None:
     for bad, said in (("70", "not a whole number of 20 s steps"), ("0", "must be above 0"),
                       ("soon", '"soon" is not a duration')):  # fmt: skip
         refused = ballast("simulate", str(write(tmp_path)), "--duration", bad)
-        assert refused.returncode == 2 and "--duration: " in refused.stderr, bad
+        assert refused.returncode == 2 and "error: --duration: " in refused.stderr, bad
         assert said in refused.stderr, refused.stderr
 
 

@@ -342,7 +342,9 @@ def simulate_command(
             raise ScenarioError("--duration: must be above 0")
         loaded = load_scenario(find_scenario(scenario), duration_s=cut)
     except ScenarioError as exc:
-        fail(str(exc))
+        message: str = exc.args[0]
+        # an option's error is said as one; the scenario file's as a ScenarioError
+        fail(message if message.startswith("--") else str(exc))
     for note in loaded.notes:
         print(f"note: {note}", file=sys.stderr)
     names = _strategies(strategy, compare)
