@@ -143,6 +143,8 @@ async def test_perf_consume_gets_what_perf_produce_sends(clock: Clock) -> None:
         (("consume", "x", "--receiver-queue", "2000000000"), "must be at most 1,000,000"),
         (("produce", "x", "--topics", "1000", "-n", "101"), "--topics x --producers must be"),
         (("consume", "x", "--topics", "100001"), "--topics x --consumers must be at most 100,000"),
+        (("consume", "x", "-n", "2"), "--type exclusive takes one consumer"),
+        (("consume", "x", "-n", "2", "--type", "exclusive"), "--consumers 2 needs a subscription"),
     ],
 )
 def test_bad_options_exit_2_naming_the_option(

@@ -145,6 +145,17 @@ def _receiver_queue_problems(receiver_queue: int) -> list[str]:
     ]
 
 
+def _exclusive_problems(kind: SubscriptionKind, consumers: int) -> list[str]:
+    """Several consumers of an exclusive subscription: the broker refuses all but the first
+    (Pulsar's "Exclusive consumer is already connected"), said before any client starts."""
+    if kind is not SubscriptionKind.EXCLUSIVE or consumers <= 1:
+        return []
+    return [
+        f"--consumers {consumers} needs a subscription type that shares: --type exclusive "
+        "takes one consumer (use shared, failover or key_shared)"
+    ]
+
+
 def _subscription_problems(subscription: str) -> list[str]:
     if subscription.strip():
         return []
@@ -309,6 +320,7 @@ def consume_command(
         messages,
         more=[
             *_subscription_problems(subscription),
+            *_exclusive_problems(kind, consumers),
             *_clients_problems("--consumers", topic_count, consumers),
             *_receiver_queue_problems(receiver_queue),
         ],
