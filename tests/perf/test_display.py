@@ -46,6 +46,14 @@ def test_a_run_without_a_latency_says_so_rather_than_zero() -> None:
         "mean": 2.0, "p50": 2.0, "p95": 2.9, "p99": 2.98, "p99.9": 2.998, "max": 3.0,
     }  # fmt: skip
     assert measured.to_json()["unanswered"] == 4
+    one = Summary(1.0, 1, 10, 0, Latencies.of([1.0]))
+    assert summary_text("Produced", one, "publish").startswith("Produced 1 message in 1.0 s")
+    quiet = interval_line("Consume", Interval(1.0, 0, 0, 0, Latencies()), None)
+    assert quiet.endswith("failed 0 --- latency: none measured"), quiet
+    view = LiveView("ballast perf", "end-to-end", pending=False)
+    view.add(Interval(1.0, 0, 0, 0, Latencies()), None)
+    table = view.render().renderables[0].renderable
+    assert [next(iter(column.cells)) for column in table.columns][-4:] == ["-"] * 4
 
 
 def test_pending_is_shown_for_producers_only() -> None:

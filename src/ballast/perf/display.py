@@ -44,19 +44,17 @@ class LiveView:
         for at, interval, outstanding in self.rows:
             latency = interval.latency
             pending = (f"{outstanding or 0:,}",) if self.pending else ()
+            shown = (latency.p50_ms, latency.p95_ms, latency.p99_ms, latency.max_ms)
             table.add_row(
                 f"{at:.0f}",
                 f"{interval.rate:,.0f}",
                 f"{interval.throughput_mib:.2f}",
                 *pending,
                 f"{interval.errors:,}",
-                f"{latency.p50_ms:.2f}",
-                f"{latency.p95_ms:.2f}",
-                f"{latency.p99_ms:.2f}",
-                f"{latency.max_ms:.2f}",
+                *(f"{ms:.2f}" if latency.count else "-" for ms in shown),
             )
         title = (
-            f"{self.title} — {self.messages:,} messages in {self.elapsed_s:.0f} s"
+            f"{self.title} — {_messages(self.messages)} in {self.elapsed_s:.0f} s"
             f"{f', {self.errors:,} errors' if self.errors else ''} ({self.latency_name} latency)"
         )
         return Group(Panel(table, title=title))
@@ -67,11 +65,16 @@ def interval_line(verb: str, interval: Interval, outstanding: int | None) -> str
     (consuming) leaves out the pending count."""
     latency = interval.latency
     pending = "" if outstanding is None else f"pending {outstanding:,} --- "
+    measured = (
+        f"latency ms: mean {latency.mean_ms:.3f} med {latency.p50_ms:.3f} "
+        f"95pct {latency.p95_ms:.3f} 99pct {latency.p99_ms:.3f} "
+        f"99.9pct {latency.p999_ms:.3f} max {latency.max_ms:.3f}"
+        if latency.count
+        else "latency: none measured"  # not zeros, which would read as instant
+    )
     return (
         f"{verb}: {interval.rate:,.1f} msg/s --- {interval.throughput_mib:.3f} MiB/s --- "
-        f"{pending}failed {interval.errors:,} --- latency ms: "
-        f"mean {latency.mean_ms:.3f} med {latency.p50_ms:.3f} 95pct {latency.p95_ms:.3f} "
-        f"99pct {latency.p99_ms:.3f} 99.9pct {latency.p999_ms:.3f} max {latency.max_ms:.3f}"
+        f"{pending}failed {interval.errors:,} --- {measured}"
     )
 
 
@@ -91,7 +94,7 @@ def summary_text(verb: str, summary: Summary, latency_name: str) -> str:
     kinds = ", ".join(f"{kind} {count:,}" for kind, count in summary.failures)
     return "\n".join(
         [
-            f"{verb} {summary.messages:,} messages in {summary.seconds:.1f} s "
+            f"{verb} {_messages(summary.messages)} in {summary.seconds:.1f} s "
             f"({summary.errors:,} failed{f': {kinds}' if kinds else ''}"
             f"{f'; {summary.unanswered:,} without a receipt' if summary.unanswered else ''}): "
             f"{summary.rate:,.1f} msg/s, "
@@ -103,3 +106,7 @@ def summary_text(verb: str, summary: Summary, latency_name: str) -> str:
             else f"{latency_name} latency: none measured",
         ]
     )
+
+
+def _messages(count: int) -> str:
+    return f"{count:,} message{'' if count == 1 else 's'}"
