@@ -18,6 +18,7 @@ from ballast.balance.loadmodel import (
     fit_costs,
     load_of,
     load_with,
+    std,
     usage_of,
 )
 from ballast.model.loaddata import LocalBrokerData, ResourceUsage, ResourceWeights
@@ -120,3 +121,10 @@ def test_load_with_an_addition_is_the_load_of_the_sum(
     assert load_with(usage, added, capacity, weights) == load_of(
         usage.plus(added), capacity, weights
     )
+
+
+def test_std_past_a_doubles_range_is_infinite_not_an_error() -> None:
+    """A load of 1e160 squared is past a double: Java gives Infinity; ``**`` raised
+    OverflowError, an internal error of ``decide shed --strategy ballast``."""
+    assert std([1e160, 0.0]) == math.inf
+    assert std([0.25, 0.75]) == 0.25

@@ -104,6 +104,37 @@ def test_state_fed_back_continues_the_strategy(ballast: Run) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("strategy", "figures"),
+    [
+        ("threshold", {"cpu": {"usage": 1e300, "limit": 100}}),
+        ("transfer", {"msgThroughputIn": 1e308, "msgThroughputOut": 1e308}),
+        ("ballast", {"msgRateIn": 1e308, "msgThroughputIn": 1e308}),
+        ("ballast", {"msgRateIn": 1e160}),
+    ],
+)
+def test_a_state_with_infinite_figures_is_read_back(
+    ballast: Run, strategy: str, figures: dict[str, Any]
+) -> None:
+    """Printed as "inf" (JSON has no such number), a figure made the printed state unfit
+    for the next snapshot ("Expected float, got str"); a load past a double's range made
+    ``ballast``'s spread raise OverflowError (an internal error)."""
+    bundles = {f"t/n/0x{lo:08x}_0x{hi:08x}": {"msgRateIn": 1, "topics": 1}
+               for lo, hi in ((0, 0x80000000), (0x80000000, 0xFFFFFFFF))}  # fmt: skip
+    snapshot: dict[str, Any] = {
+        "brokers": {
+            "b1": {"cpu": {"usage": 90, "limit": 100}, **figures, "lastStats": bundles},
+            "b2": {"cpu": {"usage": 10, "limit": 100}, "msgRateIn": 1},
+        }
+    }
+    args = ("decide", "shed", "-", "--strategy", strategy, "--scope", "strategy")
+    first = ok(ballast(*args, "--now-ms", "1", stdin=json.dumps(snapshot)))
+    assert '"inf"' in json.dumps(first), first
+    snapshot["state"] = first["state"]
+    second = ok(ballast(*args, "--now-ms", "2", stdin=json.dumps(snapshot)))
+    assert set(second["state"]) == {strategy}
+
+
 def test_stdin_gives_the_same_answer_as_the_file(ballast: Run) -> None:
     from_file = ok(ballast("decide", "split", str(DATA / "bsd-topics.snapshot.json")))
     text = (DATA / "bsd-topics.snapshot.json").read_text()

@@ -361,4 +361,5 @@ def std(values: Iterable[float]) -> float:
     if not items:
         return 0.0
     mean = sum(items) / len(items)
-    return math.sqrt(max(0.0, sum((v - mean) ** 2 for v in items) / len(items)))
+    # v*v, not v**2: a huge figure squares to inf as in Java, where ** raises OverflowError
+    return math.sqrt(max(0.0, sum((v - mean) * (v - mean) for v in items) / len(items)))

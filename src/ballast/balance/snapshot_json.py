@@ -17,7 +17,7 @@ import msgspec
 
 from ballast.balance.snapshot import BrokerLoad, LoadSnapshot, Policies, reported_bundles
 from ballast.model.bundles import BundleRange, InvalidBundle, NamespaceBundles
-from ballast.model.codec import ModelError, convert, key_path, to_builtins
+from ballast.model.codec import ModelError, convert, from_json_safe, key_path, to_builtins
 from ballast.model.loaddata import BrokerData, BundleData, LocalBrokerData, TimeAverageBrokerData
 from ballast.model.loaddata.local import canonical_bundle_key, canonicalize_bundles
 from ballast.model.naming import InvalidNameError, NamespaceName
@@ -214,7 +214,16 @@ def strategy_state(state: Mapping[str, Any], key: str, type_: type[T]) -> T:
     raw = state.get(key)
     if raw is None:
         return convert({}, type_, root=f"$.state.{key}")
-    return convert(raw, type_, root=f"$.state.{key}")
+    try:
+        return convert(raw, type_, root=f"$.state.{key}")
+    except ModelError as exc:
+        # A state printed with infinite figures holds them as "inf" strings (JSON has no
+        # such numbers): read them back as floats. Only when the state needs it, so that a
+        # string that happens to read "nan" (a broker's name) stays one otherwise.
+        try:
+            return convert(from_json_safe(raw), type_, root=f"$.state.{key}")
+        except ModelError:
+            raise exc from None
 
 
 def state_with(state: Mapping[str, Any], updates: Mapping[str, Any]) -> dict[str, Any]:

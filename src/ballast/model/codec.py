@@ -84,6 +84,21 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+_NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def from_json_safe(value: Any) -> Any:
+    """The inverse of :func:`json_safe`: the strings ``"inf"``, ``"-inf"`` and ``"nan"`` as
+    floats again, at any depth (map keys stay as they are)."""
+    if isinstance(value, str):
+        return _NON_FINITE.get(value, value)
+    if isinstance(value, Mapping):
+        return {k: from_json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_json_safe(v) for v in value]
+    return value
+
+
 def key_path(key: Any) -> str:
     """A map key as a JSON-path step: ``["t/ns/0x0_0x1"]``."""
     return f"[{msgspec.json.encode(key).decode()}]"
