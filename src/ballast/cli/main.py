@@ -5,6 +5,7 @@ while they load is one line too."""
 from __future__ import annotations
 
 import errno
+import io
 import logging
 import os
 import sys
@@ -14,6 +15,7 @@ def run() -> None:
     """Entry point: run the app; an unexpected error is one line on stderr (exit 1), with the
     traceback only when BALLAST_DEBUG is set; Ctrl-C before a command handles it (while the
     modules load) is one line, exit 130."""
+    _guard_closed_streams()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # kazoo logs every reconnect attempt; the command reports the outcome itself.
     logging.getLogger("kazoo").setLevel(logging.ERROR)
@@ -38,6 +40,53 @@ def run() -> None:
         print(f"ballast: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         print("(set BALLAST_DEBUG=1 to see the traceback)", file=sys.stderr)
         sys.exit(1)
+
+
+class _ClosedStream(io.TextIOBase):
+    """Standard input or output whose descriptor was closed when the command started
+    (``<&-``, ``>&-``): reading or writing it fails with an error that names it. Python's own
+    stand-in (None) made a read an internal error and dropped every write, exit 0."""
+
+    def __init__(self, name: str, fd: int) -> None:
+        super().__init__()
+        self._name = name
+        self._fd = fd
+
+    @property
+    def buffer(self) -> _ClosedStream:  # what binary readers and writers reach for
+        return self
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def _closed(self) -> OSError:
+        return OSError(errno.EBADF, f"standard {self._name} is closed")
+
+    def read(self, size: int | None = -1) -> str:
+        raise self._closed()
+
+    def write(self, text: str) -> int:
+        raise self._closed()
+
+    def flush(self) -> None:
+        pass
+
+
+def _guard_closed_streams() -> None:
+    """Stand in for a standard stream closed at start, and hold its descriptor on /dev/null:
+    left free, the next file opened (a history file, a socket) would take it, and whatever
+    writes to "stdout" — a child process such as Spark's JVM included — would write there."""
+    for fd, name, attribute in ((0, "input", "stdin"), (1, "output", "stdout")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        held = os.open(os.devnull, os.O_RDWR)
+        if held != fd:
+            os.dup2(held, fd)
+            os.close(held)
+        setattr(sys, attribute, _ClosedStream(name, fd))
 
 
 # The errors a write to a full, failing or closed file or device gives.
