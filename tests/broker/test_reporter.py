@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+import pytest
+
 from ballast.broker.host_usage import BrokerCapacity, ModelledHostUsage
 from ballast.broker.identity import BrokerIdentity
 from ballast.broker.reporter import LoadReporter
 from ballast.clock import Clock
 from ballast.coordination.registry import BrokerRegistration
 from ballast.metadata.factory import MetadataStores
+from ballast.metadata.store import ConnectionLossError
 from ballast.model.config import ReportConfig, load_settings
 from ballast.model.loaddata import LocalBrokerData, NamespaceBundleStats, SystemResourceUsage
 
@@ -55,6 +58,48 @@ async def test_reports_follow_the_threshold_and_max_interval(clock: Clock) -> No
     await clock.sleep(config.update_max_interval_ms / 1000 + 10)
     assert reporter.writes == 2
     await reporter.stop()
+    await store.close()
+    stores.close()
+
+
+class FailingOnce(BrokerRegistration):
+    """A registration whose next update fails as a ZooKeeper stall makes it fail."""
+
+    fail_next = False
+
+    async def update(self, data: bytes) -> None:
+        if self.fail_next:
+            self.fail_next = False
+            raise ConnectionLossError("stalled")
+        await super().update(data)
+
+
+async def test_a_report_that_was_not_stored_is_written_again(clock: Clock) -> None:
+    """The report counted as written before its write: a failed write left the store's
+    report stale until the next change past the threshold or the 15-minute interval."""
+    stores = MetadataStores(clock)
+    store = await stores.connect("memory:")
+    identity = BrokerIdentity("b1", 8080, 6650)
+    rate = {"value": 1000.0}
+    registration = FailingOnce(store, identity.broker_id, clock)
+    reporter = LoadReporter(
+        identity,
+        registration,
+        ModelledHostUsage(BrokerCapacity()),
+        lambda: {BUNDLE: NamespaceBundleStats(msg_rate_in=rate["value"], topics=3)},
+        ReportConfig.from_settings(load_settings().settings),
+        clock,
+    )
+    await reporter.register()
+    before = reporter.last_written
+    rate["value"] = 2000.0
+    registration.fail_next = True
+    with pytest.raises(ConnectionLossError):
+        await reporter.report()
+    assert reporter.last_written is before and reporter.writes == 0
+    assert await reporter.report()  # the same change, written now
+    record = await store.get("/loadbalance/brokers/b1:8080")
+    assert record is not None and LocalBrokerData.from_json(record.value).msg_rate_in == 2000.0
     await store.close()
     stores.close()
 

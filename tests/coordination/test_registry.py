@@ -107,3 +107,23 @@ async def test_a_restarted_broker_waits_out_its_old_session(harness: Harness, cl
     record = await new.get("/loadbalance/brokers/again:8080")
     assert record is not None and record.value == b"new"
     assert record.stat.ephemeral_owner == new.session_id
+
+
+async def test_an_update_whose_answer_was_lost_does_not_stop_later_ones(
+    harness: Harness, clock: Clock
+) -> None:
+    """A write applied by ZooKeeper after the client gave up on it (a stalled server) moved
+    the version on within the same session: every later update failed with BadVersionError
+    and the stored report froze."""
+    store = await harness.open()
+    me = BrokerRegistration(store, "lost:8080", clock)
+    await me.register(b"v1")
+    path = "/loadbalance/brokers/lost:8080"
+    record = await store.get(path)
+    assert record is not None
+    await store.put(path, b"v2", record.stat.version)  # the write whose answer never came
+    await me.update(b"v3")
+    await me.update(b"v4")
+    record = await store.get(path)
+    assert record is not None and record.value == b"v4"
+    assert record.stat.ephemeral_owner == store.session_id

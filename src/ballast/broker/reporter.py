@@ -129,7 +129,13 @@ class LoadReporter:
         if not (force or decision.write):
             return False
         await self._write()
-        await self._registration.update(self._last_written.to_json())
+        try:
+            await self._registration.update(self._last_written.to_json())
+        except BaseException:
+            # Not stored: the next check compares with what the store holds, as Pulsar
+            # updates its last written data only after the write succeeded.
+            self._last_written = last_written
+            raise
         self.writes += 1
         return True
 

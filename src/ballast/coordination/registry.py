@@ -127,6 +127,15 @@ class BrokerRegistration:
             self._registered = False
             log.info("broker %s: registration gone with its session", self.broker_id)
             return
+        except BadVersionError:
+            # A write of ours whose answer was lost (ZooKeeper stalled past the client's
+            # timeout, then applied it) moved the version on; the session survived, so no
+            # re-registration corrects it. Kept, every later report failed on the old
+            # version. Our own record of this session is rewritten at its version.
+            record = await self._store.get(self._path)
+            if record is None or record.stat.ephemeral_owner != self._store.session_id:
+                raise
+            stat = await self._store.put(self._path, data, record.stat.version)
         self._version = stat.version
 
     async def mark_draining(self) -> None:
