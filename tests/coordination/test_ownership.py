@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import msgspec
 import pytest
 
 from ballast.clock import Clock
@@ -107,6 +108,35 @@ async def test_transfer_hands_over_without_a_gap(harness: Harness, clock: Clock)
     assert a.owned() == {} and b.owned() == {BUNDLE: S.OWNED}
     with pytest.raises(OwnershipError):
         await b.take_over(handed)  # a second hand-off of the same record fails
+
+
+@pytest.mark.integration
+async def test_a_move_whose_answer_was_lost_keeps_the_claim(harness: Harness, clock: Clock) -> None:
+    """ZooKeeper may apply a write after the client gave up on it (a stalled server): the
+    record, still this session's, is a version past the claim. The next move dropped the
+    claim ("no longer owns it") while the record stayed ours, as RELEASING here."""
+    store = await harness.open()
+    a = BundleOwnership(store, "a:8080", template("a"))
+    owned = await a.acquire(BUNDLE)
+    path = paths.ownership(BUNDLE)
+    mine = msgspec.structs.replace(template("a"), broker_id="a:8080")
+    lost = mine.in_state(S.RELEASING, transfer_to="b:8080")
+    await store.put(path, lost.to_json(), owned.version)  # the move whose answer was lost
+    again = await a.transition(BUNDLE, S.RELEASING, transfer_to="b:8080")  # tried again
+    assert again is not None and again.data == lost and a.owned() == {BUNDLE: S.RELEASING}
+    back = await a.transition(BUNDLE, S.OWNED)  # then taken back: at the record's version
+    assert back is not None and a.owned() == {BUNDLE: S.OWNED}
+    now = await read_owner(store, BUNDLE)
+    assert now is not None and now.state is S.OWNED and now.version == back.version
+    # another move is checked from the state the record holds: RELEASING -> SPLITTING is none
+    await store.put(path, lost.to_json(), back.version)
+    with pytest.raises(InvalidTransitionError):
+        await a.transition(BUNDLE, S.SPLITTING)
+    assert a.owned() == {BUNDLE: S.RELEASING}
+    await store.put(path, mine.to_json(), (await read_owner(store, BUNDLE)).version)  # type: ignore[union-attr]
+    await a.release(BUNDLE)  # a lost write before a delete
+    assert await read_owner(store, BUNDLE) is None
+    # (a record another session took over is not adopted: the transfer test above)
 
 
 @pytest.mark.integration

@@ -255,21 +255,51 @@ class BundleOwnership:
             raise OwnershipError(bundle, f"{self.broker_id} does not own it")
         check_transition(bundle, claim.state, state)
         path = paths.ownership(bundle)
-        try:
-            if state is OwnershipState.FREE:
-                await self._store.delete(path, claim.version)
-                del self._claims[bundle]
-                self.changes += 1
-                return None
-            data = self._template.in_state(state, transfer_to)
-            stat = await self._store.put(path, data.to_json(), claim.version)
-        except (BadVersionError, NoNodeError):
-            self._claims.pop(bundle, None)
-            self.changes += 1
-            raise OwnershipError(bundle, f"{self.broker_id} no longer owns it") from None
+        data = self._template.in_state(state, transfer_to)
+        adopted = False
+        while True:
+            try:
+                if state is OwnershipState.FREE:
+                    await self._store.delete(path, claim.version)
+                    del self._claims[bundle]
+                    self.changes += 1
+                    return None
+                stat = await self._store.put(path, data.to_json(), claim.version)
+                break
+            except BadVersionError:
+                current = None if adopted else await self._adopt_own_record(bundle, claim)
+                if current is not None:
+                    adopted = True
+                    if current.data == data:  # the lost write was this very move
+                        return current
+                    check_transition(bundle, claim.state, state)  # from the state it holds
+                    continue
+                self._drop_claim(bundle)
+            except NoNodeError:
+                self._drop_claim(bundle)
+            raise OwnershipError(bundle, f"{self.broker_id} no longer owns it")
         claim.state, claim.version = state, stat.version
         self.changes += 1
         return Owner(bundle, data, stat.version, stat.ephemeral_owner)
+
+    def _drop_claim(self, bundle: BundleName) -> None:
+        self._claims.pop(bundle, None)
+        self.changes += 1
+
+    async def _adopt_own_record(self, bundle: BundleName, claim: _Claim) -> Owner | None:
+        """Take the state and version of ``bundle``'s record into ``claim`` when the record
+        is still this session's own, and return it (None when it is not ours): only this
+        broker writes it, so a version past the claim's is a write of ours whose answer was
+        lost (ZooKeeper stalled past the client's timeout, then applied it). Kept at the
+        old version, the claim was dropped while the record stayed ours."""
+        current = await read_owner(self._store, bundle)
+        if current is None or current.session != self._store.session_id:
+            return None
+        if current.broker_id != self.broker_id:
+            return None
+        claim.state, claim.version = current.state, current.version
+        self.changes += 1
+        return current
 
     async def release(self, bundle: BundleName) -> None:
         """Give the bundle up: delete our record (from any state that may go to FREE)."""
