@@ -76,7 +76,21 @@ async def test_a_late_answer_is_named_as_such() -> None:
     async for broker in _serving(200, b"{}", late=True):
         transport = HttpTransport(timeout_s=0.3)
         try:
-            with pytest.raises(TransportError, match=r"no answer within 0\.3 s"):
+            with pytest.raises(TransportError, match=r"no answer within 0\.3 s") as failed:
                 await transport.call_leader(broker, CreateTenant(tenant="t"))
+            assert not failed.value.unreachable  # it may have been handled
         finally:
             await transport.close()
+
+
+async def test_no_connection_is_told_apart_from_a_lost_answer() -> None:
+    """Nothing was sent to a port nobody listens on: a leader's caller may wait for the
+    next leader and send it again."""
+    (port,) = distinct_free_ports(1)
+    transport = HttpTransport(timeout_s=10)
+    try:
+        with pytest.raises(TransportError, match="Connection refused") as failed:
+            await transport.call_leader(f"127.0.0.1:{port}", CreateTenant(tenant="t"))
+        assert failed.value.unreachable
+    finally:
+        await transport.close()

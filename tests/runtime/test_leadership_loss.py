@@ -309,6 +309,26 @@ async def test_a_request_forwarded_to_a_leader_that_stops_answering_goes_to_the_
     await cluster.close()
 
 
+async def test_a_request_to_a_killed_leader_waits_for_the_next_one(clock: Clock) -> None:
+    """A leader killed keeps its record until its session expires: a change forwarded to it
+    meanwhile was answered 503 at once ("cannot connect"), though nothing had been sent and
+    the next leader would take it a few seconds later."""
+    cluster, observer = await start_cluster(clock, 3)
+    old = cluster.leader()
+    assert old is not None
+    via = [n for n in cluster.running() if n is not old][-1]
+    await cluster.crash_broker(old.broker_id)
+    started = clock.monotonic()
+    reply = await to_leader(via, CreateNamespace(namespace="t/after", bundles=2))
+    assert reply.ok, reply.message
+    assert clock.monotonic() - started >= SESSION_S / 2  # it waited out the old session
+    new = cluster.leader()
+    assert new is not None and new is not old
+    assert NamespaceName.parse("t/after") in new.controller.image.namespaces  # type: ignore[union-attr]
+    await settle_and_check(cluster, observer, clock)
+    await cluster.close()
+
+
 async def test_a_lookup_with_no_leader_to_place_its_bundle_answers_in_pulsars_words(
     clock: Clock,
 ) -> None:

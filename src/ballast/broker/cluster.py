@@ -46,13 +46,13 @@ class InProcessTransport:
     async def send(self, broker_id: str, command: AnyCommand) -> CommandReply:
         node = self.nodes.get(broker_id)
         if node is None or node.closed:
-            raise TransportError(f"broker {broker_id} is not reachable")
+            raise TransportError(f"broker {broker_id} is not reachable", unreachable=True)
         return await node.handle_command(command)
 
     async def call_leader(self, leader_id: str, request: AnyRequest) -> RequestReply:
         node = self.nodes.get(leader_id)
         if node is None or node.stopped:
-            raise TransportError(f"broker {leader_id} is not reachable")
+            raise TransportError(f"broker {leader_id} is not reachable", unreachable=True)
         controller = node.controller
         if controller is None or not controller.running:
             return not_the_leader(leader_id)

@@ -6,7 +6,9 @@ off from the store), it goes to the next leader once another broker is elected, 
 waiting out the transport's timeout; the old leader cannot act on it afterwards, since its
 writes are fenced by its epoch and brokers refuse its commands. Between leaders (none elected
 yet, or one elected whose controller is still starting) it waits up to LEADER_WAIT_S for one
-to run: those answers mean the request was not handled, so sending it again is safe.
+to run: those answers mean the request was not handled, so sending it again is safe. A leader
+that cannot be reached at all (killed: its record stays until its session expires) is waited
+for as long as that expiry and LEADER_WAIT_S take.
 """
 
 from __future__ import annotations
@@ -42,25 +44,34 @@ async def to_leader(
     changes = 0
     waiting_since: float | None = None
     while True:
+        patience = LEADER_WAIT_S
         controller = node.controller
         if controller is not None and controller.running:
             return await controller.request(request)
         leader = await node.leader_id()
         if leader is not None and leader != node.broker_id:
-            reply = await _forward(node, leader, request, until)
-            if reply is None:  # another broker was elected meanwhile
-                changes += 1
-                if changes > MAX_LEADER_CHANGES:
-                    return failed(
-                        503,
-                        f"the leadership changed {MAX_LEADER_CHANGES} times during the "
-                        "request; retry",
-                    )
-                waiting_since = None
-                continue
-            if not reply.not_leader:
-                return reply
-            why = f"{reply.message} yet; retry"  # elected, its controller still starting
+            try:
+                reply = await _forward(node, leader, request, until)
+            except TransportError as exc:
+                # No connection: nothing was sent. A leader killed keeps its record until its
+                # session expires, so wait for the next one as between leaders, for as long
+                # as that expiry and an election take (it answered 503 at once).
+                why = f"the leader cannot be reached ({exc}); retry"
+                patience = node.store.session_timeout_s + LEADER_WAIT_S
+            else:
+                if reply is None:  # another broker was elected meanwhile
+                    changes += 1
+                    if changes > MAX_LEADER_CHANGES:
+                        return failed(
+                            503,
+                            f"the leadership changed {MAX_LEADER_CHANGES} times during the "
+                            "request; retry",
+                        )
+                    waiting_since = None
+                    continue
+                if not reply.not_leader:
+                    return reply
+                why = f"{reply.message} yet; retry"  # elected, its controller still starting
         elif leader == node.broker_id:
             why = f"{node.broker_id} is elected, and not yet started as the leader; retry"
         else:
@@ -68,7 +79,7 @@ async def to_leader(
         now = clock.monotonic()
         if waiting_since is None:
             waiting_since = now
-        if now - waiting_since >= LEADER_WAIT_S or (until is not None and now >= until):
+        if now - waiting_since >= patience or (until is not None and now >= until):
             # Not handled: the asker may send it again.
             return RequestReply(ok=False, status=503, message=why, not_leader=True)
         await clock.sleep(LEADER_POLL_S)
@@ -78,7 +89,8 @@ async def _forward(
     node: BrokerNode, leader: str, request: AnyRequest, until: float | None
 ) -> RequestReply | None:
     """``leader``'s reply to ``request``, or None when another broker became the leader
-    while it was awaited; a 503 if ``until`` passes first."""
+    while it was awaited; a 503 if ``until`` passes first. Raises :class:`TransportError`
+    when no connection to ``leader`` could be made."""
     changed = asyncio.Event()
     watch = await node.store.watch(paths.LEADER, lambda _notification: changed.set())
     call = asyncio.create_task(node.transport.call_leader(leader, request))
@@ -97,6 +109,8 @@ async def _forward(
                 try:
                     return call.result()
                 except TransportError as exc:
+                    if exc.unreachable:
+                        raise  # never sent: the caller waits for a leader to answer
                     return failed(503, str(exc))
             if deadline is not None and deadline.done():
                 return failed(503, f"the leader {leader} did not answer in time")

@@ -79,7 +79,12 @@ class CommandReply(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class TransportError(Exception):
-    """The command did not reach the broker (or its answer did not come back); retry."""
+    """The command did not reach the broker (or its answer did not come back); retry.
+    ``unreachable``: no connection was made, so the broker surely did not get it."""
+
+    def __init__(self, message: str, *, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable
 
 
 class AdminTransport(Protocol):

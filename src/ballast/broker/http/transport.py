@@ -80,7 +80,12 @@ class HttpTransport:
                     raise TransportError(f"{url} answered {response.status}")
                 return response.status, data
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise TransportError(f"{url}: {delivery_failure(exc, self._timeout)[1]}") from None
+            raise TransportError(
+                f"{url}: {delivery_failure(exc, self._timeout)[1]}",
+                unreachable=isinstance(
+                    exc, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError
+                ),
+            ) from None
 
     async def send(self, broker_id: str, command: AnyCommand) -> CommandReply:
         status, data = await self._post(
