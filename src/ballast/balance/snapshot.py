@@ -411,7 +411,8 @@ def _build_index(snapshot: LoadSnapshot) -> SnapshotIndex:
         counts[namespace] = counts.get(namespace, 0) + 1
     warnings = tuple(
         f"bundle {bundle} is reported by {len(reporters)} brokers ({', '.join(reporters)}); "
-        f"{reporters[0]} is taken as its owner"
+        f"{reporters[0]} is taken as its owner where one is needed (placement, the cycle's "
+        "checks), while shedding sees it in each report that lists it"
         for bundle, reporters in sorted(duplicates.items())
     )
     return SnapshotIndex(
