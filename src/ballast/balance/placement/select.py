@@ -178,7 +178,7 @@ def select_broker(
         reason = Reason(kind, f"no broker can take bundle {bundle}")
         return Selection(None, state, tuple(stages), reason)
     detail = choice.detail
-    usage = snapshot.local(choice.broker).max_resource_usage_with_weight(config.weights)
+    usage = snapshot.weighted_usage(choice.broker, config.weights)
     if usage > config.overloaded_threshold:
         candidates = policies_allow()
         stages.append(("overloadedFallback", candidates))

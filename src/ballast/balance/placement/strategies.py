@@ -84,9 +84,9 @@ def long_term_message_rate_score(
     snapshot: LoadSnapshot, broker: BrokerId, config: PlacementConfig
 ) -> float:
     """Pulsar's ``LeastLongTermMessageRate.getScore``."""
-    data = snapshot.brokers[broker]
-    if data.local_data.overloaded(config.weights, config.overloaded_threshold):
+    if snapshot.overloaded(broker, config.weights, config.overloaded_threshold):
         return math.inf
+    data = snapshot.brokers[broker]
     found = snapshot.broker_index(broker)
     total = 0.0 if found is None else found.preallocated_long_term_msg_rate
     averages = data.time_average_data
@@ -148,7 +148,7 @@ def least_resource_usage_with_weight(
         previous = history.get(broker)
         if not snapshot.bundles_of(broker) or (local.msg_rate_in == 0 and local.msg_rate_out == 0):
             previous = None  # a restarted or idle broker starts its history again
-        usage = local.max_resource_usage_with_weight(config.weights)
+        usage = snapshot.weighted_usage(broker, config.weights)
         smoothed = usage if previous is None else previous * keep + (1 - keep) * usage
         history[broker] = smoothed
         total += smoothed
@@ -294,9 +294,7 @@ def _not_overloaded(
     usage): a broker busy with something besides its bundles is no place for more, whatever
     its traffic predicts. All candidates if that leaves none."""
     threshold = config.overloaded_threshold
-    fit = tuple(
-        b for b in candidates if not snapshot.local(b).overloaded(config.weights, threshold)
-    )
+    fit = tuple(b for b in candidates if not snapshot.overloaded(b, config.weights, threshold))
     return fit or candidates
 
 

@@ -219,9 +219,7 @@ def find_bundles_to_unload(
         load=load,
         blocked=set(snapshot.recently_unloaded_bundles) | set(pending),
         full=frozenset(
-            b
-            for b in load
-            if snapshot.local(b).overloaded(config.weights, config.overloaded_threshold)
+            b for b in load if snapshot.overloaded(b, config.weights, config.overloaded_threshold)
         ),
     )
     below = [
