@@ -10,9 +10,11 @@ from typing import Any
 import aiohttp
 import pytest
 
+from ballast.broker.binary.peers import PeerTopics
 from ballast.clock import Clock
 from ballast.metadata import paths
 from ballast.metadata.store import MetadataStore
+from ballast.model.bundles import BundleName, BundleRange
 from tests.support.official_client import (
     close_all,
     http_url,
@@ -72,4 +74,45 @@ async def test_a_namespace_with_live_topics_is_deleted_only_with_force(clock: Cl
         await close_all(reversed(closeables))
         if store is not None:
             await store.close()
+        await cluster.close()
+
+
+async def test_a_listing_whose_bundles_change_under_it_is_taken_again(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A split between the read of the bundles and a broker's answer made that broker answer
+    412 (not a bundle any more), and the listing — and a delete without force, which lists
+    the topics first — answered 503 with the broker's URL."""
+    cluster = await start_cluster(clock, NAMESPACE, 4)
+    nodes = list(cluster.nodes.values())
+    topics = topics_per_bundle(NAMESPACE, 4)
+    closeables: list[Any] = []
+    asked_stale = [0]
+    ask = PeerTopics._ask
+
+    async def first_about_a_stale_bundle(
+        self: PeerTopics, session: aiohttp.ClientSession, url: str, bundle: BundleName
+    ) -> list[str]:
+        if not asked_stale[0]:
+            asked_stale[0] += 1
+            half = BundleRange(bundle.range.lower, (bundle.range.lower + bundle.range.upper) // 2)
+            return await ask(self, session, url, BundleName(bundle.namespace, half))  # 412
+        return await ask(self, session, url, bundle)
+
+    try:
+        client = await new_client(pulsar_url(nodes[0]))
+        closeables.append(client)
+        for topic in topics:
+            closeables.append(await asyncio.to_thread(client.create_producer, str(topic)))
+        monkeypatch.setattr(PeerTopics, "_ask", first_about_a_stale_bundle)
+        base = f"{http_url(nodes[1])}/admin/v2/namespaces/{NAMESPACE}"
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(f"{base}/topics", params={"mode": "ALL"}) as listed,
+        ):
+            assert listed.status == 200, await listed.text()
+            assert sorted(await listed.json()) == sorted(str(t) for t in topics)
+        assert asked_stale == [1]
+    finally:
+        await close_all(reversed(closeables))
         await cluster.close()

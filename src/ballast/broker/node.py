@@ -519,6 +519,14 @@ class BrokerNode:
             return await self._dispatch(bundle, command)
         except (OwnershipError, MetadataError, ValueError) as exc:
             return CommandReply(ok=False, message=str(exc))
+        except NamespaceNotFoundError as exc:  # deleted while the command was on its way
+            return CommandReply(ok=False, message=str(exc))
+        except Exception as exc:
+            # Answered, not raised: an error answer (500) is taken for a command that did not
+            # arrive, and the leader's channel to this broker would send it again for ever,
+            # every later command waiting behind it.
+            log.exception("command %s failed", type(command).__name__)
+            return CommandReply(ok=False, message=f"internal error: {type(exc).__name__}: {exc}")
 
     async def _dispatch(self, bundle: BundleName, command: AnyCommand) -> CommandReply:
         if isinstance(command, AssignBundle):

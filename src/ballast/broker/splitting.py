@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ballast.broker.caches import NamespaceNotFoundError
 from ballast.controller.commands import SplitBundle
 from ballast.coordination.ownership import OwnershipError, OwnershipState
 from ballast.metadata import paths
-from ballast.metadata.store import BadVersionError, NodeExistsError
+from ballast.metadata.store import Check, Create, MultiOpError, NoNodeError, Op, SetValue
 from ballast.model.bundles import BundleName, InvalidBundle, NamespaceBundles
 from ballast.model.config import SplitConfig
 from ballast.model.policies import BundlesData, LocalPolicies
@@ -105,7 +106,11 @@ async def _rewrite_boundaries(
     on a concurrent change read again (at most :data:`SPLIT_RETRY_LIMIT` times)."""
     namespace = bundle.namespace
     path = paths.local_policies(namespace)
+    policies_path = paths.namespace_policies(namespace)
     for _ in range(SPLIT_RETRY_LIMIT):
+        policies = await node.store.exists(policies_path)
+        if policies is None:
+            raise NamespaceNotFoundError(namespace)
         # The boundaries cut are those of the record whose version the write checks: read
         # apart, another split written between the two reads would be overwritten and lost.
         record = await node.store.get(path)
@@ -122,12 +127,20 @@ async def _rewrite_boundaries(
         except InvalidBundle as exc:
             raise SplitFailedError(bundle, str(exc)) from None
         body = msgspec.json.encode(msgspec.structs.replace(local, bundles=BundlesData.of(updated)))
+        write: Op
+        if record is None:
+            await node.store.ensure(paths.LOCAL_POLICIES + f"/{namespace.tenant}")
+            write = Create(path, body)
+        else:
+            write = SetValue(path, body, record.stat.version)
         try:
-            if record is None:
-                await node.store.put(path, body, -1)
-            else:
-                await node.store.put(path, body, record.stat.version)
+            # Written only while the namespace exists: a split that raced its deletion wrote
+            # its boundaries back after the delete, and the namespace came back to life in
+            # every reader of the local policies.
+            await node.store.multi([Check(policies_path, policies.version), write])
             return updated
-        except (BadVersionError, NodeExistsError):
-            continue  # someone else changed the boundaries: read them again
+        except MultiOpError as exc:
+            if exc.index == 0 and isinstance(exc.cause, NoNodeError):
+                raise NamespaceNotFoundError(namespace) from None
+            continue  # someone else changed the boundaries or the policies: read them again
     raise SplitFailedError(bundle, f"boundaries kept changing ({SPLIT_RETRY_LIMIT} attempts)")

@@ -51,7 +51,7 @@ from ballast.controller.events import EventManager, PreemptedError
 from ballast.controller.failover import Failover
 from ballast.controller.history import HistoryRecorder, HistorySink
 from ballast.controller.image import ClusterImage
-from ballast.controller.leftovers import drop_namespace_parent, sweep_parents
+from ballast.controller.leftovers import drop_namespace_parent, left_owned, sweep_parents
 from ballast.controller.loading import (
     SheddingMemory,
     list_namespaces,
@@ -63,7 +63,7 @@ from ballast.controller.loading import (
     scan_owners,
 )
 from ballast.controller.moves import MoveExecutor, MoveFinished, move_reply
-from ballast.controller.requests import AnyRequest, ClusterTransport, RequestReply
+from ballast.controller.requests import AnyRequest, ClusterTransport, RequestReply, failed
 from ballast.coordination.election import LeaderElection, Leadership
 from ballast.coordination.ownership import read_owner
 from ballast.coordination.registry import BrokerRegistry, MembershipChange, read_draining
@@ -544,11 +544,17 @@ class Controller:
                 placing = self.failover.assign(parsed, why)
         else:
             self.image.record_owner(event.bundle, event.owner)
+        reply = move_reply(event, owner, placing)
         if parsed.namespace not in self.image.namespaces:  # deleted meanwhile (its unloads)
+            for bundle, broker in left_owned(event, owner):  # nothing may own its bundles
+                self.image.moving.add(bundle)
+                self.moves.unload(bundle, broker)
             await drop_namespace_parent(self.store, parsed.namespace)
+            if not event.ok:
+                reply = failed(404, f"namespace {parsed.namespace} does not exist")
         waiter = self._waiters.pop(event.move_id, None)
         if waiter is not None and not waiter.done():
-            waiter.set_result(move_reply(event, owner, placing))
+            waiter.set_result(reply)
 
     async def _write_load_data(self, _event: WriteLoadData) -> None:
         """Every ``loadBalancerResourceQuotaUpdateIntervalMinutes``: broker time averages and

@@ -5,13 +5,19 @@ A namespace's parent empties only as the unloads of its bundles finish, so the l
 when it deletes the namespace and again after each of those unloads; a broker that died
 during the deletion keeps its records until its session ends, and a leader may change
 midway, so a new leader and each broker's departure sweep the parents of namespaces the
-leader does not know."""
+leader does not know.
+
+A move under way when its namespace is deleted (a split, an assignment: the deletion unloads
+only the bundles that are not moving) may end with bundles owned after the deletion; the
+leader unloads them (:func:`left_owned`).
+"""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Container
 
+from ballast.controller.moves import MoveFinished
 from ballast.metadata import paths
 from ballast.metadata.store import MetadataError, MetadataStore
 from ballast.model.naming import InvalidNameError, NamespaceName
@@ -65,3 +71,15 @@ async def sweep_parents(store: MetadataStore, known: Container[NamespaceName]) -
                     deleted = await _drop_namespace_only(store, namespace) or deleted
             if deleted:
                 await drop_tenant_parent(store, tenant)
+
+
+def left_owned(event: MoveFinished, owner: str | None) -> list[tuple[str, str]]:
+    """The bundles a finished move left owned, with their owner (``owner``: the bundle's
+    owner now): a split's children, or the bundle itself (assigned, transferred, or a move
+    that failed on its owner). None after an unload: one that failed is not tried again
+    here, where a broker refusing it would be asked for ever."""
+    if owner is None or event.kind == "unload":
+        return []
+    if event.kind == "split" and event.ok and event.children:
+        return [(child, owner) for child in event.children]
+    return [(event.bundle, owner)]

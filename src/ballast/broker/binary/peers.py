@@ -25,6 +25,11 @@ class PeerError(Exception):
     """Another broker could not be asked."""
 
 
+class BundlesChangedError(PeerError):
+    """A broker asked about a bundle no longer has it as one (split, or its namespace
+    deleted, since the bundles were read): the listing may be taken again."""
+
+
 class PeerTopics:
     """The non-persistent topics of a namespace, across the brokers serving it."""
 
@@ -71,6 +76,8 @@ class PeerTopics:
         url = f"{http_url}/admin/v2/non-persistent/{bundle.namespace}/{bundle.range}"
         try:
             async with session.get(url) as response:
+                if response.status in (404, 412):  # not a bundle (any more), not a namespace
+                    raise BundlesChangedError(f"{url} answered {response.status}")
                 if response.status != 200:
                     raise PeerError(f"{url} answered {response.status}")
                 body = await response.json()

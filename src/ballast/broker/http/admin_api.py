@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import msgspec
 from aiohttp import web
 
-from ballast.broker.binary.peers import PeerError, PeerTopics
+from ballast.broker.binary.peers import BundlesChangedError, PeerError, PeerTopics
 from ballast.broker.caches import NamespaceNotFoundError
 from ballast.broker.http.bodies import json_body, parsed_json, text_body
 from ballast.broker.http.errors import ApiError, reason, this_cluster
@@ -52,14 +52,29 @@ if TYPE_CHECKING:
     from ballast.broker.node import BrokerNode
 
 
+# Listings of a namespace's non-persistent topics taken before its bundles changing under
+# each is answered 503.
+LISTING_ATTEMPTS = 3
+
+
 async def loaded_topics(
     node: BrokerNode, namespace: NamespaceName
 ) -> list[str] | web.StreamResponse:
     """The namespace's non-persistent topics loaded on any broker, or a 503 when a broker
-    serving one of its bundles cannot be asked."""
+    serving one of its bundles cannot be asked. Taken again when the bundles changed under
+    the listing (a split between the read of the bundles and a broker's answer)."""
     peers = PeerTopics(node)
     try:
-        return await peers.non_persistent_topics(namespace)
+        for _ in range(LISTING_ATTEMPTS):
+            try:
+                return await peers.non_persistent_topics(namespace)
+            except BundlesChangedError:
+                node.bundles.invalidate(namespace)
+        return reason(
+            503,
+            f"the bundles of {namespace} kept changing while its topics were listed "
+            "(splits or moves); retry",
+        )
     except PeerError as exc:
         return reason(503, str(exc))
     finally:
