@@ -350,6 +350,8 @@ async def test_a_namespace_is_unloaded_and_its_topics_listed_per_domain(clock: C
             assert status == 200 and names == served, (found, names)
         whole = "0x00000000_0xffffffff"
         assert (await api.call("GET", f"/admin/v2/persistent/t/u?bundle={whole}"))[1] == []
+        status, body, _ = await api.call("GET", "/admin/v2/persistent/t/u?bundle=garbage")
+        assert status == 412 and "bundle garbage" in body["reason"], body  # type: ignore[index]
         # A bundle no broker owns (all were unloaded above): 204, no body, as Pulsar, whose
         # own namespace listing asks every bundle; a range that is no bundle: 412.
         first = bundles.ranges[0]
@@ -507,6 +509,8 @@ async def test_a_tenant_body_is_checked_as_pulsar_does(clock: Clock) -> None:
             ({}, 412, "Clusters can not be empty"),
             ({"adminRoles": ["ops"], "allowedClusters": []}, 412, "Clusters can not be empty"),
             ([1], 400, "a tenant body is a JSON object"),
+            ([], 400, "a tenant body is a JSON object"),  # taken for an empty body: 412
+            (0, 400, "a tenant body is a JSON object"),
         ]
         for body, status, why in cases:
             got, answer, _ = await api.call("PUT", "/admin/v2/tenants/x", json=body)
@@ -589,7 +593,7 @@ async def test_admin_reads_policies_metrics_and_openapi(clock: Clock) -> None:
             "PUT", "/admin/v2/namespaces/t/d", json={"replication_clusters": "standalone"}
         )
         assert status == 400 and "a JSON list of cluster names" in body["reason"]  # type: ignore[index]
-        for not_policies in ([1], "str", 5):  # each made a namespace with the defaults
+        for not_policies in ([1], "str", 5, [], 0, False):  # each made one with the defaults
             status, body, _ = await api.call("PUT", "/admin/v2/namespaces/t/d", json=not_policies)
             assert status == 400 and "body must be a JSON object" in body["reason"]  # type: ignore[index]
         # Pulsar's int range, but every boundary is stored and held: 2^31 - 1 killed the broker

@@ -93,6 +93,11 @@ async def namespace_topics(
     range serves, as Pulsar's ``getList`` does: none when no bundle has that range."""
     if await node.store.exists(paths.namespace_policies(namespace)) is None:
         return reason(404, f"namespace {namespace} does not exist")
+    if bundle is not None:
+        try:
+            BundleRange.parse(bundle)
+        except InvalidBundle as exc:  # not a range at all: no bundle could ever have it
+            return reason(412, f"bundle {bundle}: {exc}")
     names: list[str] = []
     if TopicDomain.PERSISTENT in domains:
         listing = paths.namespace_topics(namespace, TopicDomain.PERSISTENT)
@@ -178,7 +183,8 @@ def _require_clusters(info: _TenantBody) -> None:
 
 
 async def _tenant_body(request: web.Request) -> _TenantBody:
-    body = await json_body(request) or {}
+    body = await json_body(request)
+    body = {} if body is None else body  # an empty body; [] or 0 is no object: 400
     if not isinstance(body, dict):
         raise ApiError(400, "a tenant body is a JSON object")
     try:
@@ -265,7 +271,8 @@ class AdminApi:
 
     async def create_namespace(self, request: web.Request) -> web.StreamResponse:
         namespace = namespace_of(request)
-        body = await json_body(request) or {}
+        body = await json_body(request)
+        body = {} if body is None else body  # an empty body; [] or 0 is no object: 400
         if not isinstance(body, dict):  # Jackson reads Policies from an object only
             raise ApiError(400, 'body must be a JSON object (Policies), e.g. {"bundles": ...}')
         bundles = body.get("bundles")
