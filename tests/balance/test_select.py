@@ -89,6 +89,7 @@ def test_no_allowed_broker_means_no_decision() -> None:
     result = place(snapshot({"a": report()}, policies=policies))
     assert result.decision is None and result.preallocation is None
     assert result.stats["reason"] == "NoBrokers"
+    assert result.stats["detail"] == "no broker can take bundle t/n/0x40000000_0x80000000"
 
 
 def test_excluded_namespaces_are_placed_round_robin_with_their_own_turn() -> None:

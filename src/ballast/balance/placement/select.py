@@ -226,6 +226,7 @@ def select_broker_for_assignment(
     if selection.broker is None:
         stats["outcome"] = "Skip"
         stats["reason"] = ReasonKind.NO_BROKERS.value
+        stats["detail"] = selection.reason.text  # the stages in candidates say which emptied
         return PlacementResult(None, None, selection.state, stats)
     stats["outcome"] = "Success"
     known = snapshot.bundles.get(bundle)
