@@ -213,8 +213,8 @@ class LoadSnapshot:
         return usage
 
     def overloaded(self, broker: BrokerId, weights: ResourceWeights, threshold: float) -> bool:
-        """:meth:`LocalBrokerData.overloaded` of ``broker``'s report, from
-        :meth:`weighted_usage`."""
+        """Whether ``broker``'s report puts it above ``threshold`` (weighted max usage, as
+        Pulsar's placement and shedding test it): loaded past it, whatever its traffic."""
         return self.weighted_usage(broker, weights) > threshold
 
     def broker_index(self, broker: BrokerId) -> BrokerIndex | None:

@@ -517,9 +517,8 @@ class BrokerNode:
         try:
             bundle = BundleName.parse(command.bundle)
             return await self._dispatch(bundle, command)
-        except (OwnershipError, MetadataError, ValueError) as exc:
-            return CommandReply(ok=False, message=str(exc))
-        except NamespaceNotFoundError as exc:  # deleted while the command was on its way
+        # NamespaceNotFoundError: deleted while the command was on its way
+        except (OwnershipError, MetadataError, ValueError, NamespaceNotFoundError) as exc:
             return CommandReply(ok=False, message=str(exc))
         except Exception as exc:
             # Answered, not raised: an error answer (500) is taken for a command that did not

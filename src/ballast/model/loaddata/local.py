@@ -117,11 +117,6 @@ class LocalBrokerData(msgspec.Struct, frozen=True, kw_only=True, rename="camel")
             / 100.0
         )
 
-    def overloaded(self, weights: ResourceWeights, threshold: float) -> bool:
-        """Whether this report puts the broker above ``threshold`` (weighted max usage, as
-        Pulsar's placement and shedding test it): loaded past it, whatever its traffic."""
-        return self.max_resource_usage_with_weight(weights) > threshold
-
     def resource_percentages(self) -> dict[str, float]:
         """Each resource's percent usage, by Pulsar's resource names."""
         return {
