@@ -127,4 +127,5 @@ def test_std_past_a_doubles_range_is_infinite_not_an_error() -> None:
     """A load of 1e160 squared is past a double: Java gives Infinity; ``**`` raised
     OverflowError, an internal error of ``decide shed --strategy ballast``."""
     assert std([1e160, 0.0]) == math.inf
+    assert std([math.inf, 0.5]) == math.inf  # not 0: inf - inf is NaN
     assert std([0.25, 0.75]) == 0.25

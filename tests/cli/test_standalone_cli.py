@@ -67,6 +67,8 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
     split_fine.write_text("bundles = 2000000\n")  # it ran, without its namespace (refused)
     huge = tmp_path / "huge.toml"
     huge.write_text("size = 99999999999\n")  # it ran, brokers at a billion percent
+    v1 = tmp_path / "v1.toml"
+    v1.write_text('namespace = "a/b/c"\n')  # refused by the leader once started: exit 1
     for args, needle in (
         (["--brokers", "0"], "--brokers must be in 1..100, not 0"),
         (["--brokers", "101"], "run `ballast broker` processes for a bigger cluster"),
@@ -81,6 +83,7 @@ def test_standalone_rejects_bad_options(ballast: Run, tmp_path: Path) -> None:
         (["--workload", str(split_fine)], "bundles = 2000000 is out of range (at most 1,048,576)"),
         (["--workload", str(huge)], "size = 99999999999 is out of range (at most 5,242,880)"),
         (["--workload", str(tmp_path / "missing.toml")], "cannot read"),
+        (["--workload", str(v1)], "namespace: a/b/c is not tenant/namespace"),
         (["--no-load", "--workload", str(bad)], "exclude each other"),
         (["--port", "65535", "--brokers", "3"], "web ports 65535..65537"),
         (["--broker-port", "0"], "binary ports 0..2"),
@@ -134,3 +137,19 @@ def test_a_leader_record_that_never_expires_does_not_hang_the_start(
         ballast("metadata", "ls", "/loadbalance", "--store", store).stdout.split().count("leader")
         == 0
     )  # the stale record is gone (and the new leader's was ephemeral)
+
+
+@pytest.mark.integration
+def test_a_stop_during_the_demo_setup_is_heard(ballast: Run, tmp_path: Path) -> None:
+    """Creating a million demo topics took minutes, deaf to --duration, Ctrl-C and SIGTERM
+    (the store answered without yielding, so no signal handler ran)."""
+    workload = tmp_path / "many.toml"
+    workload.write_text("topics = 1000000\nhotspot_after_s = 0\n")
+    port, broker_port = standalone_ports(1)
+    run = ballast(
+        "standalone", "--brokers", "1", "--duration", "3", "--workload", str(workload),
+        "--port", str(port), "--broker-port", str(broker_port),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    ran = re.search(r"^ran (\d+) s", run.stdout, re.MULTILINE)
+    assert ran is not None and int(ran.group(1)) <= 30, run.stdout  # 188 s

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ballast.standalone.run import SHOWN_DECISIONS, Summary, summary_text
 
 
@@ -40,3 +42,19 @@ def test_no_decisions_read_as_none() -> None:
     summary = Summary(loads={"b1": 0.5, "b2": 0.25})
     assert summary.counts_text() == "none"
     assert summary_text(summary).splitlines()[-1] == "load std-dev 0.125; decisions: none"
+
+
+def test_a_load_past_a_doubles_range_is_summarised() -> None:
+    """statistics.pstdev raised on it: an internal error after the run."""
+    summary = Summary(loads={"b1": math.inf, "b2": 0.5})
+    assert summary_text(summary).splitlines()[-1] == "load std-dev inf; decisions: none"
+
+
+def test_decisions_after_the_stop_are_not_counted() -> None:
+    """The leader places the bundles of the brokers it sees stopping: counted, the summary
+    said 24 assignments where the console had shown 19."""
+    summary = Summary()
+    summary.record(_decision(1, "assign"))
+    summary.closed = True
+    summary.record(_decision(2, "assign"))
+    assert summary.counts_text() == "1 assign" and len(summary.latest) == 1

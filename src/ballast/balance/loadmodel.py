@@ -360,6 +360,8 @@ def std(values: Iterable[float]) -> float:
     items = list(values)
     if not items:
         return 0.0
+    if any(math.isinf(v) for v in items):
+        return math.inf  # inf - inf is NaN, which max() below would read as 0
     mean = sum(items) / len(items)
     # v*v, not v**2: a huge figure squares to inf as in Java, where ** raises OverflowError
     return math.sqrt(max(0.0, sum((v - mean) * (v - mean) for v in items) / len(items)))

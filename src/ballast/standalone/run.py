@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import statistics
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
+from ballast.balance.loadmodel import std
 from ballast.broker.cluster import LocalCluster, modelled_usage
 from ballast.broker.identity import BrokerIdentity
 from ballast.broker.lookup import AnswerKind
@@ -77,9 +77,13 @@ class Summary:
     bundles: dict[str, int] = field(default_factory=dict)
     leader: str | None = None
     hot: bool = False
+    closed: bool = False
 
     def record(self, entry: Mapping[str, Any]) -> None:
-        """Hear one decision of any broker's leader (a decision listener)."""
+        """Hear one decision of any broker's leader (a decision listener); none once the
+        cluster stops (the leader placing the bundles of the brokers it sees stopping)."""
+        if self.closed:
+            return
         self.counts[str(entry["action"])] += 1
         self.latest.append(entry)
 
@@ -106,6 +110,7 @@ class Standalone:
             on_node=self._listen,
         )
         self._started = 0.0
+        self.notes: list[str] = []  # what the start noticed, told once it has started
 
     def _listen(self, node: BrokerNode) -> None:
         node.decision_listeners.append(self.summary.record)
@@ -143,9 +148,20 @@ class Standalone:
             await self._set_up(CreateNamespace(namespace="public/default"))
         if workload is not None:
             node = self.cluster.running()[0]
-            for topic in workload.topic_names():
-                await node.topic_index.create(topic)
-            workload.apply(self.traffic, hot=False)
+            current = await node.bundles.bundles(workload.namespace_name)
+            if current.count != workload.bundles:
+                self.notes.append(
+                    f"{namespace} exists with {current.count} bundles (the store's): the "
+                    f"workload's {workload.bundles} are not used"
+                )
+            for i in range(workload.topics):  # named one by one: a million take seconds
+                if i % 1000 == 0:
+                    await self.clock.sleep(0)  # the store may answer without yielding: signals
+                    if stop.is_set():
+                        break
+                await node.topic_index.create(workload.topic_name(i))
+            else:
+                workload.apply(self.traffic, hot=False)
         return True
 
     async def _set_up(self, request: CreateTenant | CreateNamespace) -> None:
@@ -165,7 +181,10 @@ class Standalone:
             elapsed = self.clock.monotonic() - self._started
             hot = workload.hotspot_after_s > 0 and elapsed >= workload.hotspot_after_s
             if hot and not self.summary.hot:
-                workload.apply(self.traffic, hot=True)
+                # the hot bundle among the namespace's bundles as they are now
+                node = self.cluster.running()[0]
+                bundles = await node.bundles.bundles(workload.namespace_name)
+                workload.apply(self.traffic, hot=True, bundles=bundles)
                 self.summary.hot = True
             for topic in topics:
                 if stop.is_set() or not self.cluster.running():
@@ -229,6 +248,7 @@ class Standalone:
 
     async def stop(self) -> None:
         self.collect()
+        self.summary.closed = True
         await self.cluster.close()
 
 
@@ -260,6 +280,8 @@ async def run_standalone(options: StandaloneOptions, console: Console) -> Summar
     console.print(
         f"admin: ballast admin --url http://{options.host}:{options.web_port} ...; Ctrl-C stops"
     )
+    for note in standalone.notes:
+        console.print(f"note: {note}")
     driver = asyncio.ensure_future(standalone.drive(stop))
     deadline = (
         None if options.duration_s is None else standalone.clock.monotonic() + options.duration_s
@@ -303,8 +325,8 @@ def _status_line(summary: Summary) -> str:
 
 
 def summary_text(summary: Summary) -> str:
-    loads = list(summary.loads.values())
-    spread = statistics.pstdev(loads) if len(loads) > 1 else 0.0
+    # loadmodel's std: statistics.pstdev fails on a load past a double's range (inf)
+    spread = std(summary.loads.values())
     lines = [
         f"ran {summary.uptime_s:.0f} s; leader {summary.leader}",
         "final loads: "

@@ -66,9 +66,11 @@ class DemoWorkload:
 
     def __post_init__(self) -> None:
         try:
-            NamespaceName.parse(self.namespace)
+            parsed = NamespaceName.parse(self.namespace)
         except InvalidNameError as exc:
             raise WorkloadError(f"namespace: {exc}") from None
+        if not parsed.is_v2:  # refused by the leader only once the cluster had started
+            raise WorkloadError(f"namespace: {self.namespace} is not tenant/namespace")
         for name, (least, most) in BOUNDS.items():
             value = getattr(self, name)
             if not (math.isfinite(value) and least <= value <= most):
@@ -110,32 +112,38 @@ class DemoWorkload:
         return NamespaceName.parse(self.namespace)
 
     def topic_names(self) -> list[TopicName]:
-        return [
-            TopicName.parse(f"persistent://{self.namespace}/perf-topic-{i}")
-            for i in range(self.topics)
-        ]
+        return [self.topic_name(i) for i in range(self.topics)]
+
+    def topic_name(self, index: int) -> TopicName:
+        return TopicName.parse(f"persistent://{self.namespace}/perf-topic-{index}")
 
     def base_rates(self) -> dict[TopicName, TopicStats]:
         """Zipf-skewed rates with the configured mean."""
         names = self.topic_names()
-        weights = [1.0 / (i + 1) ** self.skew for i in range(len(names))]
+        # exp(-skew * ln(rank)): a large skew underflows to 0 where (rank) ** skew overflowed
+        weights = [math.exp(-self.skew * math.log(i + 1)) for i in range(len(names))]
         scale = self.rate * len(names) / sum(weights)
         return {
             topic: TopicStats.of(weight * scale, self.size, fan_out=self.fan_out)
             for topic, weight in zip(names, weights, strict=True)
         }
 
-    def hot_topics(self) -> list[TopicName]:
-        """The topics of the bundle that holds the busiest topic: they get hot."""
+    def hot_topics(self, bundles: NamespaceBundles | None = None) -> list[TopicName]:
+        """The topics of the bundle that holds the busiest topic: they get hot. ``bundles``:
+        the namespace's bundles as they are (a namespace of an earlier run on a ``sqlite:``
+        store keeps its own count); the workload's count when not given."""
         names = self.topic_names()
-        bundles = NamespaceBundles.equal(self.namespace_name, self.bundles)
+        if bundles is None:
+            bundles = NamespaceBundles.equal(self.namespace_name, self.bundles)
         target = bundles.range_for_hash(topic_hash(names[0]))
         return [t for t in names if target.contains(topic_hash(t))]
 
-    def apply(self, traffic: WorkloadTraffic, *, hot: bool) -> None:
+    def apply(
+        self, traffic: WorkloadTraffic, *, hot: bool, bundles: NamespaceBundles | None = None
+    ) -> None:
         rates = self.base_rates()
         if hot:
-            for topic in self.hot_topics():
+            for topic in self.hot_topics(bundles):
                 base = rates[topic]
                 rates[topic] = TopicStats.of(
                     base.msg_rate_in * self.hotspot_factor, self.size, fan_out=self.fan_out
