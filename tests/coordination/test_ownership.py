@@ -137,6 +137,16 @@ async def test_a_move_whose_answer_was_lost_keeps_the_claim(harness: Harness, cl
     await a.release(BUNDLE)  # a lost write before a delete
     assert await read_owner(store, BUNDLE) is None
     # (a record another session took over is not adopted: the transfer test above)
+    # A record of this session with no claim at all (a take-over whose answer was lost): the
+    # broker could neither unload nor transfer it ("does not own it") while it lived.
+    await store.put(path, mine.to_json(), -1, ephemeral=True)
+    assert a.owned() == {}
+    moved = await a.transition(BUNDLE, S.RELEASING, transfer_to="b:8080")
+    assert moved is not None and a.owned() == {BUNDLE: S.RELEASING}
+    await a.release(BUNDLE)
+    assert await read_owner(store, BUNDLE) is None
+    with pytest.raises(OwnershipError, match="does not own it"):
+        await a.release(BUNDLE)  # nothing there: still refused
 
 
 @pytest.mark.integration

@@ -251,12 +251,19 @@ class BundleOwnership:
         transition table and the record's version. Raises :class:`OwnershipError` if we do
         not hold it or it changed under us (then the claim is dropped)."""
         claim = self._claims.get(bundle)
+        adopted = False
         if claim is None:
-            raise OwnershipError(bundle, f"{self.broker_id} does not own it")
+            # A record of this session without a claim: one whose answer was lost (a
+            # take-over ZooKeeper applied after the client gave up on it), which nothing
+            # would ever release while the session lives.
+            claim = _Claim(OwnershipState.FREE, -1)
+            if await self._adopt_own_record(bundle, claim) is None:
+                raise OwnershipError(bundle, f"{self.broker_id} does not own it")
+            self._claims[bundle] = claim
+            adopted = True
         check_transition(bundle, claim.state, state)
         path = paths.ownership(bundle)
         data = self._template.in_state(state, transfer_to)
-        adopted = False
         while True:
             try:
                 if state is OwnershipState.FREE:
@@ -297,7 +304,7 @@ class BundleOwnership:
             return None
         if current.broker_id != self.broker_id:
             return None
-        claim.state, claim.version = current.state, current.version
+        claim.state, claim.version, claim.session = current.state, current.version, current.session
         self.changes += 1
         return current
 
