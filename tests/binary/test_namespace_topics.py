@@ -116,3 +116,42 @@ async def test_a_listing_whose_bundles_change_under_it_is_taken_again(
     finally:
         await close_all(reversed(closeables))
         await cluster.close()
+
+
+async def test_a_bundle_nobody_owns_any_more_holds_no_topics(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker asked about a bundle unloaded since the listing read its owner answers 204
+    (no owner): that failed the listing, and a delete without force, with 503."""
+    cluster = await start_cluster(clock, NAMESPACE, 4)
+    nodes = list(cluster.nodes.values())
+    topics = topics_per_bundle(NAMESPACE, 4)
+    closeables: list[Any] = []
+    unowned: list[str] = []
+    ask = PeerTopics._ask
+
+    async def also_an_unowned_bundle(
+        self: PeerTopics, session: aiohttp.ClientSession, url: str, bundle: BundleName
+    ) -> list[str]:
+        idle = BundleName.parse("t/idle/0x00000000_0xffffffff")  # a bundle nobody owns
+        unowned.extend(await ask(self, session, url, idle))
+        return await ask(self, session, url, bundle)
+
+    try:
+        async with aiohttp.ClientSession() as http:
+            created = f"{http_url(nodes[0])}/admin/v2/namespaces/t/idle"
+            async with http.put(created, json={"bundles": {"numBundles": 1}}) as made:
+                assert made.status == 204, await made.text()
+            client = await new_client(pulsar_url(nodes[0]))
+            closeables.append(client)
+            for topic in topics:
+                closeables.append(await asyncio.to_thread(client.create_producer, str(topic)))
+            monkeypatch.setattr(PeerTopics, "_ask", also_an_unowned_bundle)
+            base = f"{http_url(nodes[1])}/admin/v2/namespaces/{NAMESPACE}"
+            async with http.get(f"{base}/topics", params={"mode": "ALL"}) as listed:
+                assert listed.status == 200, await listed.text()
+                assert sorted(await listed.json()) == sorted(str(t) for t in topics)
+        assert unowned == []
+    finally:
+        await close_all(reversed(closeables))
+        await cluster.close()

@@ -7,6 +7,7 @@ or wrote the namespace's boundaries back after the deletion and kept the childre
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -128,4 +129,37 @@ async def test_a_command_that_fails_unexpectedly_is_answered_not_raised(
     assert not reply.ok and "internal error: RuntimeError: a bug" in reply.message, reply
     monkeypatch.undo()
     assert (await cluster.request(UnloadRequest(bundle=str(bundle)))).ok  # not stuck
+    await cluster.close()
+
+
+async def test_a_deletion_whose_local_policies_a_split_rewrites_meanwhile_goes_through(
+    clock: Clock,
+) -> None:
+    """A split rewrote the boundaries between the deletion's read of their version and its
+    write: the leader's handler raised (500 to the admin) and the namespace stayed."""
+    cluster = await start(clock, "forceDeleteNamespaceAllowed=true")
+    await _owned_bundle(cluster)
+    leader = cluster.leader()
+    assert leader is not None and leader.controller is not None
+    controller = leader.controller
+    fenced = controller.fenced
+    store = await cluster.connect()
+    rewrites = [1]
+
+    async def split_meanwhile(ops: Any) -> Any:
+        if rewrites[0]:
+            rewrites[0] -= 1
+            record = await store.get(paths.local_policies(RACE))
+            assert record is not None
+            await store.put(paths.local_policies(RACE), record.value, record.stat.version)
+        return await fenced(ops)
+
+    controller.fenced = split_meanwhile  # type: ignore[method-assign]
+    reply = await cluster.request(DeleteNamespace(namespace=str(RACE), force=True))
+    controller.fenced = fenced  # type: ignore[method-assign]
+    assert reply.ok, reply.message
+    assert rewrites == [0]
+    assert await store.exists(paths.namespace_policies(RACE)) is None
+    assert await store.exists(paths.local_policies(RACE)) is None
+    await store.close()
     await cluster.close()

@@ -39,7 +39,16 @@ from ballast.controller.requests import (
     ok,
 )
 from ballast.metadata import paths
-from ballast.metadata.store import Check, Create, Delete, Op, SetValue
+from ballast.metadata.store import (
+    BadVersionError,
+    Check,
+    Create,
+    Delete,
+    MultiOpError,
+    NoNodeError,
+    Op,
+    SetValue,
+)
 from ballast.model.bundles import (
     SPLIT_NAMED_BUNDLES,
     BundleName,
@@ -75,6 +84,9 @@ if TYPE_CHECKING:
 
 
 GLOBAL_CLUSTER = "global"  # Pulsar's name for a namespace of every cluster
+# Writes of a namespace's deletion tried before splits changing its bundles under each
+# are answered 409.
+DELETE_ATTEMPTS = 5
 
 
 def _heartbeat_reason(namespace: NamespaceName) -> str:
@@ -466,11 +478,24 @@ class AdminHandlers:
             ):
                 self.c.image.moving.add(bundle)
                 self.c.moves.unload(bundle, owner)
-        ops: list[Op] = [Delete(paths.namespace_policies(namespace), policy.version)]
-        local = await self.c.store.exists(paths.local_policies(namespace))
-        if local is not None:
-            ops.append(Delete(paths.local_policies(namespace), local.version))
-        await self.c.fenced(ops)
+        for _ in range(DELETE_ATTEMPTS):
+            # A split under way rewrites the local policies: read their version again then
+            # (splits check that the policies exist, so none writes after this delete).
+            ops: list[Op] = [Delete(paths.namespace_policies(namespace), policy.version)]
+            local = await self.c.store.exists(paths.local_policies(namespace))
+            if local is not None:
+                ops.append(Delete(paths.local_policies(namespace), local.version))
+            try:
+                await self.c.fenced(ops)
+                break
+            except MultiOpError as exc:
+                if not isinstance(exc.cause, BadVersionError | NoNodeError):
+                    raise
+                policy = await self.c.store.exists(paths.namespace_policies(namespace))
+                if policy is None:
+                    return failed(404, f"namespace {namespace} does not exist")
+        else:
+            return failed(409, f"the bundles of {namespace} kept being split; retry")
         await self.c.store.delete_recursive(ledgers)
         await self.c.store.delete_recursive(partitioned)
         await self.c.store.delete_recursive(paths.BUNDLE_DATA + f"/{namespace}")

@@ -76,6 +76,8 @@ class PeerTopics:
         url = f"{http_url}/admin/v2/non-persistent/{bundle.namespace}/{bundle.range}"
         try:
             async with session.get(url) as response:
+                if response.status == 204:  # no broker owns it (any more): no topic loaded
+                    return []
                 if response.status in (404, 412):  # not a bundle (any more), not a namespace
                     raise BundlesChangedError(f"{url} answered {response.status}")
                 if response.status != 200:
