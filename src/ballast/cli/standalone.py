@@ -64,7 +64,12 @@ def standalone_command(
         ),
     ] = None,
     workload: Annotated[
-        Path | None, typer.Option("--workload", help="Demo load description (TOML).")
+        Path | None,
+        typer.Option(
+            "--workload",
+            help="Demo load (TOML: namespace, bundles, topics, rate, size, fan_out, skew, "
+            "hotspot_after_s, hotspot_factor; docs/operations.md).",
+        ),
     ] = None,
     no_load: Annotated[
         bool, typer.Option("--no-load", help="Run an idle cluster (for real clients).")
