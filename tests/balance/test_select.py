@@ -44,6 +44,12 @@ def test_assignment_returns_the_preallocation_to_record() -> None:
     assert pre.data == BundleData.new_default()
     known = snapshot({"a": report(), "b": report()}, {BUNDLE: data(rate=5)})
     assert place(known).preallocation.new_bundle_data is False
+    # the reason says how the broker stood out ("1 of 2 candidates tied" read oddly)
+    assert result.decision.reason.text.endswith(", the lowest of 2 candidates")
+    alone = place(snapshot({"a": report()})).decision.reason.text
+    assert alone.endswith(", the only candidate"), alone
+    tied = place(snapshot({"a": report(), "b": report()}, {BUNDLE: data(rate=5)}))
+    assert tied.decision.reason.text.endswith("2 of 2 candidates tied, chosen at random")
 
 
 def test_bundles_of_a_namespace_spread_over_brokers() -> None:

@@ -210,8 +210,8 @@ class Standalone:
 
     def render(self) -> Group:
         table = Table(title=None, expand=True)
-        for heading in ("broker", "", "load", "bundles", "topics", "msg/s", "MiB/s"):
-            table.add_column(heading, justify="right" if heading not in ("broker", "") else "left")
+        for heading in ("broker", "role", "load", "bundles", "topics", "msg/s", "MiB/s"):
+            table.add_column(heading, justify="left" if heading in ("broker", "role") else "right")
         for node in self.cluster.running():
             report = node.reporter.current
             load = self.summary.loads.get(node.broker_id, 0.0)
@@ -274,7 +274,8 @@ async def run_standalone(options: StandaloneOptions, console: Console) -> Summar
         await standalone.stop()
         raise NoLeaderError("stopped before any broker was elected leader")
     urls = ", ".join(f"http://{b}" for b in standalone.cluster.nodes)
-    console.print(f"[bold]Ballast standalone[/bold]: {options.brokers} brokers at {urls}")
+    brokers = f"{options.brokers} broker{'' if options.brokers == 1 else 's'}"
+    console.print(f"[bold]Ballast standalone[/bold]: {brokers} at {urls}")
     clients = ", ".join(node.identity.pulsar_service_url for node in standalone.cluster.running())
     console.print(f"clients (non-persistent topics): {clients}")
     console.print(

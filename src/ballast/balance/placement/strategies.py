@@ -119,11 +119,12 @@ def least_long_term_message_rate(
     if math.isinf(lowest):
         detail = f"all {len(candidates)} candidates are overloaded; chosen at random"
     else:
-        among = (
-            f"the lowest of {len(candidates)} candidates"
-            if len(best) == 1
-            else f"{len(best)} of {len(candidates)} candidates tied, chosen at random"
-        )
+        if len(candidates) == 1:
+            among = "the only candidate"
+        elif len(best) == 1:
+            among = f"the lowest of {len(candidates)} candidates"
+        else:
+            among = f"{len(best)} of {len(candidates)} candidates tied, chosen at random"
         detail = f"least long-term message rate {lowest:g} msg/s, {among}"
     return Choice(chosen, detail), state
 
