@@ -109,3 +109,24 @@ async def test_a_stopping_leader_is_drained_as_soon_as_a_new_leader_is_up(clock:
         owner = await read_owner(cluster.running()[0].store, bundle)
         assert owner is not None and owner.broker_id != leader.broker_id
     await cluster.close()
+
+
+async def test_a_take_over_whose_answer_was_lost_is_served_when_a_client_comes(
+    clock: Clock,
+) -> None:
+    """ZooKeeper applied the destination's take-over after the client gave up on it: the
+    record said the destination owned the bundle (lookups sent clients there), but it held no
+    claim, so it served nothing and refused every move ("does not own it") while its session
+    lived."""
+    cluster, owner_id, _, _ = await start(clock)
+    node = cluster.nodes[owner_id]
+    bundle = await node.lookups.bundle_of(TOPIC)
+    await node.ownership.forget(bundle)  # the record stays; the claim is as if never made
+    node.served.remove_bundle(bundle)
+    assert node.ownership.state_of(bundle) is OwnershipState.FREE
+    owner = await node.owners.owner(bundle)
+    assert owner is not None and owner.session == node.store.session_id
+    assert await node.open_topic(TOPIC)  # a client, sent here by the lookup, is served
+    assert node.ownership.owned().get(bundle) is OwnershipState.OWNED and bundle in node.served
+    assert (await cluster.request(UnloadRequest(bundle=str(bundle)))).ok  # and it can move
+    await cluster.close()

@@ -123,7 +123,8 @@ class BrokerNode:
         )
         self.topic_index = NamespaceTopicIndex(store)
         self.bundles = NamespaceBundlesCache(store, on_deleted=self.topic_index.forget)
-        self.owners = OwnershipCache(store, on_deleted=self._ownership_deleted)
+        # a lambda: self.lookups is made below (a bundle's kept answer goes with its record)
+        self.owners = OwnershipCache(store, on_deleted=lambda b: self.lookups.forget(b))  # noqa: PLW0108
         self.served = ServedTopics()
         # Bundles this broker is making its own: set once their topics are served.
         self._taking: dict[BundleName, asyncio.Future[None]] = {}
@@ -382,9 +383,6 @@ class BrokerNode:
 
     # -- ownership and topics ---------------------------------------------------------------
 
-    def _ownership_deleted(self, bundle: BundleName) -> None:
-        self.lookups.forget(bundle)
-
     async def acquire(self, bundle: BundleName, load_topics: bool = True) -> Owner:
         """Own ``bundle`` (or learn who does) and, if ours, load its topics."""
         with self._taking_over(bundle):
@@ -489,6 +487,14 @@ class BrokerNode:
         taking = self._taking.get(bundle)
         if taking is not None:  # owned by its record already, its topics not yet served
             await asyncio.shield(taking)
+        if (
+            self.ownership.state_of(bundle) is OwnershipState.FREE
+            and (cached := self.owners.peek(bundle)) is not None
+            and cached.session == self.store.session_id  # ours, by its record: adopt it
+            and await self.ownership.adopt(bundle)
+        ):
+            with self._taking_over(bundle):
+                await self._serve(bundle)
         if self.ownership.state_of(bundle) is not OwnershipState.OWNED or bundle not in self.served:
             return False
         if self.served.bundle_of(topic) != bundle:

@@ -253,14 +253,9 @@ class BundleOwnership:
         claim = self._claims.get(bundle)
         adopted = False
         if claim is None:
-            # A record of this session without a claim: one whose answer was lost (a
-            # take-over ZooKeeper applied after the client gave up on it), which nothing
-            # would ever release while the session lives.
-            claim = _Claim(OwnershipState.FREE, -1)
-            if await self._adopt_own_record(bundle, claim) is None:
+            if not await self.adopt(bundle):
                 raise OwnershipError(bundle, f"{self.broker_id} does not own it")
-            self._claims[bundle] = claim
-            adopted = True
+            claim, adopted = self._claims[bundle], True
         check_transition(bundle, claim.state, state)
         path = paths.ownership(bundle)
         data = self._template.in_state(state, transfer_to)
@@ -288,6 +283,19 @@ class BundleOwnership:
         claim.state, claim.version = state, stat.version
         self.changes += 1
         return Owner(bundle, data, stat.version, stat.ephemeral_owner)
+
+    async def adopt(self, bundle: BundleName) -> bool:
+        """Claim ``bundle`` when the store holds a record of this session for it that this
+        broker holds no claim for: one whose answer was lost (a take-over ZooKeeper applied
+        after the client gave up on it), which nothing would release while the session
+        lives. Whether it did (reads the store unless a claim exists)."""
+        if bundle in self._claims:
+            return False
+        claim = _Claim(OwnershipState.FREE, -1)
+        if await self._adopt_own_record(bundle, claim) is None:
+            return False
+        self._claims[bundle] = claim
+        return True
 
     def _drop_claim(self, bundle: BundleName) -> None:
         self._claims.pop(bundle, None)
