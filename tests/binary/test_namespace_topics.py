@@ -5,6 +5,7 @@ does; these topics live only on the brokers, not in the store the leader checks.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -77,66 +78,19 @@ async def test_a_namespace_with_live_topics_is_deleted_only_with_force(clock: Cl
         await cluster.close()
 
 
-async def test_a_listing_whose_bundles_change_under_it_is_taken_again(
-    clock: Clock, monkeypatch: pytest.MonkeyPatch
+Ask = Callable[[PeerTopics, aiohttp.ClientSession, str, BundleName], Awaitable[list[str]]]
+
+
+async def _whole_listing_with(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch, wrap: Callable[[Ask], Ask]
 ) -> None:
-    """A split between the read of the bundles and a broker's answer made that broker answer
-    412 (not a bundle any more), and the listing — and a delete without force, which lists
-    the topics first — answered 503 with the broker's URL."""
+    """List the namespace's topics (``mode=ALL``) through a broker that asks the others with
+    ``PeerTopics._ask`` wrapped by ``wrap``; the listing must be whole (200, every topic).
+    ``t/idle`` exists too, its one bundle owned by nobody."""
     cluster = await start_cluster(clock, NAMESPACE, 4)
     nodes = list(cluster.nodes.values())
     topics = topics_per_bundle(NAMESPACE, 4)
     closeables: list[Any] = []
-    asked_stale = [0]
-    ask = PeerTopics._ask
-
-    async def first_about_a_stale_bundle(
-        self: PeerTopics, session: aiohttp.ClientSession, url: str, bundle: BundleName
-    ) -> list[str]:
-        if not asked_stale[0]:
-            asked_stale[0] += 1
-            half = BundleRange(bundle.range.lower, (bundle.range.lower + bundle.range.upper) // 2)
-            return await ask(self, session, url, BundleName(bundle.namespace, half))  # 412
-        return await ask(self, session, url, bundle)
-
-    try:
-        client = await new_client(pulsar_url(nodes[0]))
-        closeables.append(client)
-        for topic in topics:
-            closeables.append(await asyncio.to_thread(client.create_producer, str(topic)))
-        monkeypatch.setattr(PeerTopics, "_ask", first_about_a_stale_bundle)
-        base = f"{http_url(nodes[1])}/admin/v2/namespaces/{NAMESPACE}"
-        async with (
-            aiohttp.ClientSession() as http,
-            http.get(f"{base}/topics", params={"mode": "ALL"}) as listed,
-        ):
-            assert listed.status == 200, await listed.text()
-            assert sorted(await listed.json()) == sorted(str(t) for t in topics)
-        assert asked_stale == [1]
-    finally:
-        await close_all(reversed(closeables))
-        await cluster.close()
-
-
-async def test_a_bundle_nobody_owns_any_more_holds_no_topics(
-    clock: Clock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A broker asked about a bundle unloaded since the listing read its owner answers 204
-    (no owner): that failed the listing, and a delete without force, with 503."""
-    cluster = await start_cluster(clock, NAMESPACE, 4)
-    nodes = list(cluster.nodes.values())
-    topics = topics_per_bundle(NAMESPACE, 4)
-    closeables: list[Any] = []
-    unowned: list[str] = []
-    ask = PeerTopics._ask
-
-    async def also_an_unowned_bundle(
-        self: PeerTopics, session: aiohttp.ClientSession, url: str, bundle: BundleName
-    ) -> list[str]:
-        idle = BundleName.parse("t/idle/0x00000000_0xffffffff")  # a bundle nobody owns
-        unowned.extend(await ask(self, session, url, idle))
-        return await ask(self, session, url, bundle)
-
     try:
         async with aiohttp.ClientSession() as http:
             created = f"{http_url(nodes[0])}/admin/v2/namespaces/t/idle"
@@ -146,12 +100,57 @@ async def test_a_bundle_nobody_owns_any_more_holds_no_topics(
             closeables.append(client)
             for topic in topics:
                 closeables.append(await asyncio.to_thread(client.create_producer, str(topic)))
-            monkeypatch.setattr(PeerTopics, "_ask", also_an_unowned_bundle)
+            monkeypatch.setattr(PeerTopics, "_ask", wrap(PeerTopics._ask))
             base = f"{http_url(nodes[1])}/admin/v2/namespaces/{NAMESPACE}"
             async with http.get(f"{base}/topics", params={"mode": "ALL"}) as listed:
                 assert listed.status == 200, await listed.text()
                 assert sorted(await listed.json()) == sorted(str(t) for t in topics)
-        assert unowned == []
     finally:
         await close_all(reversed(closeables))
         await cluster.close()
+
+
+async def test_a_listing_whose_bundles_change_under_it_is_taken_again(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A split between the read of the bundles and a broker's answer made that broker answer
+    412 (not a bundle any more), and the listing — and a delete without force, which lists
+    the topics first — answered 503 with the broker's URL."""
+    asked_stale = [0]
+
+    def first_about_a_stale_bundle(ask: Ask) -> Ask:
+        async def asked(
+            self: PeerTopics, session: aiohttp.ClientSession, url: str, bundle: BundleName
+        ) -> list[str]:
+            if not asked_stale[0]:
+                asked_stale[0] += 1
+                lower, upper = bundle.range.lower, bundle.range.upper
+                half = BundleName(bundle.namespace, BundleRange(lower, (lower + upper) // 2))
+                return await ask(self, session, url, half)  # 412: no such bundle
+            return await ask(self, session, url, bundle)
+
+        return asked
+
+    await _whole_listing_with(clock, monkeypatch, first_about_a_stale_bundle)
+    assert asked_stale == [1]
+
+
+async def test_a_bundle_nobody_owns_any_more_holds_no_topics(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker asked about a bundle unloaded since the listing read its owner answers 204
+    (no owner): that failed the listing, and a delete without force, with 503."""
+    unowned: list[list[str]] = []
+
+    def also_an_unowned_bundle(ask: Ask) -> Ask:
+        async def asked(
+            self: PeerTopics, session: aiohttp.ClientSession, url: str, bundle: BundleName
+        ) -> list[str]:
+            idle = BundleName.parse("t/idle/0x00000000_0xffffffff")  # nobody owns it: 204
+            unowned.append(await ask(self, session, url, idle))
+            return await ask(self, session, url, bundle)
+
+        return asked
+
+    await _whole_listing_with(clock, monkeypatch, also_an_unowned_bundle)
+    assert unowned and all(names == [] for names in unowned)
