@@ -163,6 +163,19 @@ class NamespaceBundlesCache:
     def invalidate(self, namespace: NamespaceName) -> None:
         self._cache.invalidate(namespace)
 
+    async def still_a_bundle(self, bundle: BundleName) -> bool:
+        """Whether ``bundle`` is one of its namespace's bundles now (read afresh: the cache
+        may not have heard of a split made while this broker's session was lost). A
+        heartbeat namespace has no policies and one bundle that is never split."""
+        if bundle.namespace.is_heartbeat:
+            return True
+        self.invalidate(bundle.namespace)
+        try:
+            current = await self.bundles(bundle.namespace)
+        except NamespaceNotFoundError:
+            return False
+        return current.contains(bundle.range)
+
     async def _load(self, namespace: NamespaceName) -> tuple[NamespaceBundles, LocalPolicies]:
         local_record = await self._store.get(paths.local_policies(namespace))
         local = LocalPolicies()

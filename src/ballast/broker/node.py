@@ -115,16 +115,15 @@ class BrokerNode:
         self._release_timeout_s = settings.get_int("namespaceBundleUnloadingTimeoutMs") / 1000
         self.registration = BrokerRegistration(store, self.broker_id, clock)
         self.registry = BrokerRegistry(store)
+        self.topic_index = NamespaceTopicIndex(store)
+        self.bundles = NamespaceBundlesCache(store, on_deleted=self.topic_index.forget)
         self.ownership = BundleOwnership(
             store,
             self.broker_id,
             identity.ownership_template(),
-            still_a_bundle=self._still_a_bundle,
+            still_a_bundle=self.bundles.still_a_bundle,
         )
-        self.topic_index = NamespaceTopicIndex(store)
-        self.bundles = NamespaceBundlesCache(store, on_deleted=self.topic_index.forget)
-        # a lambda: self.lookups is made below (a bundle's kept answer goes with its record)
-        self.owners = OwnershipCache(store, on_deleted=lambda b: self.lookups.forget(b))  # noqa: PLW0108
+        self.owners = OwnershipCache(store, on_deleted=self._ownership_deleted)
         self.served = ServedTopics()
         # Bundles this broker is making its own: set once their topics are served.
         self._taking: dict[BundleName, asyncio.Future[None]] = {}
@@ -383,6 +382,9 @@ class BrokerNode:
 
     # -- ownership and topics ---------------------------------------------------------------
 
+    def _ownership_deleted(self, bundle: BundleName) -> None:
+        self.lookups.forget(bundle)  # a bundle's kept answer goes with its record
+
     async def acquire(self, bundle: BundleName, load_topics: bool = True) -> Owner:
         """Own ``bundle`` (or learn who does) and, if ours, load its topics."""
         with self._taking_over(bundle):
@@ -463,19 +465,6 @@ class BrokerNode:
         )
         self._last_stats = (key, stats)
         return stats
-
-    async def _still_a_bundle(self, bundle: BundleName) -> bool:
-        """Whether ``bundle`` is one of its namespace's bundles now (read afresh: the cache
-        may not have heard of a split made while this broker's session was lost). A
-        heartbeat namespace has no policies and one bundle that is never split."""
-        if bundle.namespace.is_heartbeat:
-            return True
-        self.bundles.invalidate(bundle.namespace)
-        try:
-            current = await self.bundles.bundles(bundle.namespace)
-        except NamespaceNotFoundError:
-            return False
-        return current.contains(bundle.range)
 
     async def open_topic(self, topic: TopicName) -> bool:
         """A client opens ``topic`` here (a producer or consumer connecting: Pulsar's
