@@ -8,9 +8,10 @@ from ballast.broker.cluster import LocalCluster
 from ballast.broker.identity import BrokerIdentity
 from ballast.broker.lookup import AnswerKind
 from ballast.clock import Clock
-from ballast.controller.commands import TakeOverBundle, TransferBundle
+from ballast.controller.commands import ForgetBundle, TakeOverBundle, TransferBundle
 from ballast.controller.requests import CreateNamespace, CreateTenant, UnloadRequest
 from ballast.coordination.ownership import OwnershipState, read_owner
+from ballast.model.bundles import BundleName
 from ballast.model.config import load_settings
 from ballast.model.naming import TopicName
 from tests.support.invariants import settle_and_check
@@ -129,4 +130,34 @@ async def test_a_take_over_whose_answer_was_lost_is_served_when_a_client_comes(
     assert await node.open_topic(TOPIC)  # a client, sent here by the lookup, is served
     assert node.ownership.owned().get(bundle) is OwnershipState.OWNED and bundle in node.served
     assert (await cluster.request(UnloadRequest(bundle=str(bundle)))).ok  # and it can move
+    await cluster.close()
+
+
+async def test_an_earlier_transfers_timer_does_not_release_a_later_transfer(clock: Clock) -> None:
+    """Each transfer set a timer (namespaceBundleUnloadingTimeoutMs) to settle it should the
+    leader never finish it, keyed by nothing but the bundle: the timer of a finished transfer,
+    firing while a later transfer of the same bundle was mid-hand-off, released the bundle
+    under it, and the take-over failed ("no such record")."""
+    cluster, source, destination, epoch = await start(clock)
+    a, b = cluster.nodes[source], cluster.nodes[destination]
+    name = str(await a.lookups.bundle_of(TOPIC))
+
+    async def transfer(src: str, dst: str) -> None:
+        from_, to = cluster.nodes[src], cluster.nodes[dst]
+        marked = TransferBundle(epoch=epoch, bundle=name, destination=dst)
+        assert (await from_.handle_command(marked)).ok
+        assert (await to.handle_command(TakeOverBundle(epoch=epoch, bundle=name))).ok
+        assert (await from_.handle_command(ForgetBundle(epoch=epoch, bundle=name))).ok
+
+    await transfer(source, destination)  # its timer: 60 s from now
+    await transfer(destination, source)
+    await clock.sleep(59.5)
+    marked = TransferBundle(epoch=epoch, bundle=name, destination=destination)
+    assert (await a.handle_command(marked)).ok  # mid-hand-off when the first timer is due
+    await clock.sleep(1.0)
+    assert a.ownership.state_of(BundleName.parse(name)) is OwnershipState.RELEASING
+    taken = await b.handle_command(TakeOverBundle(epoch=epoch, bundle=name))
+    assert taken.ok, taken.message
+    owner = await read_owner(b.store, BundleName.parse(name))
+    assert owner is not None and owner.broker_id == destination
     await cluster.close()

@@ -36,7 +36,7 @@ from ballast.broker.reporter import LoadReporter
 from ballast.broker.splitting import execute_split
 from ballast.broker.topics import NamespaceTopicIndex, ServedTopics
 from ballast.broker.traffic import TrafficSource
-from ballast.clock import Clock
+from ballast.clock import Cancellable, Clock
 from ballast.controller.commands import (
     AnyCommand,
     AssignBundle,
@@ -127,6 +127,7 @@ class BrokerNode:
         self.served = ServedTopics()
         # Bundles this broker is making its own: set once their topics are served.
         self._taking: dict[BundleName, asyncio.Future[None]] = {}
+        self._settle_timers: dict[BundleName, Cancellable] = {}  # see _settle_later
         self._claimed_order: tuple[
             tuple[int, int], list[tuple[str, BundleName, set[TopicName]]]
         ] = ((-1, -1), [])
@@ -320,11 +321,22 @@ class BrokerNode:
             log.warning("settling the release of %s failed: %s", bundle, exc)
 
     def _settle_later(self, bundle: BundleName) -> None:
+        """Settle this transfer of ``bundle`` if it is still releasing after the timeout. One
+        timer a bundle, the latest transfer's: an earlier one's, firing while a later transfer
+        was mid-hand-off, released the bundle under it."""
+
         def fire() -> None:
+            self._settle_timers.pop(bundle, None)
             if not self.closed and self.ownership.state_of(bundle) is OwnershipState.RELEASING:
                 spawn(f"settle-{self.broker_id}-{bundle}", self.settle_release(bundle))
 
-        self.clock.call_later(self._release_timeout_s, fire)
+        self._cancel_settle(bundle)
+        self._settle_timers[bundle] = self.clock.call_later(self._release_timeout_s, fire)
+
+    def _cancel_settle(self, bundle: BundleName) -> None:
+        timer = self._settle_timers.pop(bundle, None)
+        if timer is not None:
+            timer.cancel()
 
     # -- leadership -------------------------------------------------------------------------
 
@@ -553,6 +565,7 @@ class BrokerNode:
             ok = owner.broker_id == self.broker_id
             return CommandReply(ok=ok, message="" if ok else f"owned by {owner.broker_id}")
         if isinstance(command, ForgetBundle):
+            self._cancel_settle(bundle)  # the transfer ended
             await self.ownership.forget(bundle)
             self.served.remove_bundle(bundle)
             self.owners.invalidate(bundle)
@@ -582,14 +595,6 @@ class BrokerNode:
         self.served.remove_bundle(bundle)
         await self.ownership.release(bundle)
         self.owners.invalidate(bundle)
-
-    def status(self) -> dict[str, object]:
-        """A summary for consoles and tests."""
-        return {
-            "broker": self.broker_id,
-            "leader": self.controller is not None,
-            "bundles": sorted(str(b) for b in self.ownership.owned()),
-        }
 
 
 NodeFactory = Callable[[BrokerIdentity], BrokerNode]

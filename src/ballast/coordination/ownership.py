@@ -263,7 +263,7 @@ class BundleOwnership:
             try:
                 if state is OwnershipState.FREE:
                     await self._store.delete(path, claim.version)
-                    del self._claims[bundle]
+                    self._claims.pop(bundle, None)  # a concurrent release may have dropped it
                     self.changes += 1
                     return None
                 stat = await self._store.put(path, data.to_json(), claim.version)
