@@ -235,10 +235,8 @@ class BundleOwnership:
                 current = await read_owner(self._store, bundle)
                 if current is None:
                     continue  # it vanished meanwhile: try again
-                if current.session == self._store.session_id:
-                    # Our own record (a retried acquire): adopt it.
-                    self._claims[bundle] = _Claim(current.state, current.version, current.session)
-                    self.changes += 1
+                if self._ours(current):  # our own record (a retried acquire): adopt it
+                    self._claim(bundle, current)
                 return current
             self._claims[bundle] = _Claim(state, stat.version, stat.ephemeral_owner)
             self.changes += 1
@@ -269,9 +267,14 @@ class BundleOwnership:
                 stat = await self._store.put(path, data.to_json(), claim.version)
                 break
             except BadVersionError:
-                current = None if adopted else await self._adopt_own_record(bundle, claim)
-                if current is not None:
-                    adopted = True
+                # Only this broker writes its record, so a version past the claim's while it
+                # is still this session's is a write of ours whose answer was lost (ZooKeeper
+                # stalled past the client's timeout, then applied it): the claim takes the
+                # record's state and version. Kept, the claim was dropped while the record
+                # stayed ours.
+                current = None if adopted else await read_owner(self._store, bundle)
+                if current is not None and self._ours(current):
+                    claim, adopted = self._claim(bundle, current), True
                     if current.data == data:  # the lost write was this very move
                         return current
                     check_transition(bundle, claim.state, state)  # from the state it holds
@@ -291,30 +294,25 @@ class BundleOwnership:
         lives. Whether it did (reads the store unless a claim exists)."""
         if bundle in self._claims:
             return False
-        claim = _Claim(OwnershipState.FREE, -1)
-        if await self._adopt_own_record(bundle, claim) is None:
+        current = await read_owner(self._store, bundle)
+        if current is None or not self._ours(current):
             return False
-        self._claims[bundle] = claim
+        self._claim(bundle, current)
         return True
+
+    def _ours(self, record: Owner) -> bool:
+        """Whether ``record`` is this broker's, of its current session."""
+        return record.session == self._store.session_id and record.broker_id == self.broker_id
+
+    def _claim(self, bundle: BundleName, record: Owner) -> _Claim:
+        """Hold ``record`` (our own) as the claim of ``bundle``, at its state and version."""
+        claim = self._claims[bundle] = _Claim(record.state, record.version, record.session)
+        self.changes += 1
+        return claim
 
     def _drop_claim(self, bundle: BundleName) -> None:
         self._claims.pop(bundle, None)
         self.changes += 1
-
-    async def _adopt_own_record(self, bundle: BundleName, claim: _Claim) -> Owner | None:
-        """Take the state and version of ``bundle``'s record into ``claim`` when the record
-        is still this session's own, and return it (None when it is not ours): only this
-        broker writes it, so a version past the claim's is a write of ours whose answer was
-        lost (ZooKeeper stalled past the client's timeout, then applied it). Kept at the
-        old version, the claim was dropped while the record stayed ours."""
-        current = await read_owner(self._store, bundle)
-        if current is None or current.session != self._store.session_id:
-            return None
-        if current.broker_id != self.broker_id:
-            return None
-        claim.state, claim.version, claim.session = current.state, current.version, current.session
-        self.changes += 1
-        return current
 
     async def release(self, bundle: BundleName) -> None:
         """Give the bundle up: delete our record (from any state that may go to FREE)."""

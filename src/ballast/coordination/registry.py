@@ -33,6 +33,7 @@ from ballast.metadata.store import (
     Notification,
     Record,
     SessionExpiredError,
+    Stat,
     WatchHandle,
 )
 from ballast.tasks import cancel_and_wait, spawn
@@ -82,9 +83,9 @@ class BrokerRegistration:
                 return
             except NodeExistsError:
                 record = await self._store.get(self._path)
-                if record is not None and record.stat.ephemeral_owner == self._store.session_id:
-                    stat = await self._store.put(self._path, data, record.stat.version)
-                    self._version = stat.version
+                rewritten = await self._rewrite_own(record, data)
+                if rewritten is not None:
+                    self._version = rewritten.version
                     self._registered = True
                     return
                 if (
@@ -131,12 +132,19 @@ class BrokerRegistration:
             # A write of ours whose answer was lost (ZooKeeper stalled past the client's
             # timeout, then applied it) moved the version on; the session survived, so no
             # re-registration corrects it. Kept, every later report failed on the old
-            # version. Our own record of this session is rewritten at its version.
-            record = await self._store.get(self._path)
-            if record is None or record.stat.ephemeral_owner != self._store.session_id:
+            # version.
+            rewritten = await self._rewrite_own(await self._store.get(self._path), data)
+            if rewritten is None:
                 raise
-            stat = await self._store.put(self._path, data, record.stat.version)
+            stat = rewritten
         self._version = stat.version
+
+    async def _rewrite_own(self, record: Record | None, data: bytes) -> Stat | None:
+        """Write ``data`` over ``record`` at its version when it is this session's own (None
+        when it is not: another session's, or gone)."""
+        if record is None or record.stat.ephemeral_owner != self._store.session_id:
+            return None
+        return await self._store.put(self._path, data, record.stat.version)
 
     async def mark_draining(self) -> None:
         """Record that this broker is shutting down (ephemeral, bound to this session), so

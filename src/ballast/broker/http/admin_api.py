@@ -15,7 +15,7 @@ from aiohttp import web
 
 from ballast.broker.binary.peers import BundlesChangedError, PeerError, PeerTopics
 from ballast.broker.caches import NamespaceNotFoundError
-from ballast.broker.http.bodies import json_body, parsed_json, text_body
+from ballast.broker.http.bodies import json_body, json_object_body, parsed_json, text_body
 from ballast.broker.http.errors import ApiError, reason, this_cluster
 from ballast.broker.leader_calls import to_leader
 from ballast.controller.loading import load_failure_domains, load_namespace
@@ -183,10 +183,7 @@ def _require_clusters(info: _TenantBody) -> None:
 
 
 async def _tenant_body(request: web.Request) -> _TenantBody:
-    body = await json_body(request)
-    body = {} if body is None else body  # an empty body; [] or 0 is no object: 400
-    if not isinstance(body, dict):
-        raise ApiError(400, "a tenant body is a JSON object")
+    body = await json_object_body(request, "a tenant body is a JSON object")
     try:
         return convert(body, _TenantBody)
     except ModelError as exc:
@@ -271,10 +268,9 @@ class AdminApi:
 
     async def create_namespace(self, request: web.Request) -> web.StreamResponse:
         namespace = namespace_of(request)
-        body = await json_body(request)
-        body = {} if body is None else body  # an empty body; [] or 0 is no object: 400
-        if not isinstance(body, dict):  # Jackson reads Policies from an object only
-            raise ApiError(400, 'body must be a JSON object (Policies), e.g. {"bundles": ...}')
+        # Jackson reads Policies from an object only
+        refusal = 'body must be a JSON object (Policies), e.g. {"bundles": ...}'
+        body = await json_object_body(request, refusal)
         bundles = body.get("bundles")
         count: int | None = None
         boundaries: tuple[str, ...] = ()

@@ -48,6 +48,17 @@ async def json_body(request: web.Request) -> Any:
     return parsed_json(raw)
 
 
+async def json_object_body(request: web.Request, refusal: str) -> dict[str, Any]:
+    """The body as a JSON object, ``{}`` when it is empty; 400 with ``refusal`` for any other
+    JSON value (``[]`` and ``0`` included, which are no empty body)."""
+    body = await json_body(request)
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise ApiError(400, refusal)
+    return body
+
+
 def parsed_json(raw: bytes | str) -> Any:
     """``raw`` parsed as JSON. Refused (400): text that is not JSON, nesting past the parser's
     depth, and a string with a lone surrogate (``"\\ud800"``): a valid JSON escape, but not
