@@ -58,6 +58,14 @@ def test_show_changed_only_in_text(ballast: Run) -> None:
     ]
 
 
+def test_show_changed_with_nothing_changed_says_so(ballast: Run) -> None:
+    text = ballast("config", "show", "--changed", "--set", "loadBalancerSheddingIntervalMinutes=1")
+    assert (text.returncode, text.stdout) == (0, "")
+    assert "every setting has its default value" in text.stderr
+    as_json = ballast("config", "show", "--changed", "--json")
+    assert (as_json.returncode, json.loads(as_json.stdout)) == (0, {})
+
+
 def test_a_pulsar_broker_conf_in_iso_8859_1_is_read(ballast: Run, tmp_path: Path) -> None:
     conf = tmp_path / "broker.conf"  # Java reads properties files in ISO-8859-1
     conf.write_bytes(b"# caf\xe9\nloadBalancerSheddingIntervalMinutes 5\n")

@@ -62,7 +62,10 @@ def show_command(
             }
         )
         return
-    width = max((len(s.key) for s in rows), default=0)
+    if not rows:  # stdout stays empty for scripts; a person is told why
+        typer.echo("every setting has its default value", err=True)
+        return
+    width = max(len(s.key) for s in rows)
     for s in rows:
         unit = f" {s.unit}" if s.unit and settings[s.key] is not None else ""
         source = settings.source(s.key)
