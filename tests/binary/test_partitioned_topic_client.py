@@ -49,8 +49,9 @@ async def test_clients_use_every_partition_of_a_partitioned_topic(clock: Clock) 
             names = await asyncio.to_thread(client.get_topic_partitions, TOPIC)
             assert names == [f"{TOPIC}-partition-{i}" for i in range(PARTITIONS)]
             inbox = Inbox()
+            id_partitions: list[tuple[str, int]] = []
             consumer = await asyncio.to_thread(
-                client.subscribe, TOPIC, "all", message_listener=_with_topic(inbox)
+                client.subscribe, TOPIC, "all", message_listener=_with_topic(inbox, id_partitions)
             )
             # Failover consumers share the partitions, i % 2 (Pulsar's rule), sorted by name.
             standby: dict[str, Inbox] = {"f1": Inbox(), "f2": Inbox()}
@@ -79,6 +80,10 @@ async def test_clients_use_every_partition_of_a_partitioned_topic(clock: Clock) 
                 lambda: len(inbox.received) >= MESSAGES, clock, timeout_s=20, what="every message"
             )
             assert missing_and_duplicates(sent.payloads, inbox.count()) == ([], [])
+            # Each message's id names its partition, as the broker of Pulsar sends it (the
+            # client takes it from the MESSAGE command).
+            assert len(id_partitions) == MESSAGES
+            assert {(topic, names.index(topic)) for topic, _ in id_partitions} == set(id_partitions)
             await eventually(
                 lambda: sum(len(b.received) for b in standby.values()) >= MESSAGES,
                 clock,
@@ -130,10 +135,13 @@ async def test_clients_use_every_partition_of_a_partitioned_topic(clock: Clock) 
         await cluster.close()
 
 
-def _with_topic(inbox: Inbox) -> Any:
-    """A listener that records the partition a message came from in place of the consumer."""
+def _with_topic(inbox: Inbox, id_partitions: list[tuple[str, int]] | None = None) -> Any:
+    """A listener that records the partition a message came from in place of the consumer
+    (and, into ``id_partitions``, the partition its message id names)."""
 
     def listener(_consumer: Any, message: Any) -> None:
         inbox.received.append((message.topic_name(), message.data(), message.partition_key()))
+        if id_partitions is not None:
+            id_partitions.append((message.topic_name(), message.message_id().partition()))
 
     return listener

@@ -150,13 +150,14 @@ def test_fast_receipt_is_the_generic_encoding(producer: int, sequence: int, high
     assert fast.receipt_frame(producer, sequence, highest) == expected
 
 
-@given(st.integers(0, 2**64 - 1), st.integers(0, 10_000))
-def test_fast_message_header_is_the_generic_encoding(consumer: int, section: int) -> None:
-    body = c.encode_command(
-        c.Message(consumer_id=consumer, message_id=MessageIdData(ledger_id=0, entry_id=0))
-    )
+@given(st.integers(0, 2**64 - 1), st.integers(0, 10_000), st.integers(-1, 2**31 - 1))
+def test_fast_message_header_is_the_generic_encoding(
+    consumer: int, section: int, partition: int
+) -> None:
+    message_id = MessageIdData(ledger_id=0, entry_id=0, partition=partition)
+    body = c.encode_command(c.Message(consumer_id=consumer, message_id=message_id))
     expected = (len(body) + 4 + section).to_bytes(4, "big") + len(body).to_bytes(4, "big") + body
-    assert fast.message_header(consumer, section) == expected
+    assert fast.message_header(consumer, section, partition) == expected
 
 
 @given(messages(c.Send))

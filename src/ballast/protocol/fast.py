@@ -4,7 +4,8 @@ the bytes the generic codec does for the same command (tested as a law), only wi
 structs: a broker spends most of its time here.
 
 Non-persistent messages carry the message id (0, 0), as Pulsar's ``NonPersistentTopic`` gives
-every message it relays, and so do their receipts.
+every message it relays, and so do their receipts; a message to a consumer of a partition also
+names the partition.
 """
 
 from __future__ import annotations
@@ -34,10 +35,18 @@ def receipt_frame(producer_id: int, sequence_id: int, highest_sequence_id: int =
     return _HEADER.pack(size + 4, size) + command
 
 
-def message_header(consumer_id: int, section_size: int) -> bytes:
-    """The frame of ``MESSAGE{consumer_id, message_id: (0, 0)}`` up to its payload section
-    (``section_size`` bytes, written after it)."""
-    body = b"\x08" + encode_varint(consumer_id) + b"\x12\x04" + _ZERO_MESSAGE_ID
+def message_header(consumer_id: int, section_size: int, partition: int = -1) -> bytes:
+    """The frame of ``MESSAGE{consumer_id, message_id: (0, 0, partition)}`` up to its payload
+    section (``section_size`` bytes, written after it). ``partition``: the index of the
+    partition the consumer subscribed to, -1 (the field's default, left out) for a topic that
+    is not one: Pulsar's broker sends the consumer's partition index in every message id, and
+    the client hands it on with the message."""
+    if partition < 0:
+        message_id = b"\x12\x04" + _ZERO_MESSAGE_ID
+    else:
+        message_id = b"\x12" + encode_varint(5 + len(encoded := encode_varint(partition)))
+        message_id += _ZERO_MESSAGE_ID + b"\x18" + encoded
+    body = b"\x08" + encode_varint(consumer_id) + message_id
     command = b"\x08\x09\x4a" + encode_varint(len(body)) + body
     size = len(command)
     return _HEADER.pack(size + 4 + section_size, size) + command

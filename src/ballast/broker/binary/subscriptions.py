@@ -76,6 +76,7 @@ class Consumer:
         "link",
         "msgs_out",
         "name",
+        "partition",
         "permits",
         "priority",
         "ranges",
@@ -102,6 +103,7 @@ class Consumer:
         self.priority = priority
         self.ranges = ranges
         self.connected_since_ms = connected_since_ms
+        self.partition = partition_index(topic)  # in every message id, as Pulsar's Consumer
         self.permits = 0
         self.msgs_out = 0
         self.bytes_out = 0
@@ -114,7 +116,7 @@ class Consumer:
         link = self.link
         if link.protocol_version < V_CHECKSUM:
             section = without_checksum(section)
-        link.send_parts(message_header(self.consumer_id, len(section)), section)
+        link.send_parts(message_header(self.consumer_id, len(section), self.partition), section)
         self.permits -= num_messages
         self.msgs_out += num_messages
         self.bytes_out += len(section)
