@@ -236,6 +236,19 @@ def test_consistent_hash_moves_few_keys_when_a_consumer_joins() -> None:
     assert all(after.select(h) == "c4" for h in hashes if before.select(h) != after.select(h))
 
 
+def test_consumers_sharing_a_name_share_its_keys() -> None:
+    """Instances of one application subscribe under one consumer name: their points coincide,
+    and each point's keys go to one of them by the key's hash (Pulsar 3's ``hash % count``),
+    not all to the first."""
+    ring = ConsistentHashSelector([("worker", "w1"), ("worker", "w2"), ("worker", "w3")])
+    hashes = [key_hash(f"key-{i}".encode()) for i in range(600)]
+    chosen = Counter(ring.select(h) for h in hashes)
+    assert set(chosen) == {"w1", "w2", "w3"} and min(chosen.values()) > 100
+    assert all(ring.select(h) == ("w1", "w2", "w3")[h % 3] for h in hashes)
+    ring.remove("worker", "w1")
+    assert {ring.select(h) for h in hashes} == {"w2", "w3"}
+
+
 def test_topic_meter_rates_over_windows() -> None:
     meter = TopicMeter(now=100.0, window_s=10.0)
     meter.msgs_in, meter.bytes_in, meter.msgs_out, meter.bytes_out = 500, 50_000, 1000, 100_000
@@ -263,8 +276,11 @@ def test_the_ring_changed_in_place_is_the_ring_built_afresh(
     ring built from the consumers still there, in the order they joined, sends it."""
     ring: ConsistentHashSelector[str] = ConsistentHashSelector()
     present: list[tuple[str, str]] = []  # (name, consumer) in join order
+    members: dict[tuple[str, int], str] = {}
     for joins, number, name in changes:
-        member = f"{name}#{number}"  # a distinct consumer, possibly sharing a name
+        # a distinct consumer, possibly sharing a name; the same object each time, as the
+        # ring tells consumers apart by identity
+        member = members.setdefault((name, number), f"{name}#{number}")
         if joins and (name, member) not in present:
             ring.add(name, member)
             present.append((name, member))

@@ -74,9 +74,10 @@ C = TypeVar("C")
 class ConsistentHashSelector(Generic[C]):
     """``AUTO_SPLIT``: a ring of :data:`POINTS_PER_CONSUMER` points per consumer, changed in
     place as consumers come and go (rebuilt whole it cost every subscribe and close the
-    hashes of every consumer: minutes for a thousand). A point two consumers hash to belongs
-    to the one that came first, and passes to the next when it leaves, as Pulsar keeps a
-    list of consumers per point."""
+    hashes of every consumer: minutes for a thousand). A point several consumers hash to —
+    every point of consumers that share a name — keeps them in the order they came, and a
+    key's hash picks one of them, ``hash % count``, as Pulsar 3's selector does: instances of
+    one application under one consumer name share its keys."""
 
     def __init__(self, consumers: Iterable[tuple[str, C]] = ()) -> None:
         self._hashes: list[int] = []
@@ -114,8 +115,8 @@ class ConsistentHashSelector(Generic[C]):
         if not self._hashes:
             return None
         index = bisect.bisect_left(self._hashes, hash_value)
-        point = self._hashes[index if index < len(self._hashes) else 0]
-        return self._owners[point][0]
+        owners = self._owners[self._hashes[index if index < len(self._hashes) else 0]]
+        return owners[hash_value % len(owners)]
 
 
 class RangeConflictError(ValueError):
