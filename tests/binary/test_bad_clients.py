@@ -146,19 +146,34 @@ async def test_protocol_breakers_are_closed_and_others_carry_on(clock: Clock) ->
         assert cluster.binary[owner.broker_id].refused == len(cases)
         served = cluster.binary[owner.broker_id].topics.topics[TopicName.parse(str(topic))]
 
-        # A blank subscription name is refused, as Pulsar's topics refuse it (the official
-        # client refuses it itself; another client made a subscription named "  ").
-        for request_id, blank in enumerate(("", "  "), start=1):
+        # What Pulsar's non-persistent topics refuse: a blank subscription name (the official
+        # client refuses it itself; another client made a subscription named "  "), one of
+        # the replicators' names, a compacted read (the official reader asks for one).
+        reserved = "Subscription with reserved subscription name attempted"
+        refused_subscribes = (
+            ("", False, c.ServerError.PRODUCER_BUSY, "Empty subscription name"),
+            ("  ", False, c.ServerError.PRODUCER_BUSY, "Empty subscription name"),
+            ("pulsar.repl.x", False, c.ServerError.PRODUCER_BUSY, reserved),
+            ("pulsar.replica", False, c.ServerError.PRODUCER_BUSY, reserved),
+            (
+                "compacted",
+                True,
+                c.ServerError.NOT_ALLOWED_ERROR,
+                "readCompacted only valid on persistent topics",
+            ),
+        )
+        for request_id, (name, compacted, error, message) in enumerate(refused_subscribes, 1):
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(
                 CONNECT
                 + encode_frame(
                     c.Subscribe(
                         topic=str(topic),
-                        subscription=blank,
+                        subscription=name,
                         sub_type=0,
                         consumer_id=1,
                         request_id=request_id,
+                        read_compacted=compacted,
                     )
                 )
             )
@@ -168,8 +183,8 @@ async def test_protocol_breakers_are_closed_and_others_carry_on(clock: Clock) ->
                 assert data, f"closed early: {seen}"
                 seen.extend(decode_frame(f).command for f in frames.feed(data))
             writer.close()
-            assert errors(seen) == [(c.ServerError.PRODUCER_BUSY, "Empty subscription name")]
-            assert blank not in served.subscriptions
+            assert errors(seen) == [(error, message)], name
+            assert name not in served.subscriptions
 
         # PARTITIONED_METADATA for a namespace that does not exist is TopicNotFound, as LOOKUP
         # and the HTTP API answer it (it was a success with 0 partitions).

@@ -332,10 +332,9 @@ async def subscribe(connection: ServerConnection, command: Subscribe) -> None:
         )
         _error(connection, command.request_id, error, str(exc))
         return
-    if not command.subscription.strip():
-        # Pulsar's topics refuse a blank name with a NamingException, which the broker
-        # answers as ProducerBusy (BrokerServiceException.getClientErrorCode).
-        _error(connection, command.request_id, ServerError.PRODUCER_BUSY, "Empty subscription name")
+    refusal = _subscribe_refusal(command)
+    if refusal is not None:
+        _error(connection, command.request_id, *refusal)
         return
     meta = command.key_shared_meta
     mode = meta.key_shared_mode if meta is not None else KeySharedMode.AUTO_SPLIT
@@ -380,6 +379,24 @@ async def subscribe(connection: ServerConnection, command: Subscribe) -> None:
     connection.recently_closed_consumers.discard(command.consumer_id)
     topics.add_consumer(topic, subscription, consumer)
     connection.send_command(Success(request_id=command.request_id))
+
+
+# Subscriptions whose names start so are the replicators' (Pulsar's ``replicatorPrefix``).
+REPLICATOR_PREFIX = "pulsar.repl"
+
+
+def _subscribe_refusal(command: Subscribe) -> tuple[ServerError, str] | None:
+    """What Pulsar's ``NonPersistentTopic.subscribe`` refuses whatever the topic's state: a
+    blank or reserved subscription name (a NamingException, which the broker answers as
+    ProducerBusy: ``BrokerServiceException.getClientErrorCode``) and a compacted read, which
+    only a persistent topic has."""
+    if not command.subscription.strip():
+        return ServerError.PRODUCER_BUSY, "Empty subscription name"
+    if command.subscription.startswith(REPLICATOR_PREFIX):
+        return ServerError.PRODUCER_BUSY, "Subscription with reserved subscription name attempted"
+    if command.read_compacted:
+        return ServerError.NOT_ALLOWED_ERROR, "readCompacted only valid on persistent topics"
+    return None
 
 
 def _error(connection: ServerConnection, request_id: int, error: ServerError, message: str) -> None:
