@@ -13,7 +13,7 @@ import pytest
 
 from ballast.balance.snapshot_json import parse_snapshot
 from ballast.model.loaddata import LocalBrokerData, NamespaceBundleStats, SystemResourceUsage
-from ballast.pipeline.history import HistoryError, read_table
+from ballast.pipeline.history import HistoryError, HistorySnapshot, read_table
 from ballast.pipeline.importer import (
     ImportOptions,
     detect_format,
@@ -269,5 +269,18 @@ def test_reports_without_a_last_update_need_a_time(tmp_path: Path) -> None:
     snapshot.write_text('{"brokers": {"b1": {}}}', encoding="utf-8")
     with pytest.raises(HistoryError, match=r"no broker report has a lastUpdate .* \(--at\)"):
         read_decide_snapshot(snapshot, ImportOptions("c"))
+    taken, _ = read_decide_snapshot(snapshot, ImportOptions("c", 7))
+    assert taken.snapshot_ms == 7
+
+
+@pytest.mark.parametrize("last_update", [253_402_300_800_000, 999_999_999_999_999_999])
+def test_a_last_update_past_9999_needs_a_time(tmp_path: Path, last_update: int) -> None:
+    """No date= partition names such a time: the import stopped with an OverflowError."""
+    snapshot = tmp_path / "s.json"
+    snapshot.write_text(f'{{"brokers": {{"b1": {{"lastUpdate": {last_update}}}}}}}', "utf-8")
+    with pytest.raises(HistoryError, match=rf"lastUpdate .*, {last_update}, is after 9999"):
+        read_decide_snapshot(snapshot, ImportOptions("c"))
+    with pytest.raises(HistoryError, match="is after 9999-12-31"):
+        HistorySnapshot(snapshot_ms=last_update, cluster="c")
     taken, _ = read_decide_snapshot(snapshot, ImportOptions("c", 7))
     assert taken.snapshot_ms == 7

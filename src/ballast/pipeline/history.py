@@ -35,6 +35,7 @@ from ballast.model.loaddata import (
     TimeAverageBrokerData,
 )
 from ballast.pipeline.file_check import table_files
+from ballast.pipeline.synthetic_spec import LAST_MS
 from ballast.pipeline.schema import (
     BROKER_AVERAGES,
     BROKERS,
@@ -172,6 +173,8 @@ class HistorySnapshot:
     def __post_init__(self) -> None:
         if self.snapshot_ms < 0:
             raise HistoryError(f"snapshot_ms {self.snapshot_ms} is before 1970")
+        if self.snapshot_ms > LAST_MS:  # past what a date= partition can name
+            raise HistoryError(f"snapshot_ms {self.snapshot_ms} is after 9999-12-31 (UTC)")
         if not self.cluster:
             raise HistoryError("cluster name is empty")
 

@@ -52,6 +52,7 @@ from ballast.pipeline.history import (
     bundle_average_row,
     bundle_rows,
 )
+from ballast.pipeline.synthetic_spec import LAST_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,11 @@ def _snapshot_time(
     if newest <= 0:  # no report says when it was made: 1970 would be a guess
         raise HistoryError(
             "no broker report has a lastUpdate to take the snapshot time from; give it (--at)"
+        )
+    if newest > LAST_MS:  # a clock gone wrong, or a lastUpdate in another unit
+        raise HistoryError(
+            f"the newest lastUpdate of the broker reports, {newest}, is after 9999-12-31 "
+            "(UTC); give the snapshot time (--at)"
         )
     return newest
 
