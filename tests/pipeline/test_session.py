@@ -169,3 +169,19 @@ def test_the_root_cause_of_a_captured_java_exception_is_its_last_cause() -> None
         "SQLSTATE: 22022"
     )
     assert root_cause("no cause here\nsecond line") == "no cause here"
+
+
+def test_a_scratch_directory_spark_cannot_make_is_named_before_a_jvm_starts(
+    tmp_path: Path,
+) -> None:
+    """The driver's block manager failed the context with a Java stack per directory, and
+    the command ended as an internal error."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    wanted = f"{tmp_path}/made/a, {tmp_path}/made/b"
+    check_conf({"spark.local.dir": wanted})  # made, as Spark would make them
+    assert (tmp_path / "made" / "a").is_dir() and (tmp_path / "made" / "b").is_dir()
+    assert list((tmp_path / "made" / "a").iterdir()) == []  # the trial leaves nothing
+    for bad, said in ((f"{afile}/x", "Not a directory"), ("/proc/none/x", "No such file")):
+        with pytest.raises(SparkUnavailable, match=f"{bad} cannot be used as .*: {said}"):
+            check_conf({"spark.local.dir": f"{tmp_path}/ok,{bad}"})

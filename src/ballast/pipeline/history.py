@@ -35,7 +35,6 @@ from ballast.model.loaddata import (
     TimeAverageBrokerData,
 )
 from ballast.pipeline.file_check import table_files
-from ballast.pipeline.synthetic_spec import LAST_MS
 from ballast.pipeline.schema import (
     BROKER_AVERAGES,
     BROKERS,
@@ -45,6 +44,7 @@ from ballast.pipeline.schema import (
     TOPICS,
     Table,
 )
+from ballast.pipeline.synthetic_spec import LAST_MS
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -128,6 +129,25 @@ def check_conf(conf: Mapping[str, str]) -> None:
             )
         if key in _COUNT_KEYS and (not text.isascii() or not text.isdigit() or int(text) < 1):
             raise SparkUnavailable(f'--conf {key}="{value}" is not a whole number of 1 or more')
+        if key == "spark.local.dir":
+            for entry in filter(None, (e.strip() for e in value.split(","))):
+                problem = _scratch_dir_problem(Path(entry))
+                if problem is not None:
+                    raise SparkUnavailable(f'--conf {key}="{value}": {entry} {problem}')
+
+
+def _scratch_dir_problem(path: Path) -> str | None:
+    """Why this process cannot use ``path`` as a scratch directory, or None. The driver makes
+    its own directory under each of ``spark.local.dir``, creating missing ones; one it cannot
+    made its block manager fail the context with a page of Java stacks. Tried for real (made
+    as Spark would make it, and a directory made and removed in it): permissions alone do not
+    tell, for root or on /proc."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryDirectory(dir=path).cleanup()
+    except OSError as exc:
+        return f"cannot be used as a scratch directory: {exc.strerror or exc}"
+    return None
 
 
 def check_reachable(master: str, timeout_s: float = 5.0) -> None:
