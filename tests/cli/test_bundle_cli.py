@@ -54,6 +54,11 @@ def test_split_in_parts_and_default(ballast: Run) -> None:
     # a bundle written with its namespace, as the docs and the admin API write it
     named = ballast("bundle", "split", "public/default/0x40000000_0x80000000")
     assert named.returncode == 0 and named.stdout == default.stdout
+    v1 = ballast("bundle", "split", "acme/us-west/orders/0x40000000_0x80000000")
+    assert v1.returncode == 0 and v1.stdout == default.stdout  # tenant/cluster/namespace
+    for bad, said in (("a b/c/", 'tenant "a b" has characters'), ("/", 'namespace "" is empty')):
+        refused = ballast("bundle", "split", f"{bad}0x40000000_0x80000000")
+        assert refused.returncode == 2 and said in refused.stderr, refused.stderr
 
 
 def test_split_at_positions(ballast: Run) -> None:

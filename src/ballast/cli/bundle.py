@@ -13,6 +13,7 @@ import typer
 
 from ballast.cli.common import fail, print_json, settings_from
 from ballast.model.bundles import (
+    BundleName,
     BundleRange,
     InvalidBundle,
     equal_split_points,
@@ -222,8 +223,12 @@ def split_command(
         fail("--parts cannot be combined with --positions or --algorithm")
     try:
         # A bundle with its namespace (tenant/ns/RANGE) is its range here: the arithmetic is
-        # the same for every namespace.
-        parent = BundleRange.parse(bundle_range.rpartition("/")[2])
+        # the same for every namespace, once the namespace is one Pulsar accepts.
+        parent = (
+            BundleName.parse(bundle_range).range
+            if "/" in bundle_range
+            else BundleRange.parse(bundle_range)
+        )
     except InvalidBundle as exc:
         fail(str(exc))
     settings = settings_from(config, overrides)
