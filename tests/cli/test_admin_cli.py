@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -181,6 +183,34 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     unreachable = ballast("admin", "--url", "http://127.0.0.1:1", "brokers", "list")
     assert unreachable.returncode == 1 and unreachable.stderr == (
         "error: cannot reach http://127.0.0.1:1: cannot connect to 127.0.0.1:1: "
+        "Connection refused\n"
+    )
+
+
+def test_a_redirect_to_a_broker_that_is_gone_names_that_broker(ballast: Run) -> None:
+    """A broker redirects to a topic's owner or the leader it still knows (a killed one, until
+    its session ends): the error named the broker asked as the one not reached."""
+
+    class Redirecting(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(307)
+            self.send_header("Location", f"http://127.0.0.1:1{self.path}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirecting) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        try:
+            result = ballast("admin", "--url", url, "brokers", "list")
+        finally:
+            server.shutdown()
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"error: {url} redirected the request to 127.0.0.1:1: cannot connect to 127.0.0.1:1: "
         "Connection refused\n"
     )
 

@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import typer
@@ -94,7 +95,7 @@ def call(
                 " (is it a broker's binary port, brokerServicePort? admin calls go to its web "
                 "port, webServicePort: 8080 unless configured)"
             )
-        fail(f"cannot reach {target.url}: {why}", code=1)
+        fail(f"{_unreached(target.url, exc)}: {why}", code=1)
     if status >= 400:
         fail(f"{status}: {_reason(status, answer)}", code=1)
     if not is_json:  # every answer the admin commands read is JSON
@@ -104,6 +105,20 @@ def call(
             code=1,
         )
     return answer
+
+
+def _unreached(url: str, exc: BaseException) -> str:
+    """Which server could not be reached: the one asked, or the one it redirected the request
+    to (the topic's owner, the leader), which a broker names while its session lasts even
+    when that broker is gone."""
+    asked = urlsplit(url)
+    port = asked.port or (443 if asked.scheme == "https" else 80)
+    if isinstance(exc, aiohttp.ClientConnectorError) and (exc.host, exc.port) != (
+        asked.hostname,
+        port,
+    ):
+        return f"{url} redirected the request to {exc.host}:{exc.port}"
+    return f"cannot reach {url}"
 
 
 def one_line(text: str) -> str:
