@@ -14,7 +14,9 @@ from subprocess import CompletedProcess
 import pytest
 
 from ballast.clock import Clock
+from ballast.metadata.memory import MemoryMetadataStore
 from ballast.metadata.sqlite import SqliteServer
+from ballast.metadata.values import MANIFEST, Manifest
 from ballast.metadata.zkserver import LocalZooKeeper
 
 Run = Callable[..., CompletedProcess[str]]
@@ -246,3 +248,138 @@ def test_against_a_real_zookeeper(
     unreachable = ballast("metadata", "ls", "/", "--store", "zk:127.0.0.1:1")
     assert unreachable.returncode == 1
     assert "cannot connect to ZooKeeper" in unreachable.stderr
+
+
+def _load(ballast: Run, tmp_path: Path, store: str, dump: dict[str, object]) -> None:
+    dump_file = tmp_path / "load.json"
+    dump_file.write_text(json.dumps(dump), encoding="utf-8")
+    loaded = ballast("metadata", "load", str(dump_file), "--store", store)
+    assert loaded.returncode == 0, loaded.stderr
+
+
+def test_a_path_that_is_not_utf8_text_is_refused_in_one_line(ballast: Run, tmp_path: Path) -> None:
+    """Bytes a shell passes that are not UTF-8 read as "no record" on sqlite:, and made
+    ZooKeeper's client fail with a traceback."""
+    store = f"sqlite:{tmp_path / 'meta.db'}"
+    _load(ballast, tmp_path, store, {"root": "/qa", "records": {"/qa/x": {"text": "x"}}})
+    for command in ("get", "ls", "dump"):
+        result = ballast("metadata", command, "/qa/\udcff", "--store", store)
+        assert result.returncode == 2, command
+        assert result.stderr == 'error: path "/qa/\\xff" is not valid UTF-8 text\n', command
+
+
+def test_a_dump_with_a_string_utf8_cannot_encode_writes_nothing(
+    ballast: Run, tmp_path: Path
+) -> None:
+    store = f"sqlite:{tmp_path / 'meta.db'}"
+    _load(ballast, tmp_path, store, {"root": "/qa", "records": {"/qa/x": {"text": "x"}}})
+    bad = tmp_path / "sur.json"  # valid JSON: "\udcff" is a lone surrogate's escape
+    bad.write_text('{"root":"/qs","records":{"/qs/a":{"text":"ok"},"/qs/b":{"text":"\\udcff"}}}')
+    result = ballast("metadata", "load", str(bad), "--store", store)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f'error: {bad}: records["/qs/b"]["text"]: "\\udcff" is not valid UTF-8 text\n'
+    )
+    assert ballast("metadata", "ls", "/", "--store", store).stdout.split() == ["qa"]
+    fresh = tmp_path / "fresh.db"
+    assert ballast("metadata", "load", str(bad), "--store", f"sqlite:{fresh}").returncode == 2
+    assert not fresh.exists()
+
+
+def test_load_refuses_a_memory_store(ballast: Run, tmp_path: Path) -> None:
+    """What a load wrote into memory: was gone as the command exited, yet it said written."""
+    dump_file = tmp_path / "d.json"
+    dump_file.write_text(json.dumps(PULSAR_DUMP))
+    for url in ("memory:", "memory:cluster"):
+        result = ballast("metadata", "load", str(dump_file), "--store", url)
+        assert result.returncode == 2, url
+        assert result.stderr.count("\n") == 1 and "lives only inside one process" in result.stderr
+        assert "sqlite:PATH or zk:" in result.stderr
+
+
+def test_get_shows_a_value_for_a_reader_and_raw_gives_its_bytes(
+    ballast: Run, tmp_path: Path
+) -> None:
+    """JSON is indented whatever its layout, its text shown as itself; control characters of
+    text are escaped (an ANSI sequence recoloured the terminal); --raw is the bytes stored."""
+    store = f"sqlite:{tmp_path / 'meta.db'}"
+    values = {
+        "/v/spaced": {"text": '{ "a" : 1 }'},
+        "/v/accent": {"json": "é"},
+        "/v/ansi": {"text": "\x1b[31mRED\x1b[0m\x00\nnext\tline\x9b"},
+        "/v/twice": {"text": '{"a":1,"a":2}'},  # shown as it is: indented, one key would go
+        "/v/c1": {"json": {"k": "\x9b31m"}},
+        "/v/huge": {"text": "[1E400]"},  # as a float it would be Infinity: shown as it is
+    }
+    _load(ballast, tmp_path, store, {"root": "/v", "records": values})
+
+    def get(path: str, *options: str) -> CompletedProcess[str]:
+        result = ballast("metadata", "get", path, "--store", store, *options)
+        assert result.returncode == 0, result.stderr
+        return result
+
+    assert get("/v/spaced").stdout == '{\n  "a": 1\n}\n'
+    assert get("/v/accent").stdout == '"é"\n'
+    ansi = get("/v/ansi")
+    assert ansi.stdout == "\\x1b[31mRED\\x1b[0m\\x00\nnext\tline\\x9b\n"
+    assert "--raw" in ansi.stderr
+    assert get("/v/ansi", "--raw").stdout == "\x1b[31mRED\x1b[0m\x00\nnext\tline\x9b"
+    assert get("/v/twice").stdout == '{"a":1,"a":2}\n'
+    assert get("/v/c1").stdout == '{\n  "k": "\\u009b31m"\n}\n'
+    assert get("/v/huge").stdout == "[1E400]\n"
+    assert get("/v/spaced", "--raw").stdout == '{ "a" : 1 }'
+
+
+async def test_a_record_that_does_not_read_back_is_shown_as_stored_and_left_out_of_a_dump(
+    ballast: Run, tmp_path: Path, clock: Clock
+) -> None:
+    """Bytes that look like Ballast's large-value manifest but are not one (another client
+    wrote them) failed ``get`` with an internal error, and a manifest whose chunks are
+    missing failed the dump of the whole tree."""
+    db = tmp_path / "meta.db"
+    server = SqliteServer(clock, db)
+    try:
+        raw = MemoryMetadataStore(server)  # no chunking: the bytes land as they are
+        await raw.put("/qa/good", b"1")
+        await raw.put("/qa/fake", MANIFEST + b"not json")
+        await raw.put("/qa/gone", Manifest("/ballast-chunks/none/x", 2, 10).encode())
+        await raw.close()
+    finally:
+        server.close()
+    store = f"sqlite:{db}"
+    got = ballast("metadata", "get", "/qa/fake", "--store", store)
+    assert got.returncode == 1
+    assert got.stdout == "\\x00ballast-chunks\\x00not json\n"
+    assert "warning: /qa/fake holds a value marked as a large value's manifest" in got.stderr
+    assert "Traceback" not in got.stderr and "internal error" not in got.stderr
+    dumped = ballast("metadata", "dump", "/qa", "--store", store)
+    assert dumped.returncode == 1
+    assert sorted(json.loads(dumped.stdout)["records"]) == ["/qa", "/qa/good"]
+    assert "left out /qa/fake:" in dumped.stderr and "left out /qa/gone:" in dumped.stderr
+    assert dumped.stderr.endswith(
+        "error: 2 record(s) left out of the dump: their values do not read back\n"
+    )
+
+
+@pytest.mark.integration
+def test_text_that_is_not_utf8_never_reaches_zookeeper(
+    ballast: Run, tmp_path: Path, zookeeper_server: LocalZooKeeper
+) -> None:
+    """kazoo failed on it in its connection thread: a traceback, then a lost connection."""
+    store = f"{zookeeper_server.url}/cli-utf8"
+    got = ballast("metadata", "get", "/qa/\udcff", "--store", store)
+    assert got.returncode == 2
+    assert got.stderr == 'error: path "/qa/\\xff" is not valid UTF-8 text\n'
+    chroot = ballast("metadata", "ls", "/", "--store", f"{zookeeper_server.url}/\udcff")
+    assert chroot.returncode == 2 and chroot.stderr.count("\n") == 1
+    assert 'chroot "/\\xff" is not valid UTF-8 text' in chroot.stderr
+    bad = tmp_path / "sur.json"
+    bad.write_text('{"root":"/qs","records":{"/qs/\\udcff":{"json":1}}}')
+    loaded = ballast("metadata", "load", str(bad), "--store", store)
+    assert loaded.returncode == 2
+    assert (
+        loaded.stderr
+        == f'error: {bad}: records["/qs/\\udcff"]: "/qs/\\udcff" is not valid UTF-8 text\n'
+    )
+    root = ballast("metadata", "ls", "/", "--store", zookeeper_server.url)
+    assert "cli-utf8" not in root.stdout.split()  # nothing written, not even the chroot

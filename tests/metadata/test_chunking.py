@@ -7,10 +7,17 @@ import os
 import pytest
 
 from ballast.clock import Clock
-from ballast.metadata.chunking import ChunkingStore, chunk_directory
+from ballast.metadata.chunking import ChunkingStore, UnreadableValueError, chunk_directory
 from ballast.metadata.memory import MemoryMetadataStore, MemoryServer
 from ballast.metadata.store import MultiOpError, NodeExistsError, SetValue, ValueTooLargeError
-from ballast.metadata.values import COMPRESS_ABOVE_BYTES, UnpackCache, pack
+from ballast.metadata.values import (
+    COMPRESS_ABOVE_BYTES,
+    COMPRESSED,
+    MANIFEST,
+    Manifest,
+    UnpackCache,
+    pack,
+)
 
 
 async def test_small_chunks_and_the_size_limit(clock: Clock) -> None:
@@ -66,3 +73,29 @@ async def test_clients_sharing_an_unpack_cache_read_every_version(clock: Clock) 
         await writer.put("/report", value)
         assert (await reader.get("/report")).value == value  # type: ignore[union-attr]
         assert (await writer.get("/report")).value == value  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("stored", "said"),
+    [
+        (MANIFEST + b"not json", "marked as a large value's manifest but not one"),
+        (MANIFEST + b'{"directory": "/d"}', "marked as a large value's manifest but not one"),
+        (MANIFEST + b"[1, 2]", "marked as a large value's manifest but not one"),
+        (COMPRESSED + b"garbage", "a value that does not decompress"),
+        (
+            Manifest("/ballast-chunks/gone/x", 2, 10).encode(),
+            "a large value whose chunks are missing",
+        ),
+    ],
+)
+async def test_a_value_that_only_looks_like_ballasts_layout_is_an_unreadable_value(
+    clock: Clock, stored: bytes, said: str
+) -> None:
+    """Bytes another client wrote with Ballast's marks (or a manifest whose chunks are gone)
+    raise one error that says so and names the record, whose stored bytes stay readable."""
+    store = ChunkingStore(MemoryMetadataStore(MemoryServer(clock)))
+    await store.inner.put("/foreign", stored)
+    with pytest.raises(UnreadableValueError, match=f"{said}.*: /foreign$") as caught:
+        await store.get("/foreign")
+    assert caught.value.path == "/foreign" and said in caught.value.reason
+    assert (await store.inner.get("/foreign")).value == stored  # type: ignore[union-attr]

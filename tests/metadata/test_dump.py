@@ -8,10 +8,11 @@ import json
 import pytest
 
 from ballast.clock import Clock
+from ballast.metadata.chunking import ChunkingStore, UnreadableValueError
 from ballast.metadata.dump import DumpFormatError, dump_records, dump_tree, load_tree
 from ballast.metadata.memory import MemoryMetadataStore, MemoryServer
 from ballast.metadata.store import MetadataError
-from ballast.metadata.values import MAX_STORED_BYTES
+from ballast.metadata.values import MANIFEST, MAX_STORED_BYTES, Manifest
 
 
 async def test_zookeepers_own_node_is_left_out_at_an_ensembles_root_only(clock: Clock) -> None:
@@ -104,3 +105,52 @@ async def test_a_dump_loads_back_byte_for_byte_and_is_strict_json(clock: Clock) 
 def test_a_record_entry_is_checked(entry: dict[str, object], said: str) -> None:
     with pytest.raises(DumpFormatError, match=said):
         dump_records({"root": "/", "records": {"/x": entry}})
+
+
+@pytest.mark.parametrize(
+    ("dump", "said"),
+    [
+        ({"root": "/q", "records": {"/q/\udcff": {"json": 1}}}, 'records["/q/\\udcff"]: "/q/'),
+        ({"root": "/q", "records": {"/q/a": {"text": "\udcff"}}}, 'records["/q/a"]["text"]: "'),
+        (
+            {"root": "/q", "records": {"/q/a": {"json": {"k": [1, {"\ud800x": 2}]}}}},
+            'records["/q/a"]["json"]["k"][1]: "\\ud800x"',
+        ),
+        ({"root": "/\udcff", "records": {}}, 'root: "/\\udcff"'),
+    ],
+)
+def test_a_string_utf8_cannot_encode_is_refused_where_it_is(
+    dump: dict[str, object], said: str
+) -> None:
+    """A lone surrogate (valid in JSON, ``"\\udcff"``) reached the store, which failed on it
+    with a traceback; refused here, it is named before any record is written."""
+    with pytest.raises(DumpFormatError) as caught:
+        dump_records(dump)
+    assert said in str(caught.value) and "is not valid UTF-8 text" in str(caught.value)
+    str(caught.value).encode("utf-8")  # the message itself can be printed
+
+
+async def test_a_dump_leaves_out_records_that_do_not_read_back_when_asked(clock: Clock) -> None:
+    """A manifest whose chunks are missing failed the dump of its whole subtree."""
+    store = ChunkingStore(MemoryMetadataStore(MemoryServer(clock)))
+    await store.put("/q/good", b"1")
+    await store.inner.put("/q/gone", Manifest("/ballast-chunks/none/x", 2, 10).encode())
+    await store.inner.put("/q/gone/child", b"2")
+    await store.inner.put("/q/foreign", MANIFEST + b"not json")
+    with pytest.raises(UnreadableValueError, match="/q/foreign"):
+        await dump_tree(store, "/q")
+    left_out: list[UnreadableValueError] = []
+    records = (await dump_tree(store, "/q", left_out=left_out))["records"]
+    assert sorted(records) == ["/q", "/q/gone/child", "/q/good"]
+    assert [exc.path for exc in left_out] == ["/q/foreign", "/q/gone"]
+
+
+async def test_a_load_replaces_a_record_that_does_not_read_back_only_if_told(
+    clock: Clock,
+) -> None:
+    store = ChunkingStore(MemoryMetadataStore(MemoryServer(clock)))
+    await store.inner.put("/foreign", MANIFEST + b"not json")
+    with pytest.raises(DumpFormatError, match="/foreign exists and holds a value marked"):
+        await load_tree(store, [("/foreign", b"new")])
+    assert (await load_tree(store, [("/foreign", b"new")], overwrite=True)).written == 1
+    assert (await store.get("/foreign")).value == b"new"  # type: ignore[union-attr]

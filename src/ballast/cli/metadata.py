@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
 from ballast.atomic_files import replaced_whole
-from ballast.cli.common import fail, print_json, read_json_arg
+from ballast.cli.common import fail, print_json, read_json_arg, warn
 from ballast.clock import SystemClock
+from ballast.metadata.chunking import ChunkingStore, UnreadableValueError
 from ballast.metadata.dump import (
     DumpFormatError,
     dump_records,
@@ -22,8 +25,9 @@ from ballast.metadata.dump import (
     load_tree,
 )
 from ballast.metadata.factory import InvalidStoreUrlError, MetadataStores, parse_store_url
+from ballast.metadata.paths import not_utf8
 from ballast.metadata.sqlite import StoreFileBusyError, StoreFileError
-from ballast.metadata.store import InvalidPathError, MetadataError, MetadataStore
+from ballast.metadata.store import InvalidPathError, MetadataError, MetadataStore, Record
 
 T = TypeVar("T")
 
@@ -41,7 +45,20 @@ StoreOption = Annotated[
         "(memory: is in-process and empty here).",
     ),
 ]
-PathArgument = Annotated[str, typer.Argument(help="Record path, e.g. /loadbalance/brokers.")]
+
+
+def _utf8_path(path: str) -> str:
+    """``path`` as given; exit 2 when it is not UTF-8 text (bytes a shell passed through):
+    no store can encode it, and ZooKeeper's client would fail on it in its own thread."""
+    shown = not_utf8(path)
+    if shown is not None:
+        fail(f'path "{shown}" is not valid UTF-8 text')
+    return path
+
+
+PathArgument = Annotated[
+    str, typer.Argument(help="Record path, e.g. /loadbalance/brokers.", callback=_utf8_path)
+]
 
 
 def _with_store(
@@ -54,6 +71,8 @@ def _with_store(
         parsed = parse_store_url(url)
     except InvalidStoreUrlError as exc:
         fail(str(exc))
+    if create:
+        _refuse_memory(url)
     if parsed.scheme == "sqlite" and not create and not Path(parsed.target).is_file():
         fail(f"no store at {url}: {parsed.target} is not a file")
     if parsed.scheme == "sqlite" and Path(parsed.target).is_dir():
@@ -77,6 +96,20 @@ def _with_store(
         fail(str(exc))  # StoreFileError: a file that is no store (not SQLite, unreadable)
     except MetadataError as exc:
         fail(str(exc), code=1)
+
+
+def _refuse_memory(url: str) -> None:
+    """Exit 2 when ``url`` is a ``memory:`` store, which a command must not write: it lives
+    only inside this process, so what it wrote would be gone as the command exits."""
+    try:
+        scheme = parse_store_url(url).scheme
+    except InvalidStoreUrlError:
+        return  # _with_store says why
+    if scheme == "memory":
+        fail(
+            f"{url} is a memory store, which lives only inside one process: what this "
+            "command wrote would be gone when it exits; give sqlite:PATH or zk:host:port"
+        )
 
 
 def _ensemble_root(url: str) -> bool:
@@ -118,38 +151,105 @@ def get_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print value and stat as one JSON object.")
     ] = False,
+    raw: Annotated[
+        bool,
+        typer.Option("--raw", help="Write the value's bytes as they are, with nothing added."),
+    ] = False,
 ) -> None:
-    """Print the value of PATH (pretty-printed when it is JSON). Exits 1 if there is none."""
+    """Print the value of PATH: JSON indented, other text with its control characters
+    escaped, anything else as base64. Exits 1 if there is none."""
 
-    async def read(s: MetadataStore) -> Any:
-        return await s.get(path)
+    async def read(s: MetadataStore) -> tuple[Record | None, UnreadableValueError | None]:
+        try:
+            return await s.get(path), None
+        except UnreadableValueError as exc:  # shown as stored, rather than not at all
+            inner = s.inner if isinstance(s, ChunkingStore) else s
+            return await inner.get(path), exc
 
-    record = _with_store(store, read)
+    record, unreadable = _with_store(store, read)
     if record is None:
         fail(f"no record at {path}", code=1)
-    value = encode_value(record.value)
-    if as_json:
-        stat = record.stat
-        print_json(
-            {
-                "path": path,
-                "value": value,
-                "stat": {
-                    "version": stat.version,
-                    "createdMs": stat.created_ms,
-                    "modifiedMs": stat.modified_ms,
-                    "ephemeralOwner": stat.ephemeral_owner,
-                },
-            }
-        )
-    elif "json" in value:
-        print_json(value["json"])
-    elif "text" in value:
-        typer.echo(value["text"])
+    if unreadable is not None:
+        warn(f"{path} holds {unreadable.reason}: shown below as the bytes stored")
+    if raw:
+        typer.echo(record.value, nl=False)
+    elif as_json:
+        _print_record_json(path, record)
     else:
-        typer.echo(value["base64"])
-        # stdout stays the value alone (for base64 -d); stderr says how it is written
-        typer.echo(f"({len(record.value)} bytes, not UTF-8 text: shown as base64)", err=True)
+        _print_value(record.value)
+    if unreadable is not None:
+        raise typer.Exit(1)
+
+
+def _print_record_json(path: str, record: Record) -> None:
+    stat = record.stat
+    print_json(
+        {
+            "path": path,
+            "value": encode_value(record.value),
+            "stat": {
+                "version": stat.version,
+                "createdMs": stat.created_ms,
+                "modifiedMs": stat.modified_ms,
+                "ephemeralOwner": stat.ephemeral_owner,
+            },
+        }
+    )
+
+
+def _print_value(value: bytes) -> None:
+    """A value for a reader: JSON indented, other UTF-8 text with its control characters
+    escaped (a value must not recolour or rewrite the terminal), anything else as base64.
+    stdout holds the value alone; stderr says when it is not shown as it is stored."""
+    encoded = encode_value(value)
+    if "base64" in encoded:
+        typer.echo(encoded["base64"])  # for base64 -d
+        typer.echo(f"({len(value)} bytes, not UTF-8 text: shown as base64)", err=True)
+        return
+    parsed = (encoded["json"],) if "json" in encoded else _json_to_show(encoded["text"])
+    if parsed is not None:
+        shown = json.dumps(parsed[0], indent=2, ensure_ascii=False)
+        typer.echo(_JSON_ESCAPED.sub(lambda m: f"\\u{ord(m[0]):04x}", shown))
+        return
+    text = encoded["text"]
+    typer.echo(_TEXT_ESCAPED.sub(lambda m: m[0].encode("unicode_escape").decode(), text))
+    if _TEXT_ESCAPED.search(text):
+        typer.echo("(control characters shown escaped, as \\x1b; --raw writes them)", err=True)
+
+
+# What json.dumps(ensure_ascii=False) leaves in a string that a terminal acts on (it escapes
+# only C0), or that cannot be written (a lone surrogate, from a stored "\ud800"): JSON escapes.
+_JSON_ESCAPED = re.compile("[\x7f-\x9f\ud800-\udfff]")
+# Every control character but newline and tab, which text lays out by.
+_TEXT_ESCAPED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _json_to_show(text: str) -> tuple[Any] | None:
+    """``text`` parsed as JSON (in a tuple, as it may be null), or None when it is not JSON
+    or would be shown changed in more than layout: a key given twice, NaN, Infinity, or a
+    number too large for a float (1E400, which would show as Infinity)."""
+
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    def finite(literal: str) -> float:
+        number = float(literal)
+        if not math.isfinite(number):
+            raise ValueError(f"{literal} is too large to show")
+        return number
+
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        if len({key for key, _ in pairs}) != len(pairs):
+            raise ValueError("a key given twice")
+        return dict(pairs)
+
+    try:
+        parsed = json.loads(
+            text, parse_constant=no_constant, parse_float=finite, object_pairs_hook=unique_keys
+        )
+        return (parsed,)
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+        return None
 
 
 @metadata_app.command("dump")
@@ -159,12 +259,14 @@ def dump_command(
     out: Annotated[Path | None, typer.Option("--out", help="Write here instead of stdout.")] = None,
 ) -> None:
     """Dump PATH and everything below it as JSON (see docs/metadata.md for the format).
-    Exits 1 if there is no record at PATH."""
+    Exits 1 if there is no record at PATH, or if a record's value does not read back (it is
+    left out, the rest dumped, and stderr names it)."""
+    left_out: list[UnreadableValueError] = []
 
     async def dumping(s: MetadataStore) -> dict[str, Any] | None:
         if path != "/" and await s.exists(path) is None:
             return None
-        return await dump_tree(s, path, ensemble_root=_ensemble_root(store))
+        return await dump_tree(s, path, ensemble_root=_ensemble_root(store), left_out=left_out)
 
     dumped = _with_store(store, dumping)
     if dumped is None:
@@ -178,6 +280,19 @@ def dump_command(
         except OSError as exc:
             fail(f"cannot write {out}: {exc.strerror or exc}")
         typer.echo(f"{len(dumped['records'])} records written to {out}", err=True)
+    if left_out:
+        _report_left_out(left_out)
+
+
+def _report_left_out(left_out: list[UnreadableValueError]) -> NoReturn:
+    """Name the records a dump left out, and how to see or mend them; exit 1 (a load of the
+    dump would not restore them)."""
+    for exc in left_out:
+        warn(
+            f"left out {exc.path}: it holds {exc.reason} (`ballast metadata get {exc.path}` "
+            "shows the bytes stored; replace the record, or delete it, to dump it)"
+        )
+    fail(f"{len(left_out)} record(s) left out of the dump: their values do not read back", code=1)
 
 
 def _write_whole(out: Path, text: str) -> None:
@@ -207,6 +322,7 @@ def load_command(
 ) -> None:
     """Load a dump made by `ballast metadata dump` into a store. Records become persistent;
     the ephemeral ones (another cluster's sessions) are left out unless --keep-ephemeral."""
+    _refuse_memory(store)
     dumped = read_json_arg(dump_file)
     if not isinstance(dumped, dict):
         fail(f"{dump_file}: a dump is a JSON object")

@@ -51,6 +51,17 @@ MAX_VALUE_BYTES = 64 * 1024 * 1024  # after compression
 _READ_ATTEMPTS = 10
 
 
+class UnreadableValueError(MetadataError):
+    """A stored value that does not read back as a value: marked as Ballast's layout
+    (compressed, or a large value's manifest) but not in it, or a manifest whose chunks are
+    missing. The bytes stored at the path are the inner store's ``get``; ``reason`` says
+    what the path holds ("a value that does not decompress")."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(path, reason)
+        self.reason = reason
+
+
 class _StaleManifest(Exception):
     """A chunk named by the manifest is gone: the value was replaced while being read."""
 
@@ -103,12 +114,12 @@ class ChunkingStore(MetadataStore):
         return Manifest(directory, count, len(packed)).encode(), directory
 
     async def _decode(self, path: str, stored: bytes) -> bytes:
-        manifest = Manifest.decode(stored)
+        try:
+            manifest = Manifest.decode(stored)
+        except UnpackError as exc:
+            raise UnreadableValueError(path, f"a value {exc}") from None
         if manifest is None:
-            try:
-                return self._unpack(stored)
-            except UnpackError as exc:
-                raise MetadataError(path, f"a value that does not decompress ({exc})") from None
+            return self._unpacked(path, stored)
         directory = manifest.directory
         parts: list[bytes] = []
         for index in range(manifest.count):
@@ -124,7 +135,13 @@ class ChunkingStore(MetadataStore):
         packed = b"".join(parts)
         if len(packed) != manifest.size:
             raise _StaleManifest
-        return self._unpack(packed)
+        return self._unpacked(path, packed)
+
+    def _unpacked(self, path: str, packed: bytes) -> bytes:
+        try:
+            return self._unpack(packed)
+        except UnpackError as exc:
+            raise UnreadableValueError(path, f"a value that does not decompress ({exc})") from None
 
     async def _under_a_chroot(self, path: str, directory: str) -> str | None:
         """Where the chunks a manifest at ``path`` names are, when not where it says. A
@@ -168,7 +185,7 @@ class ChunkingStore(MetadataStore):
                 versions.add(record.stat.version)
                 continue
         if len(versions) == 1:  # the same manifest every time: its chunks are not there
-            raise MetadataError(path, "the chunks of this large value are missing")
+            raise UnreadableValueError(path, "a large value whose chunks are missing")
         raise MetadataError(path, "value changed too often while it was being read")
 
     async def exists(self, path: str) -> Stat | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,7 +29,8 @@ from typing import Any
 
 import msgspec
 
-from ballast.metadata.chunking import CHUNK_ROOT
+from ballast.metadata.chunking import CHUNK_ROOT, UnreadableValueError
+from ballast.metadata.paths import not_utf8
 from ballast.metadata.store import MetadataError, MetadataStore, join, validate_path
 
 
@@ -109,11 +111,18 @@ def _finite(value: Any) -> bool:
 
 
 async def dump_tree(
-    store: MetadataStore, root: str, *, ensemble_root: bool = False
+    store: MetadataStore,
+    root: str,
+    *,
+    ensemble_root: bool = False,
+    left_out: list[UnreadableValueError] | None = None,
 ) -> dict[str, Any]:
     """Every record at and below ``root`` (parents first, children sorted); with
     ``ensemble_root`` (a ZooKeeper store without a chroot), not ZooKeeper's own node unless
-    ``root`` is in it."""
+    ``root`` is in it. A record whose value does not read back (a large value's chunks
+    missing, bytes another client wrote that look like Ballast's layout) raises
+    UnreadableValueError; given ``left_out``, it goes there instead and the dump carries on
+    with the rest, its children included, so that one broken record does not hide a tree."""
     validate_path(root)
     records: dict[str, Any] = {}
     # ZooKeeper's own node is left out of a dump of the tree above it, not of itself: asked
@@ -130,14 +139,20 @@ async def dump_tree(
             # dump is of an ensemble's root (the manifests above find their chunks there);
             # and ZooKeeper's own node
             return
-        record = await store.get(path)
-        if record is None:
-            return
-        if path != "/":
-            entry = encode_value(record.value)
-            if record.stat.is_ephemeral:
-                entry["ephemeral"] = True
-            records[path] = entry
+        try:
+            record = await store.get(path)
+        except UnreadableValueError as exc:
+            if left_out is None:
+                raise
+            left_out.append(exc)  # and its children are dumped
+        else:
+            if record is None:
+                return
+            if path != "/":
+                entry = encode_value(record.value)
+                if record.stat.is_ephemeral:
+                    entry["ephemeral"] = True
+                records[path] = entry
         for name in await store.children(path):
             await visit(join(path, name))
 
@@ -172,6 +187,7 @@ def dump_records(
     root = dump.get("root")
     if not isinstance(root, str):
         raise DumpFormatError('a dump needs a "root" path (as `ballast metadata dump` writes)')
+    _check_utf8(root, "root")
     try:
         validate_path(root)
     except MetadataError as exc:
@@ -183,6 +199,8 @@ def dump_records(
     prepared: list[tuple[str, bytes]] = []
     skipped = zookeeper = 0
     for path, entry in records.items():
+        _check_utf8(path, f"records[{json.dumps(path)}]")
+        _check_utf8(entry, f"records[{json.dumps(path)}]")
         try:
             validate_path(path)
         except MetadataError as exc:
@@ -200,6 +218,26 @@ def dump_records(
     return DumpRecords(sorted(prepared, key=lambda item: item[0].count("/")), skipped, zookeeper)
 
 
+def _check_utf8(value: Any, where: str) -> None:
+    """DumpFormatError naming the first string in ``value`` (keys too) that UTF-8 cannot
+    encode — a lone surrogate such as JSON's ``"\\udcff"`` — by its place under ``where``:
+    no store can hold it, and finding it here, before any write, keeps a load all or nothing.
+    ``value`` may be nested as deep as the JSON parser allows: walked without recursion."""
+    pending: list[tuple[Any, str]] = [(value, where)]
+    while pending:
+        item, place = pending.pop()
+        if isinstance(item, str):
+            shown = not_utf8(item, from_bytes=False)
+            if shown is not None:
+                raise DumpFormatError(f'{place}: "{shown}" is not valid UTF-8 text')
+        elif isinstance(item, list):
+            pending.extend(reversed([(v, f"{place}[{n}]") for n, v in enumerate(item)]))
+        elif isinstance(item, dict):
+            for key, v in reversed(list(item.items())):
+                pending.append((v, f"{place}[{json.dumps(key)}]"))
+                pending.append((key, place))
+
+
 async def load_tree(
     store: MetadataStore, records: list[tuple[str, bytes]], *, overwrite: bool = False
 ) -> LoadResult:
@@ -209,7 +247,15 @@ async def load_tree(
     changed: list[tuple[str, bytes]] = []
     unchanged = 0
     for path, value in records:
-        current = await store.get(path)
+        try:
+            current = await store.get(path)
+        except UnreadableValueError as exc:
+            if not overwrite:
+                raise DumpFormatError(
+                    f"{path} exists and holds {exc.reason}: use --overwrite to replace it"
+                ) from None
+            changed.append((path, value))
+            continue
         if current is not None and current.value == value:
             unchanged += 1
             continue

@@ -9,12 +9,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ballast.clock import Clock
 from ballast.metadata.chunking import ChunkingStore
 from ballast.metadata.memory import MemoryMetadataStore, MemoryServer
+from ballast.metadata.paths import not_utf8
 from ballast.metadata.sqlite import SqliteServer
 from ballast.metadata.store import MetadataError, MetadataStore
 from ballast.metadata.values import UnpackCache
@@ -22,7 +24,8 @@ from ballast.metadata.values import UnpackCache
 
 class InvalidStoreUrlError(MetadataError):
     def __init__(self, url: str, reason: str) -> None:
-        super().__init__("", f'invalid metadata store URL "{url}": {reason}')
+        super().__init__("", f'invalid metadata store URL "{not_utf8(url) or url}": {reason}')
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +48,10 @@ def parse_store_url(url: str) -> StoreUrl:
     if sep and scheme not in ("memory", "sqlite", "zk") and "://" not in url:
         try:  # host:port[,...][/chroot], Pulsar's ZooKeeper default
             return parse_store_url(f"zk:{url}")
-        except InvalidStoreUrlError:
-            pass  # not a host list either: the scheme is what is wrong
+        except InvalidStoreUrlError as exc:
+            if re.match(r"\d+(/|,|$)", target):  # host:port: what follows it is wrong
+                raise InvalidStoreUrlError(url, exc.reason) from None
+            # not a host list either: the scheme is what is wrong
     if not sep:
         raise InvalidStoreUrlError(url, "expected memory:, sqlite:PATH or zk:host:port")
     if scheme == "memory":
@@ -57,10 +62,16 @@ def parse_store_url(url: str) -> StoreUrl:
         return StoreUrl("sqlite", target)
     if scheme == "zk":
         hosts, _, chroot = target.lstrip("/").partition("/")
+        unencodable = not_utf8(chroot)
+        if unencodable is not None:  # kazoo would fail on it deep in its connection thread
+            raise InvalidStoreUrlError(url, f'chroot "/{unencodable}" is not valid UTF-8 text')
         if not hosts:
             raise InvalidStoreUrlError(url, "zk: needs host:port[,host:port...]")
         for host in hosts.split(","):
             name, colon, port = host.rpartition(":")
+            shown_host = not_utf8(host)
+            if shown_host is not None:
+                raise InvalidStoreUrlError(url, f'host "{shown_host}" is not valid UTF-8 text')
             bracketed = name.startswith("[") and name.endswith("]")  # an IPv6 address
             if (
                 not colon

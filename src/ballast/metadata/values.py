@@ -27,8 +27,9 @@ def pack(value: bytes) -> bytes:
 
 
 class UnpackError(ValueError):
-    """Stored bytes marked compressed that do not decompress: a part of a large value's
-    chunks read as a value of its own."""
+    """Stored bytes marked as Ballast's own layout that are not in it: marked compressed but
+    not decompressing (a part of a large value's chunks read as a value of its own), or marked
+    a manifest with no manifest after the mark (written by another client than Ballast)."""
 
 
 def unpack(stored: bytes) -> bytes:
@@ -88,7 +89,22 @@ class Manifest:
 
     @classmethod
     def decode(cls, stored: bytes) -> Manifest | None:
+        """The manifest ``stored`` holds; None if it holds none (no mark); UnpackError if it
+        is marked as one but is not (Ballast's writes never store such bytes: see
+        :func:`pack`)."""
         if not stored.startswith(MANIFEST):
             return None
-        body = json.loads(stored[len(MANIFEST) :])
-        return cls(str(body["directory"]), int(body["count"]), int(body["size"]))
+        try:
+            body = json.loads(stored[len(MANIFEST) :])
+            if not isinstance(body, dict):
+                raise ValueError("not a JSON object")
+            manifest = cls(str(body["directory"]), int(body["count"]), int(body["size"]))
+            if not manifest.directory.startswith("/") or min(manifest.count, manifest.size) < 0:
+                raise ValueError(f"no chunks at {manifest.directory}")
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
+            # JSONDecodeError and UnicodeDecodeError are ValueErrors; KeyError says only "key"
+            reason = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise UnpackError(
+                f"marked as a large value's manifest but not one ({reason})"
+            ) from None
+        return manifest
