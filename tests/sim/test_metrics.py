@@ -152,3 +152,40 @@ def test_the_averages_after_the_last_event_leave_out_steps_without_load() -> Non
     assert after["meanStd"] == pytest.approx(sum(s.std for s in loaded) / len(loaded), abs=1e-6)
     assert after["meanRatio"] == pytest.approx(sum(s.ratio for s in loaded) / len(loaded), abs=1e-6)
     assert after["meanRatio"] > 1.0  # popularity 1 leaves the brokers uneven
+
+
+STOP_ON_A_STEP = """
+duration = "2m"
+step = "10s"
+[cluster]
+brokers = 2
+[[namespaces]]
+name = "a"
+bundles = 1
+topics = 100
+rate = 1000
+[[events]]
+at = 60
+stop_brokers = 1
+graceful = false
+"""
+
+
+def test_the_step_at_an_events_time_is_not_after_it() -> None:
+    """A step is measured before the events at its time: the row at 60 s is the cluster of
+    two brokers (one carrying everything) before one stops, and it was counted "after the
+    last event" (its std-dev the largest after it, on one broker left that cannot be
+    unbalanced)."""
+    result = simulate(parse_scenario(tomllib.loads(STOP_ON_A_STEP)))
+    at_event = next(s for s in result.steps if s.t_s == 60.0)
+    assert at_event.brokers == 2 and at_event.std > 0.05
+    after = [s for s in result.steps if s.t_s > 60.0]
+    assert after and all(s.brokers == 1 and s.std == 0.0 for s in after)
+    summary = summarize(result)
+    assert summary["afterLastEvent"] == {
+        "fromS": 60.0,
+        "meanStd": 0.0,
+        "meanRatio": summary["afterLastEvent"]["meanRatio"],
+        "maxStd": 0.0,
+    }
+    assert summary["convergenceS"] == 10.0  # measured one step after the event

@@ -39,6 +39,17 @@ def reference_time(result: RunResult) -> float:
     return max(disturbing, default=0.0)
 
 
+def steps_after_last_event(result: RunResult) -> list[StepRecord]:
+    """The steps measured after the last event (every step, in a run without events). A step
+    is measured before the events at its own time: the step at the event's time is the state
+    before it, and counted it put the figures of the cluster before the event among those
+    after it."""
+    since = reference_time(result)
+    if not any(kind in CONVERGENCE_EVENTS for _, kind in result.event_times):
+        return list(result.steps)
+    return [s for s in result.steps if s.t_s > since]
+
+
 def _interval_s(result: RunResult) -> float:
     return result.settings.get_int("loadBalancerSheddingIntervalMinutes") * 60.0
 
@@ -70,12 +81,12 @@ def new_brokers(result: RunResult) -> list[dict[str, Any]]:
     return found
 
 
-def _after(result: RunResult, since: float) -> dict[str, float | None]:
-    """The mean std-dev and ratio, and the largest std-dev, over the steps from ``since``
-    that had a broker and load (None if none had: a cluster without brokers, or whose
+def _after(after: list[StepRecord]) -> dict[str, float | None]:
+    """The mean std-dev and ratio, and the largest std-dev, over the steps ``after`` the last
+    event that had a broker and load (None if none had: a cluster without brokers, or whose
     brokers carry nothing yet — the first step, before any topic is placed — has no
     balance to measure)."""
-    steps = [s for s in result.steps if s.t_s >= since and s.brokers > 0 and s.bound > 0]
+    steps = [s for s in after if s.brokers > 0 and s.bound > 0]
     if not steps:
         return {"meanStd": None, "meanRatio": None, "maxStd": None}
     return {
@@ -105,9 +116,10 @@ def summarize(result: RunResult) -> dict[str, Any]:
     """The summary of a run (see the module docstring)."""
     scenario = result.scenario
     since = reference_time(result)
-    times = [s.t_s for s in result.steps]
+    after = steps_after_last_event(result)
+    times = [s.t_s for s in after]
     # A step without brokers is not balanced: it must not count toward convergence.
-    stds = [s.std if s.brokers > 0 else math.inf for s in result.steps]
+    stds = [s.std if s.brokers > 0 else math.inf for s in after]
     converged = metrics.convergence_time(times, stds, scenario.target_std, since)
     grace_s = result.settings.get_int("loadBalancerSheddingGracePeriodMinutes") * 60.0
     arrivals = new_brokers(result)
@@ -125,7 +137,7 @@ def summarize(result: RunResult) -> dict[str, Any]:
         "final": _final(result.steps[-1]),
         "afterLastEvent": {
             "fromS": _round(since),
-            **_after(result, since),
+            **_after(after),
         },
         "convergenceS": None if converged is None else _round(converged),
         "moves": {
