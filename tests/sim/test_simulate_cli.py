@@ -245,6 +245,30 @@ def test_outputs_that_cannot_be_written_are_refused_before_any_run(
         assert refused.returncode == 2 and said in refused.stderr, compare
 
 
+def test_directories_named_like_outputs_this_run_does_not_write_are_left_alone(
+    ballast: Run, tmp_path: Path
+) -> None:
+    """A directory named as the other format's table was "removed" as a stale file, which
+    failed the writing after the run (exit 1); a directory where the manifest goes failed
+    the same way; a manifest edited into another shape was an internal error."""
+    scenario, out = str(write(tmp_path)), tmp_path / "out"
+    (out / "threshold" / "timeline.csv").mkdir(parents=True)
+    done = ballast("simulate", scenario, "--strategy", "threshold", "--no-plots",
+                   "--out", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (out / "threshold" / "timeline.csv").is_dir()
+    assert (out / "threshold" / "timeline.parquet").is_file()
+    (out / ".ballast-simulate.json").write_text('{"runs": 5}', encoding="utf-8")
+    edited = ballast("simulate", scenario, "--strategy", "threshold", "--no-plots",
+                     "--out", str(out))  # fmt: skip
+    assert edited.returncode == 0, edited.stderr
+    (out / ".ballast-simulate.json").unlink()
+    (out / ".ballast-simulate.json").mkdir()
+    refused = ballast("simulate", scenario, "--strategy", "threshold", "--out", str(out))
+    assert refused.returncode == 2 and refused.stdout == ""  # no run
+    assert "/.ballast-simulate.json is a directory, not a file" in refused.stderr
+
+
 def test_a_second_run_into_an_out_in_use_is_refused(ballast: Run, tmp_path: Path) -> None:
     """Two runs writing to one --out at once mixed their files (one's summary beside the
     other's charts); the directory is locked while a run writes there."""
@@ -431,6 +455,11 @@ def test_library_names_resolve_from_any_directory(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert find_scenario("hot-broker") == CHECKOUT_LIBRARY / "hot-broker.toml"
+    assert find_scenario("hot-broker.toml") == CHECKOUT_LIBRARY / "hot-broker.toml"
+    for given, said in (("", "the scenario is empty"), (".", "is a directory, not a")):
+        with pytest.raises(typer.Exit):
+            find_scenario(given)
+        assert said in capsys.readouterr().err
     (tmp_path / "scenarios").mkdir()
     local = tmp_path / "scenarios" / "hot-broker.toml"
     local.write_text('duration = "1m"\n', encoding="utf-8")
@@ -535,3 +564,31 @@ def test_a_run_that_ends_without_brokers_says_so(ballast: Run, tmp_path: Path) -
     told = ballast("simulate", str(scenario), "--no-plots")
     assert told.returncode == 0
     assert "final_std_max (finalStdMax): expected at most 0.05, got no brokers" in told.stderr
+
+
+def test_brokers_without_load_are_not_said_to_be_no_brokers(ballast: Run, tmp_path: Path) -> None:
+    """The mean std-dev after the last event has no value when no broker carried load; the
+    table said "no brokers" of a cluster running two."""
+    idle = tmp_path / "idle.toml"
+    idle.write_text('duration = "1m"\nstep = "20s"\n[cluster]\nbrokers = 2\n', "utf-8")
+    done = ballast("simulate", str(idle), "--strategy", "threshold")
+    assert done.returncode == 0, done.stderr
+    assert "no load" in done.stdout and "no brokers" not in done.stdout
+
+
+def test_a_scenarios_strategy_setting_the_strategy_replaces_is_warned_about(
+    ballast: Run, tmp_path: Path
+) -> None:
+    """The run is the strategy's, silently, where the same contradiction given by --set is
+    an error: a scenario written for one strategy and run with another says so."""
+    scenario = tmp_path / "mine.toml"
+    scenario.write_text(
+        TINY + '\n[settings]\nloadBalancerLoadSheddingStrategy = "ballast"\n', "utf-8"
+    )
+    done = ballast("simulate", str(scenario), "--compare", "threshold,ballast", "--no-plots")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("warning:") == 1
+    assert (
+        "warning: the scenario's loadBalancerLoadSheddingStrategy=ballast is replaced by the "
+        "strategy threshold's threshold"
+    ) in done.stderr

@@ -24,8 +24,15 @@ from ballast.cli.interrupts import NotedInterrupts
 from ballast.file_lock import hold_exclusive
 from ballast.model.config import ConfigError
 from ballast.sim.invariants import InvariantViolation
-from ballast.sim.output import FORMATS, remove_stale_runs, run_paths, write_json, write_run
-from ballast.sim.run_settings import effective_settings, settings_warnings
+from ballast.sim.output import (
+    FORMATS,
+    MANIFEST,
+    remove_stale_runs,
+    run_paths,
+    write_json,
+    write_run,
+)
+from ballast.sim.run_settings import effective_settings, replaced_by_profile, settings_warnings
 from ballast.sim.runner import RunOptions, RunResult, SimulationError, simulate
 from ballast.sim.scenario import Scenario, load_scenario
 from ballast.sim.schema import ScenarioError, parse_duration
@@ -47,14 +54,19 @@ def library_dirs() -> list[Path]:
 
 
 def find_scenario(text: str) -> Path:
-    """A scenario file: the path given, or ``<name>.toml`` in one of :func:`library_dirs`."""
+    """A scenario file: the path given, or ``<name>.toml`` in one of :func:`library_dirs`
+    (the name with or without its ``.toml``)."""
+    if not text.strip():
+        fail("the scenario is empty: give a scenario file or a library scenario's name")
     path = Path(text)
     if path.exists():
+        if path.is_dir():
+            fail(f"scenario {text} is a directory, not a scenario file")
         return path
     directories = library_dirs()
     for directory in directories:
-        library = directory / f"{text}.toml"
-        if library.exists():
+        library = directory / (text if text.endswith(".toml") else f"{text}.toml")
+        if "/" not in text and library.exists():
             return library
     names = sorted({p.stem for d in directories for p in d.glob("*.toml")})
     known = f"; the library has: {', '.join(names)}" if names else ""
@@ -147,6 +159,8 @@ def _check_settings(
             labels.append(
                 effective_settings(loaded, RunOptions(strategy=name, overrides=overrides))[1]
             )
+            for replaced in replaced_by_profile(loaded, name) if name is not None else ():
+                print(f"warning: {replaced}", file=sys.stderr)
         except ConfigError as exc:
             fail(str(exc))
     return labels
@@ -162,6 +176,7 @@ def _check_targets(out: Path, labels: list[str], fmt: str, *, plots: bool, compa
         if directory.exists() and not directory.is_dir():
             fail(f"cannot write to --out {out}: {directory} is a file, not a directory")
     files = [path for label in labels for path in run_paths(out / label, fmt, plots=plots)]
+    files.append(out / MANIFEST)
     if compared:
         files += [out / "comparison.json", *([out / "comparison.png"] if plots else [])]
     for path in files:
@@ -189,9 +204,9 @@ def _write_outputs(
             plot_comparison(results, summaries, out / "comparison.png")
 
 
-def _figure(value: float | None, digits: int) -> str:
-    """A load figure, or "no brokers" where the cluster had none to measure."""
-    return "no brokers" if value is None else f"{value:.{digits}f}"
+def _figure(value: float | None, digits: int, unmeasured: str = "no brokers") -> str:
+    """A load figure, or why there is none (the final figures: no broker left)."""
+    return unmeasured if value is None else f"{value:.{digits}f}"
 
 
 def _row(summary: dict[str, Any]) -> list[str]:
@@ -201,7 +216,8 @@ def _row(summary: dict[str, Any]) -> list[str]:
         str(summary["strategy"]),
         _figure(final["std"], 3),
         _figure(final["ratio"], 2),
-        _figure(summary["afterLastEvent"]["meanStd"], 3),
+        # none: no step after the last event had a broker carrying load
+        _figure(summary["afterLastEvent"]["meanStd"], 3, "no load"),
         "never" if converged is None else f"{converged:.0f} s",
         str(summary["moves"]["shedding"]),
         str(summary["bounces"]),

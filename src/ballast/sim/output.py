@@ -141,6 +141,8 @@ def _manifest_runs(path: Path) -> list[str]:
         runs = json.loads(path.read_text(encoding="utf-8")).get("runs", [])
     except (OSError, ValueError, AttributeError):
         return []
+    if not isinstance(runs, list):  # a manifest edited by hand: nothing it names is trusted
+        return []
     return [r for r in runs if isinstance(r, str) and r and "/" not in r and r not in (".", "..")]
 
 
@@ -170,5 +172,6 @@ def write_run(
         written.append(plot_run(result, paths[5]))
     every = {p for f in FORMATS for p in run_paths(directory, f, plots=True)}
     for stale in sorted(every - set(written)):
-        stale.unlink(missing_ok=True)
+        if not stale.is_dir() or stale.is_symlink():  # a directory of that name is not ours
+            stale.unlink(missing_ok=True)
     return written

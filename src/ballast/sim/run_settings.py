@@ -7,7 +7,7 @@ from ballast.controller.history import HistorySink, inline
 from ballast.model.config import ConfigError, Settings, load_settings
 from ballast.pipeline.leader_sink import HistoryPathError, leader_history_sink
 from ballast.sim.run_records import RunOptions
-from ballast.sim.scenario import Scenario
+from ballast.sim.scenario import Scenario, setting_text
 from ballast.sim.strategies import PROFILES, strategy_profile
 
 
@@ -37,6 +37,20 @@ def settings_warnings(scenario: Scenario, overrides: tuple[str, ...]) -> tuple[s
     return load_settings(
         overrides=[*scenario.settings_overrides(), *overrides], strict=True
     ).warnings
+
+
+def replaced_by_profile(scenario: Scenario, strategy: str) -> tuple[str, ...]:
+    """The scenario's own ``[settings]`` that the strategy's profile sets otherwise (the
+    profile wins: the run is that strategy's), each as a warning to give."""
+    profile = strategy_profile(strategy)
+    mine = load_settings(overrides=scenario.settings_overrides(), strict=True).settings
+    theirs = load_settings(overrides=profile.overrides(), strict=True).settings
+    return tuple(
+        f"the scenario's {key}={setting_text(scenario.settings[key])} is replaced by the "
+        f"strategy {strategy}'s {setting_text(theirs[key])}"
+        for key in sorted(profile.settings)
+        if key in scenario.settings and mine[key] != theirs[key]
+    )
 
 
 def settings_label(settings: Settings) -> str:

@@ -102,10 +102,10 @@ class Scenario:
 
     def settings_overrides(self) -> list[str]:
         """The ``[settings]`` table as ``key=value`` overrides."""
-        return [f"{key}={_setting_text(value)}" for key, value in self.settings.items()]
+        return [f"{key}={setting_text(value)}" for key, value in self.settings.items()]
 
 
-def _setting_text(value: object) -> str:
+def setting_text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | tuple):
@@ -466,7 +466,7 @@ def parse_scenario(
         if isinstance(value, dict):
             raise ScenarioError(f"settings.{key}: expected a value, not a table")
         try:  # checked here, so that a bad value is blamed on the file, not on --set
-            parse_value(SETTINGS_BY_KEY[key], _setting_text(value))
+            parse_value(SETTINGS_BY_KEY[key], setting_text(value))
         except ConfigError as exc:
             raise ScenarioError(f"settings.{key}: {exc.args[0]}") from None
     metrics = root.sub("metrics")
