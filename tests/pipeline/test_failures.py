@@ -34,9 +34,12 @@ def bundle_rows(**replaced: pa.Array) -> pa.Table:
     return pa.table(columns)
 
 
+PARTITION = Path("date=2026-01-01", "hour=0")
+
+
 def test_a_table_of_its_own_files_passes(tmp_path: Path) -> None:
-    (tmp_path / "date=2026-01-01" / "hour=0").mkdir(parents=True)
-    pq.write_table(bundle_rows(), tmp_path / "date=2026-01-01" / "hour=0" / "part-0.parquet")
+    (tmp_path / PARTITION).mkdir(parents=True)
+    pq.write_table(bundle_rows(), tmp_path / PARTITION / "part-0.parquet")
     check_table_files(tmp_path, BUNDLES)
 
 
@@ -66,9 +69,9 @@ def test_a_table_of_its_own_files_passes(tmp_path: Path) -> None:
 def test_a_file_not_of_the_table_is_named(tmp_path: Path, file: Any, said: str) -> None:
     """Spark read such a file with the table's schema: a column it lacks as nulls (wrong
     averages, exit 0), the rest as a Java stack and "internal error"."""
-    (tmp_path / "hour=0").mkdir()
-    pq.write_table(bundle_rows(), tmp_path / "hour=0" / "a.parquet")
-    bad = tmp_path / "hour=0" / "b.parquet"
+    (tmp_path / PARTITION).mkdir(parents=True)
+    pq.write_table(bundle_rows(), tmp_path / PARTITION / "a.parquet")
+    bad = tmp_path / PARTITION / "b.parquet"
     if isinstance(file, bytes):
         bad.write_bytes(file)
     else:
@@ -80,8 +83,10 @@ def test_a_file_not_of_the_table_is_named(tmp_path: Path, file: Any, said: str) 
 
 def test_unknown_usage_and_cache_sizes_are_not_counts(tmp_path: Path) -> None:
     """Only rates and counts are bounded: Pulsar reports an unknown limit as -1."""
-    (tmp_path / "bundles").mkdir()
-    pq.write_table(bundle_rows(cache_size=pa.array([-1])), tmp_path / "bundles" / "a.parquet")
+    (tmp_path / "bundles" / PARTITION).mkdir(parents=True)
+    pq.write_table(
+        bundle_rows(cache_size=pa.array([-1])), tmp_path / "bundles" / PARTITION / "a.parquet"
+    )
     check_table_files(tmp_path / "bundles", BUNDLES)
     brokers = pa.table(
         {
@@ -92,8 +97,8 @@ def test_unknown_usage_and_cache_sizes_are_not_counts(tmp_path: Path) -> None:
             for c in BROKERS.columns
         }
     )
-    (tmp_path / "brokers").mkdir()
-    pq.write_table(brokers, tmp_path / "brokers" / "b.parquet")
+    (tmp_path / "brokers" / PARTITION).mkdir(parents=True)
+    pq.write_table(brokers, tmp_path / "brokers" / PARTITION / "b.parquet")
     check_table_files(tmp_path / "brokers", BROKERS)
     assert [c.name for c in BROKERS.columns if c.counted][:4] == [
         "msg_rate_in",
@@ -106,13 +111,28 @@ def test_unknown_usage_and_cache_sizes_are_not_counts(tmp_path: Path) -> None:
 def test_hidden_files_and_directories_are_passed_over(tmp_path: Path) -> None:
     """A writer's staging area (pyarrow's writer writes under a hidden name first) and other
     hidden files are not the table's, as Spark and pyarrow read it: they are not checked."""
-    (tmp_path / "hour=0" / ".staging").mkdir(parents=True)
+    (tmp_path / PARTITION / ".staging").mkdir(parents=True)
     (tmp_path / "_tmp").mkdir()
-    pq.write_table(bundle_rows(), tmp_path / "hour=0" / "a.parquet")
-    for hidden in ("hour=0/.staging/b.parquet", "hour=0/.c.parquet", "_tmp/d.parquet"):
-        (tmp_path / hidden).write_bytes(b"junk")
-    assert table_files(tmp_path) == [tmp_path / "hour=0" / "a.parquet"]
+    pq.write_table(bundle_rows(), tmp_path / PARTITION / "a.parquet")
+    for hidden in (".staging/b.parquet", ".c.parquet", "../../_tmp/d.parquet"):
+        (tmp_path / PARTITION / hidden).write_bytes(b"junk")
+    assert table_files(tmp_path) == [tmp_path / PARTITION / "a.parquet"]
     check_table_files(tmp_path, BUNDLES)
+
+
+@pytest.mark.parametrize(
+    "stray",
+    ["snapshot-x-1.parquet", "date=2026-01-01/b.parquet", "date=2026-01-01/hour=0/x/c.parquet"],
+)
+def test_a_file_outside_the_partitions_is_named(tmp_path: Path, stray: str) -> None:
+    """Spark's reader passed over a file beside the partitions while the report's tasks read
+    it (another cluster's rows in the report only); one in a date= directory without its
+    hour= failed the job with Spark's conflicting partition columns."""
+    (tmp_path / PARTITION / "x").mkdir(parents=True)
+    pq.write_table(bundle_rows(), tmp_path / PARTITION / "a.parquet")
+    pq.write_table(bundle_rows(), tmp_path / stray)
+    with pytest.raises(HistoryFileError, match="is outside the partitions of the bundles table"):
+        check_table_files(tmp_path, BUNDLES)
 
 
 @pytest.mark.spark

@@ -47,6 +47,8 @@ def check_table_files(directory: Path, table: Table) -> None:
     required = {c.name for c in table.columns if not c.nullable and c.type not in _LISTS}
     counted = {c.name for c in table.columns if c.counted}
     for path in table_files(directory):
+        if table.partitioned:
+            _check_partition(directory, path, table.name)
         try:
             metadata = pq.read_metadata(path)
             schema = metadata.schema.to_arrow_schema()
@@ -74,6 +76,18 @@ def check_table_files(directory: Path, table: Table) -> None:
 
 
 _LISTS = (ColumnType.LONG_ARRAY, ColumnType.STRING_ARRAY)
+
+
+def _check_partition(directory: Path, path: Path, name: str) -> None:
+    """A partitioned table's file is two levels down, ``date=.../hour=.../``: Spark's reader
+    passed over one elsewhere while the report's tasks read it, or failed on conflicting
+    partition columns with a Java stack."""
+    parts = path.relative_to(directory).parts
+    if len(parts) != 3 or not (parts[0].startswith("date=") and parts[1].startswith("hour=")):
+        raise HistoryFileError(
+            f"{path} is outside the partitions of the {name} table: its files are in "
+            f"{directory}/date=YYYY-MM-DD/hour=H/ (move it into its partition, or away)"
+        )
 
 
 def _check_statistics(
