@@ -26,6 +26,16 @@ from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS
 from .test_importer import make_dump
 
 Ballast = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def empty_bundles_table(history: Path) -> None:
+    """A bundles table of one file without rows: a history to the checks made before Spark
+    starts (a table's directory without a file is none), and to Spark an empty one."""
+    partition = history / "bundles" / "date=2026-01-05" / "hour=0"
+    partition.mkdir(parents=True)
+    pq.write_table(BUNDLES.arrow_schema().empty_table(), partition / "part-0.parquet")
+
+
 KEYS = ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out")
 GENERATE = [
     "--snapshots",
@@ -125,10 +135,14 @@ def test_shed_folds_the_averages_a_generated_history_lacks(
         out = tmp_path / f"shed-{buckets}"
         args = ["--history", str(history), "--out", str(out), "--strategy", "uniform"]
         done = summary(ballast("pipeline", "shed", *args, "--buckets", str(buckets)))
-        assert done["outputs"] == [str(out / "shed_decisions"), str(out / "bundle_averages")]
+        assert done["outputs"] == [
+            str(out / "shed_decisions"),
+            str(out / "shed_bundle_averages"),
+        ]
+        assert not (out / "bundle_averages").exists()  # time-averages' table, not shed's
         decided.append(done["clusters"]["synthetic"]["decisions"])
         model, _ = model_averages(history)
-        rows = pq.read_table(out / "bundle_averages").to_pylist()
+        rows = pq.read_table(out / "shed_bundle_averages").to_pylist()
         assert sorted(r["bundle"] for r in rows) == sorted(model)
         for row in rows:
             data = model[row["bundle"]]
@@ -244,7 +258,7 @@ def test_imported_dump_runs_through_the_jobs(ballast: Ballast, tmp_path: Path) -
 
 def test_bad_input_exits_2_before_spark(ballast: Ballast, tmp_path: Path) -> None:
     history = tmp_path / "h"
-    (history / "bundles").mkdir(parents=True)  # a history, as far as the path check sees
+    empty_bundles_table(history)  # a history, as far as the path check sees
     positions = ballast(
         "pipeline",
         "split-plan",
@@ -280,7 +294,7 @@ def test_bad_input_exits_2_before_spark(ballast: Ballast, tmp_path: Path) -> Non
 def test_a_setting_spark_cannot_start_with_exits_2(ballast: Ballast, tmp_path: Path) -> None:
     """Spark's launcher prints why it stopped; the command then ends with a plain error."""
     history = tmp_path / "h"
-    (history / "bundles").mkdir(parents=True)  # passes the check made before Spark starts
+    empty_bundles_table(history)  # passes the check made before Spark starts
     # (a size that is no size, or a bad count, is named before the JVM starts: test_session.py)
     memory = ballast(
         "pipeline", "report", "--history", str(history), "--out", str(tmp_path / "o"),
@@ -353,7 +367,7 @@ def test_an_output_in_the_history_or_unwritable_exits_2_before_spark(
     job's own; an --out that cannot be written failed after the job, with a Java stack."""
     history = tmp_path / "h"
     (history / "bundle_averages").mkdir(parents=True)
-    (history / "bundles").mkdir()
+    empty_bundles_table(history)
     kept = history / "bundle_averages" / "stored.parquet"
     kept.write_text("the dump's averages")
     for job in ("time-averages", "shed", "split-plan", "report"):

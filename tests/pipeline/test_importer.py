@@ -13,7 +13,7 @@ import pytest
 
 from ballast.balance.snapshot_json import parse_snapshot
 from ballast.model.loaddata import LocalBrokerData, NamespaceBundleStats, SystemResourceUsage
-from ballast.pipeline.history import HistoryError, HistorySnapshot, read_table
+from ballast.pipeline.history import HistoryError, HistorySnapshot, held_for_writing, read_table
 from ballast.pipeline.importer import (
     ImportOptions,
     detect_format,
@@ -212,6 +212,24 @@ def test_import_command_takes_a_decide_snapshot(ballast: Run, tmp_path: Path) ->
     assert "namespaces is not kept" in result.stderr
     rows = read_table(tmp_path, BROKERS, cluster="demo")
     assert rows.num_rows == 3
+
+
+def test_an_import_into_a_history_being_generated_is_refused(ballast: Run, tmp_path: Path) -> None:
+    """``generate`` moves its tables into place whole when it ends: what an import wrote in
+    the meantime was dropped, after the import had said it succeeded."""
+    history = tmp_path / "h"
+    with held_for_writing(history):  # as a running generate holds it
+        refused = ballast("pipeline", "import", str(EXAMPLE), "--history", str(history))
+        with (
+            pytest.raises(HistoryError, match="being written by another process"),
+            held_for_writing(history),
+        ):
+            pass
+    assert refused.returncode == 2
+    assert f"error: {history} is being written by another process" in refused.stderr
+    assert list(history.iterdir()) == []
+    taken = ballast("pipeline", "import", str(EXAMPLE), "--history", str(history))
+    assert taken.returncode == 0, taken.stderr  # released
 
 
 def test_a_metadata_dump_imports_as_its_snapshot(ballast: Run, tmp_path: Path) -> None:

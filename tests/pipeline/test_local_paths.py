@@ -10,6 +10,7 @@ import pytest
 from ballast.pipeline.local_paths import (
     local_history_problem,
     local_output_problem,
+    results_problem,
     surely_local,
 )
 
@@ -38,8 +39,11 @@ def test_plain_and_file_paths_are_local_unless_something_points_elsewhere(tmp_pa
     [
         (None, "the path does not exist"),
         ((), "the path holds none of brokers/, bundles/"),
-        (("bundles",), None),
-        (("brokers",), None),
+        (("bundles/date=2026-01-01/hour=0/a.parquet",), None),
+        (("brokers/date=2026-01-01/hour=0/a.parquet", "bundles"), None),
+        # tables without a file read as an empty history: results of nothing, exit 0
+        (("bundles",), "bundles/ holds no Parquet file"),
+        (("brokers", "bundles/.staging/a.parquet"), "brokers/, bundles/ hold no Parquet file"),
     ],
 )
 def test_the_problem_is_named_as_spark_would(
@@ -49,7 +53,11 @@ def test_the_problem_is_named_as_spark_would(
     if layout is not None:
         root.mkdir()
         for name in layout:
-            (root / name).mkdir()
+            if name.endswith(".parquet"):  # the check looks for a file, not into it
+                (root / name).parent.mkdir(parents=True)
+                (root / name).write_bytes(b"")
+            else:
+                (root / name).mkdir()
     found = local_history_problem(str(root), master=None, conf={}, environ=LOCAL)
     assert found == (None if problem is None else f"no history at {root}: {problem}")
     # Not surely local: only Spark can tell, so no problem is reported here.
@@ -99,3 +107,21 @@ def test_a_history_is_not_generated_inside_another(tmp_path: Path) -> None:
         assert problem is not None and f"is inside the history at {tmp_path / 'h'}" in problem
     beside = local_output_problem(None, str(tmp_path / "g"), master=None, conf={}, environ=LOCAL)
     assert beside is None
+
+
+def test_a_jobs_results_are_no_history_to_import_into(tmp_path: Path) -> None:
+    """An import there mixed partitioned snapshot files into time-averages' unpartitioned
+    tables, and the jobs then passed over the results that were there."""
+    history = tmp_path / "h"
+    (history / "bundle_averages" / "date=2026-01-01" / "hour=0").mkdir(parents=True)
+    (history / "bundle_averages" / "date=2026-01-01" / "hour=0" / "a.parquet").write_bytes(b"")
+    assert results_problem(history) is None  # a history's own stored averages
+    assert results_problem(tmp_path / "new") is None
+    results = tmp_path / "r"
+    (results / "bundle_averages").mkdir(parents=True)
+    (results / "bundle_averages" / "part-0.parquet").write_bytes(b"")
+    (results / "split_plan").mkdir()
+    assert results_problem(results) == (
+        f"{results} holds a job's results (split_plan, bundle_averages), not a history: give "
+        "the history's own directory"
+    )

@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ballast.model.bundles import BundleName, hash_key
+from ballast.pipeline.history import HistoryError, held_for_writing
 from ballast.pipeline.jobs.generate import generate
 from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS
 from ballast.pipeline.sparkio import PathError, read_history
@@ -165,6 +166,8 @@ def test_same_spec_same_history_on_any_partitioning(
         generate(spark, SPEC, str(tmp_path))
         with pytest.raises(PathError, match="already holds a history"):
             generate(spark, SPEC, str(tmp_path))  # never over a history without asking
+        with held_for_writing(tmp_path), pytest.raises(HistoryError, match="another process"):
+            generate(spark, SPEC, str(tmp_path), replace=True)  # an import is writing it
         generate(spark, SPEC, str(tmp_path), replace=True)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", "2")

@@ -173,14 +173,14 @@ def import_command(
 ) -> None:
     """Add one snapshot to a history from a dump of Pulsar's /loadbalance tree (brokers/,
     broker-time-average/, bundle-data/) or from a ballast decide snapshot file."""
-    from ballast.pipeline.history import HistoryError, write_snapshot
+    from ballast.pipeline.history import HistoryError, held_for_writing, write_snapshot
     from ballast.pipeline.importer import (
         ImportOptions,
         detect_format,
         importer,
         read_decide_snapshot,
     )
-    from ballast.pipeline.local_paths import nested_history_problem
+    from ballast.pipeline.local_paths import nested_history_problem, results_problem
 
     settings = settings_from(config, overrides)
     if cluster is not None and not cluster.strip():
@@ -189,9 +189,9 @@ def import_command(
         _cluster_name(cluster)
     history = Path(given_path(history_text, "--history", "the history root to write to"))
     source = Path(given_path(source_text, "SOURCE", "a dump directory or a snapshot file"))
-    nested = nested_history_problem(history)
-    if nested is not None:
-        fail(nested)
+    for problem in (nested_history_problem(history), results_problem(history)):
+        if problem is not None:
+            fail(problem)
     options = ImportOptions(
         cluster=cluster or settings.get_str("clusterName"),
         snapshot_ms=parse_time_ms(at) if at is not None else None,
@@ -210,7 +210,8 @@ def import_command(
             snapshot = importer(chosen)(source, options)
         if history.exists() and not history.is_dir():
             fail(f"--history {history} is a file, not a directory")
-        files = write_snapshot(history, snapshot)
+        with held_for_writing(history):
+            files = write_snapshot(history, snapshot)
     except HistoryError as exc:
         fail(str(exc))
     except OSError as exc:  # a directory that cannot be made or written

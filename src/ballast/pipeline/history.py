@@ -16,7 +16,9 @@ to one history concurrently as long as no two write the same snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import astuple, dataclass, fields
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,6 +30,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ballast.atomic_files import replaced_whole
+from ballast.file_lock import hold_exclusive
 from ballast.model.loaddata import (
     BundleData,
     LoadData,
@@ -51,6 +54,24 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 class HistoryError(ValueError):
     """Bad history input: a record that does not fit the schema, a bad path or time."""
+
+
+@contextmanager
+def held_for_writing(root: Path) -> Iterator[None]:
+    """Hold ``root`` (made if missing) for one writer at a time: ``generate`` moves its tables
+    into place whole, which dropped what an ``import`` wrote meanwhile (the import had said
+    it succeeded). :class:`HistoryError` when another process holds it."""
+    root.mkdir(parents=True, exist_ok=True)
+    handle = hold_exclusive(root)
+    if handle is None:
+        raise HistoryError(
+            f"{root} is being written by another process (a pipeline generate or import): "
+            "try again once it has finished"
+        )
+    try:
+        yield
+    finally:
+        os.close(handle)
 
 
 @dataclass(frozen=True, slots=True)

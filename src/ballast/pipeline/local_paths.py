@@ -89,11 +89,26 @@ def local_history_problem(
     """Why ``root`` is surely not a history (the message Spark's check would give), or None
     when it holds one or only Spark can tell."""
     local = surely_local(root, master=master, conf=conf, environ=environ)
-    if local is None or any((local / name).exists() for name in HISTORY_TABLES):
+    if local is None:
         return None
+    present = [name for name in HISTORY_TABLES if (local / name).exists()]
+    if any(not (local / name).is_dir() or _holds_parquet(local / name) for name in present):
+        return None
+    if present:  # read as an empty history: results of nothing, exit 0
+        names = ", ".join(f"{name}/" for name in present)
+        verb = "holds" if len(present) == 1 else "hold"
+        return f"no history at {root}: {names} {verb} no Parquet file"
     if local.is_file():
         return f"no history at {root}: the path is a file, not a history directory"
     return missing_history(root, HISTORY_TABLES, local.exists())
+
+
+def _holds_parquet(directory: Path) -> bool:
+    """Whether a table's directory holds a file its readers read (stops at the first)."""
+    return any(
+        not any(part.startswith((".", "_")) for part in path.relative_to(directory).parts)
+        for path in directory.rglob("*.parquet")
+    )
 
 
 def overlap_problem(history: str, out: str) -> str | None:
@@ -123,6 +138,25 @@ def nested_history_problem(root: Path) -> str | None:
                 "read as that history's rows; give a directory of its own"
             )
     return None
+
+
+# What a job writes to its --out (the report's page among them): no history holds these.
+_RESULT_NAMES = ("split_plan", "shed_decisions", "shed_bundle_averages", "index.html")
+_AVERAGES = ("bundle_averages", "broker_averages")
+
+
+def results_problem(root: Path) -> str | None:
+    """Why a history must not be written at ``root``: it is a job's ``--out``, whose tables
+    the jobs would pass over (time-averages writes its averages unpartitioned, where a
+    history's are in date=/hour= partitions)."""
+    held = [name for name in _RESULT_NAMES if (root / name).exists()]
+    held += [name for name in _AVERAGES if any((root / name).glob("*.parquet"))]
+    if not held:
+        return None
+    return (
+        f"{root} holds a job's results ({', '.join(held)}), not a history: give the history's "
+        "own directory"
+    )
 
 
 def local_output_problem(

@@ -10,15 +10,18 @@ local file system the tasks write their Parquet files themselves with pyarrow
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Iterator
+from pathlib import Path
 
 import pyarrow as pa
 from pyspark import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ballast.pipeline.history import held_for_writing
 from ballast.pipeline.jobs.base import Summary
 from ballast.pipeline.schema import BROKERS, BUNDLES, TOPICS, Table
 from ballast.pipeline.sparkio import (
@@ -62,21 +65,15 @@ def _rows(
     return history_rows(spec, plan.value, snapshots)
 
 
-def generate(
-    spark: SparkSession, spec: GenerateSpec, out: str, *, replace: bool = False
-) -> Summary:
-    """Write the history ``spec`` describes to ``out``; its tables there are replaced only
-    with ``replace`` (else :class:`~ballast.pipeline.sparkio.PathError`)."""
-    require_output_root(spark, out)
-    if not replace:
-        refuse_history(spark, out, (BROKERS, BUNDLES, TOPICS))
-    tables = (BROKERS, BUNDLES, *((TOPICS,) if spec.topic_snapshots else ()))
+def _write(spark: SparkSession, spec: GenerateSpec, out: str, root: Path | None) -> None:
+    """Write every table of ``spec``'s history: by the tasks themselves to a local ``root``,
+    else through Spark's writer."""
+    tables = _tables(spec)
     # The plan (every bundle's and topic's traits) is small next to the rows: computed once
     # here and shipped to the tasks.
     plan = spark.sparkContext.broadcast(static_plan(spec))
     try:
         ranges = snapshot_ranges(spark, spec)
-        root = local_root(spark, out)
         if root is not None:
             write_in_tasks(ranges, functools.partial(_rows, spec, plan), root, tables)
         else:
@@ -86,11 +83,29 @@ def generate(
                 )
     finally:
         plan.destroy()
+
+
+def _tables(spec: GenerateSpec) -> tuple[Table, ...]:
+    return (BROKERS, BUNDLES, *((TOPICS,) if spec.topic_snapshots else ()))
+
+
+def generate(
+    spark: SparkSession, spec: GenerateSpec, out: str, *, replace: bool = False
+) -> Summary:
+    """Write the history ``spec`` describes to ``out``; its tables there are replaced only
+    with ``replace`` (else :class:`~ballast.pipeline.sparkio.PathError`)."""
+    require_output_root(spark, out)
+    root = local_root(spark, out)
+    # Held from the check on: an import into ``out`` meanwhile is refused, not dropped.
+    with held_for_writing(root) if root is not None else contextlib.nullcontext():
+        if not replace:
+            refuse_history(spark, out, (BROKERS, BUNDLES, TOPICS))
+        _write(spark, spec, out, root)
     return {
         "cluster": spec.cluster,
         "snapshots": spec.snapshots,
         "bundleRows": spec.snapshots * spec.bundles,
         "topicRows": len(spec.topic_snapshots) * spec.topics,
         "brokers": spec.brokers,
-        "outputs": [table_path(out, t) for t in tables],
+        "outputs": [table_path(out, t) for t in _tables(spec)],
     }
