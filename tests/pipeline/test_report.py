@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import random
+import warnings
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -27,6 +29,7 @@ from ballast.pipeline.transforms.report import (
     namespace_load_over_time,
     namespace_load_percentiles,
     namespace_partials,
+    namespace_partials_of,
     percentile_of_sorted,
     top_namespaces,
 )
@@ -171,6 +174,24 @@ def test_namespace_load_from_partial_aggregates(spark: SparkSession) -> None:
         partials = namespace_partials(bundles.repartition(parts))
         got = namespace_load_from_partials(partials)
         assert records(got, "cluster", "namespace", "snapshot_ms") == expected
+
+
+def test_a_nan_sample_makes_its_namespace_peak_nan_without_a_warning() -> None:
+    """numpy's warning about the NaN went to the report's stderr, among its output."""
+    rows = pa.table(
+        {
+            "cluster": ["c", "c", "c"],
+            "namespace": ["t/a", "t/a", "t/b"],
+            "snapshot_ms": pa.array([1, 1, 1], pa.int64()),
+            "msg_rate_in": [math.nan, 1.0, 2.0],
+            "msg_rate_out": [1.0, 1.0, 1.0],
+        }
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        partials = namespace_partials_of(rows).to_pylist()
+    peaks = {p["namespace"]: p["bundle_rate_max"] for p in partials}
+    assert math.isnan(peaks["t/a"]) and peaks["t/b"] == 3.0
 
 
 def test_render_report_writes_charts_and_escaped_tables() -> None:

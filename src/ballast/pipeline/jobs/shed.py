@@ -14,6 +14,7 @@ them.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pyspark import StorageLevel
@@ -48,6 +49,11 @@ from ballast.pipeline.sparkio import (
     write_output,
 )
 from ballast.pipeline.transforms.averages import broker_time_averages, rows_at
+
+# The averages shed folds itself, in a table of its own: written as ``bundle_averages`` they
+# replaced those time-averages wrote to the same --out for every cluster, beside that job's
+# broker_averages of every cluster.
+SHED_BUNDLE_AVERAGES = dataclasses.replace(BUNDLE_AVERAGES, name="shed_bundle_averages")
 
 
 def check_settings(settings: Settings) -> None:
@@ -113,10 +119,13 @@ def shed_history(
     outputs = []
     if clusters - with_bundle_averages:  # ``buckets`` passes over the whole history
         write_bundle_averages(
-            bundles.filter(_in(clusters - with_bundle_averages)), paths.out, buckets
+            bundles.filter(_in(clusters - with_bundle_averages)),
+            paths.out,
+            buckets,
+            SHED_BUNDLE_AVERAGES,
         )
-        averages = averages.unionByName(read_output(spark, paths.out, BUNDLE_AVERAGES))
-        outputs.append(table_path(paths.out, BUNDLE_AVERAGES))
+        averages = averages.unionByName(read_output(spark, paths.out, SHED_BUNDLE_AVERAGES))
+        outputs.append(table_path(paths.out, SHED_BUNDLE_AVERAGES))
     averages = averages.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         broker_averages = stored_broker_averages.filter(_in(with_broker_averages))

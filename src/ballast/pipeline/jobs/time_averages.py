@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from ballast.model.config import Settings
 from ballast.pipeline.jobs.base import JobError, JobPaths, Summary, require_paths
-from ballast.pipeline.schema import BROKER_AVERAGES, BROKERS, BUNDLE_AVERAGES, BUNDLES
+from ballast.pipeline.schema import BROKER_AVERAGES, BROKERS, BUNDLE_AVERAGES, BUNDLES, Table
 from ballast.pipeline.sparkio import (
     latest_snapshots,
     read_history,
@@ -38,14 +38,17 @@ def in_bucket(bundles: DataFrame, bucket: int, buckets: int) -> DataFrame:
     return bundles.filter(F.pmod(F.hash("cluster", "bundle"), F.lit(buckets)) == F.lit(bucket))
 
 
-def write_bundle_averages(bundles: DataFrame, out: str, buckets: int) -> None:
+def write_bundle_averages(
+    bundles: DataFrame, out: str, buckets: int, table: Table = BUNDLE_AVERAGES
+) -> None:
     """Fold the samples of ``bundles`` into each bundle's averages and write them to
-    ``<out>/bundle_averages``, in ``buckets`` passes of one hash bucket each."""
+    ``<out>/<table>`` (``bundle_averages`` unless said), in ``buckets`` passes of one hash
+    bucket each."""
     if buckets < 1:
         raise JobError(f"buckets must be at least 1, not {buckets}")
     for bucket in range(buckets):
         part = bundles if buckets == 1 else in_bucket(bundles, bucket, buckets)
-        write_output(bundle_time_averages(part), out, BUNDLE_AVERAGES, append=bucket > 0)
+        write_output(bundle_time_averages(part), out, table, append=bucket > 0)
 
 
 def run(spark: SparkSession, paths: JobPaths, settings: Settings, *, buckets: int = 1) -> Summary:

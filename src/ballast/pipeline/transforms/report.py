@@ -197,7 +197,8 @@ def namespace_partials_of(rows: pa.Table) -> pa.Table:
     group, cells = pd.factorize(cell)
     rate = rows.column("msg_rate_in").to_numpy() + rows.column("msg_rate_out").to_numpy()
     peak = np.full(len(cells), -np.inf)
-    np.maximum.at(peak, group, rate)
+    with np.errstate(invalid="ignore"):  # a NaN sample: its namespace's peak is NaN, unsaid
+        np.maximum.at(peak, group, rate)
     return pa.table(
         {
             "cluster": cluster_names.take(pa.array((cells // spaces) % max(1, cluster_count))),
