@@ -276,6 +276,11 @@ def test_bad_input_exits_2_before_spark(ballast: Ballast, tmp_path: Path) -> Non
     )
     assert spec.returncode == 2
     assert "bundles (2) must be >= namespaces (3)" in spec.stderr
+    results = tmp_path / "results"  # a job's --out: its tables and a history's would mix
+    (results / "split_plan").mkdir(parents=True)
+    mixed = ballast("pipeline", "generate", "--out", str(results))
+    assert mixed.returncode == 2 and "log4j" not in mixed.stderr  # before Spark starts
+    assert "holds a job's results (split_plan), not a history: write the" in mixed.stderr
     missing = ballast("pipeline", "import", str(tmp_path / "nope"), "--history", str(tmp_path))
     assert missing.returncode == 2
     assert "nope does not exist" in missing.stderr

@@ -122,7 +122,16 @@ def test_hidden_files_and_directories_are_passed_over(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "stray",
-    ["snapshot-x-1.parquet", "date=2026-01-01/b.parquet", "date=2026-01-01/hour=0/x/c.parquet"],
+    [
+        "snapshot-x-1.parquet",
+        "date=2026-01-01/b.parquet",
+        "date=2026-01-01/hour=0/x/c.parquet",
+        # read as partitions, with their rows, where the jobs find snapshots by their time
+        "date=bogus/hour=0/d.parquet",
+        "date=2026-13-01/hour=0/e.parquet",
+        "date=2026-01-01/hour=24/f.parquet",
+        "date=2026-01-01/hour=07/g.parquet",
+    ],
 )
 def test_a_file_outside_the_partitions_is_named(tmp_path: Path, stray: str) -> None:
     """Spark's reader passed over a file beside the partitions while the report's tasks read
@@ -130,6 +139,7 @@ def test_a_file_outside_the_partitions_is_named(tmp_path: Path, stray: str) -> N
     hour= failed the job with Spark's conflicting partition columns."""
     (tmp_path / PARTITION / "x").mkdir(parents=True)
     pq.write_table(bundle_rows(), tmp_path / PARTITION / "a.parquet")
+    (tmp_path / stray).parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(bundle_rows(), tmp_path / stray)
     with pytest.raises(HistoryFileError, match="is outside the partitions of the bundles table"):
         check_table_files(tmp_path, BUNDLES)

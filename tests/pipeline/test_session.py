@@ -179,9 +179,16 @@ def test_a_scratch_directory_spark_cannot_make_is_named_before_a_jvm_starts(
     afile = tmp_path / "afile"
     afile.write_text("")
     wanted = f"{tmp_path}/made/a, {tmp_path}/made/b"
-    check_conf({"spark.local.dir": wanted})  # made, as Spark would make them
+    check_conf({"spark.local.dir": wanted}, {})  # made, as Spark would make them
     assert (tmp_path / "made" / "a").is_dir() and (tmp_path / "made" / "b").is_dir()
     assert list((tmp_path / "made" / "a").iterdir()) == []  # the trial leaves nothing
     for bad, said in ((f"{afile}/x", "Not a directory"), ("/proc/none/x", "No such file")):
         with pytest.raises(SparkUnavailable, match=f"{bad} cannot be used as .*: {said}"):
-            check_conf({"spark.local.dir": f"{tmp_path}/ok,{bad}"})
+            check_conf({"spark.local.dir": f"{tmp_path}/ok,{bad}"}, {})
+    with pytest.raises(SparkUnavailable, match=r'spark\.local\.dir=" , " names no directory'):
+        check_conf({"spark.local.dir": " , "}, {})
+    # Spark takes SPARK_LOCAL_DIRS before spark.local.dir: that is the one checked
+    env = {"SPARK_LOCAL_DIRS": "/proc/none/y"}
+    with pytest.raises(SparkUnavailable, match=r'^SPARK_LOCAL_DIRS="/proc/none/y": /proc/none/y'):
+        check_conf({"spark.local.dir": wanted}, env)
+    check_conf({"spark.local.dir": "/proc/none/z"}, {"SPARK_LOCAL_DIRS": wanted})

@@ -304,12 +304,16 @@ def generate_command(
     except SpecError as exc:
         fail(str(exc))
     check_output_early(None, out, master, conf)
-    if not replace:
-        from ballast.pipeline.local_paths import local_history_held
+    from ballast.pipeline.local_paths import local_history_held, results_problem, surely_local
 
+    if not replace:
         held = local_history_held(out, master=master, conf=parse_conf(conf), environ=os.environ)
         if held is not None:
             fail(held)  # at once, before a JVM starts (Spark's check says the same)
+    local = surely_local(out, master=master, conf=parse_conf(conf), environ=os.environ)
+    results = None if local is None else results_problem(local, "write the history elsewhere")
+    if results is not None:  # the jobs would refuse the mix of both
+        fail(results)
     with spark_session(master, conf) as spark:
         try:
             summary = generate(spark, spec, out, replace=replace)

@@ -6,6 +6,7 @@ Checking each file's footer names the file and the column instead."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -83,11 +84,16 @@ def _check_partition(directory: Path, path: Path, name: str) -> None:
     passed over one elsewhere while the report's tasks read it, or failed on conflicting
     partition columns with a Java stack."""
     parts = path.relative_to(directory).parts
-    if len(parts) != 3 or not (parts[0].startswith("date=") and parts[1].startswith("hour=")):
+    if len(parts) != 3 or _PARTITION.fullmatch(f"{parts[0]}/{parts[1]}") is None:
         raise HistoryFileError(
             f"{path} is outside the partitions of the {name} table: its files are in "
             f"{directory}/date=YYYY-MM-DD/hour=H/ (move it into its partition, or away)"
         )
+
+
+# A partition a writer makes: a UTC date and an hour 0-23 (Spark would read ``date=bogus`` as
+# one, its rows with it, where the jobs look for snapshots by their own time).
+_PARTITION = re.compile(r"date=\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])/hour=(1?\d|2[0-3])")
 
 
 def _check_statistics(

@@ -145,7 +145,7 @@ _RESULT_NAMES = ("split_plan", "shed_decisions", "shed_bundle_averages", "index.
 _AVERAGES = ("bundle_averages", "broker_averages")
 
 
-def results_problem(root: Path) -> str | None:
+def results_problem(root: Path, hint: str = "give the history's own directory") -> str | None:
     """Why a history must not be written at ``root``: it is a job's ``--out``, whose tables
     the jobs would pass over (time-averages writes its averages unpartitioned, where a
     history's are in date=/hour= partitions)."""
@@ -153,10 +153,7 @@ def results_problem(root: Path) -> str | None:
     held += [name for name in _AVERAGES if any((root / name).glob("*.parquet"))]
     if not held:
         return None
-    return (
-        f"{root} holds a job's results ({', '.join(held)}), not a history: give the history's "
-        "own directory"
-    )
+    return f"{root} holds a job's results ({', '.join(held)}), not a history: {hint}"
 
 
 def local_output_problem(

@@ -117,9 +117,13 @@ _COUNT_KEYS = frozenset(
 )
 
 
-def check_conf(conf: Mapping[str, str]) -> None:
-    """Raise :class:`SparkUnavailable` for a ``--conf`` size or count Spark would refuse,
-    naming the setting, before its JVM starts."""
+def check_conf(conf: Mapping[str, str], environ: Mapping[str, str] = os.environ) -> None:
+    """Raise :class:`SparkUnavailable` for a ``--conf`` size or count Spark would refuse, or
+    scratch directories the driver cannot use (``SPARK_LOCAL_DIRS``, which Spark takes before
+    ``spark.local.dir``), naming the setting, before its JVM starts."""
+    scratch = environ.get("SPARK_LOCAL_DIRS")
+    if scratch is not None:
+        _check_scratch_dirs("SPARK_LOCAL_DIRS", scratch)
     for key, value in conf.items():
         text = value.strip()
         if _SIZE_KEY.fullmatch(key) and _SIZE.fullmatch(text) is None:
@@ -129,11 +133,19 @@ def check_conf(conf: Mapping[str, str]) -> None:
             )
         if key in _COUNT_KEYS and (not text.isascii() or not text.isdigit() or int(text) < 1):
             raise SparkUnavailable(f'--conf {key}="{value}" is not a whole number of 1 or more')
-        if key == "spark.local.dir":
-            for entry in filter(None, (e.strip() for e in value.split(","))):
-                problem = _scratch_dir_problem(Path(entry))
-                if problem is not None:
-                    raise SparkUnavailable(f'--conf {key}="{value}": {entry} {problem}')
+        if key == "spark.local.dir" and scratch is None:
+            _check_scratch_dirs(f"--conf {key}", value)
+
+
+def _check_scratch_dirs(setting: str, value: str) -> None:
+    """Each of a comma-separated list of scratch directories, of which there must be one."""
+    entries = [e.strip() for e in value.split(",") if e.strip()]
+    if not entries:  # Spark: "Failed to get a temp directory under []", after a Java stack
+        raise SparkUnavailable(f'{setting}="{value}" names no directory')
+    for entry in entries:
+        problem = _scratch_dir_problem(Path(entry))
+        if problem is not None:
+            raise SparkUnavailable(f'{setting}="{value}": {entry} {problem}')
 
 
 def _scratch_dir_problem(path: Path) -> str | None:
