@@ -230,9 +230,18 @@ def validate_path(path: str) -> None:
             raise InvalidPathError(path, f'segment "{segment}" is not allowed')
     if _CONTROL_CHARACTERS.search(path) is not None:
         raise InvalidPathError(path, "control characters are not allowed")
+    refused = _NOT_IN_ZOOKEEPER_PATHS.search(path)
+    if refused is not None:
+        raise InvalidPathError(
+            path.encode("utf-8", "backslashreplace").decode("utf-8"),
+            f"character U+{ord(refused[0]):04X} is not allowed",
+        )
 
 
 _CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
+# ZooKeeper's PathUtils refuses these UTF-16 units too: surrogates (so every character past
+# U+FFFF, which Java holds as a pair of them), the private use area and U+FFF0 to U+FFFF.
+_NOT_IN_ZOOKEEPER_PATHS = re.compile("[\ud800-\uf8ff\ufff0-\U0010ffff]")
 
 
 def parent_of(path: str) -> str:
