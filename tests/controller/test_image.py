@@ -88,3 +88,23 @@ def test_a_deleted_namespace_leaves_nothing_in_the_placements_figures() -> None:
     assert snapshot.brokers["b1"].preallocated_bundle_data == {}
     assert set(snapshot.brokers["b2"].preallocated_bundle_data) == {kept}
     assert snapshot.namespace_bundle_count("b2", "t/ns") == 0
+
+
+def test_preallocations_go_with_a_release_and_with_a_change_of_policies() -> None:
+    """Placement sends a preallocated bundle back to its broker unchecked, and a broker whose
+    report did not change enough to be rewritten never reaped it: a bundle unloaded went back
+    to a broker an isolation policy set since excluded."""
+    image = ClusterImage()
+    image.update_all({"b1": (report(), 1), "b2": (report(), 2)})
+    image.preallocate(A, "b1", BundleData.new_default(), True)
+    image.preallocate(B, "b2", BundleData.new_default(), True)
+    image.drop_preallocations(A)  # released (an admin unload)
+    assert (image.snapshot().preallocated_broker(A), image.snapshot().preallocated_broker(B)) == (
+        None,
+        "b2",
+    )
+    image.preallocate(A, "b1", BundleData.new_default(), False)
+    image.set_owner(B, "b2")  # acquired, not yet reported: it keeps its preallocation
+    image.drop_preallocations()  # the policies changed: what no broker owns is placed afresh
+    after = image.snapshot()
+    assert (after.preallocated_broker(A), after.preallocated_broker(B)) == (None, "b2")

@@ -186,6 +186,7 @@ class AdminHandlers:
         """Start unloading an owned bundle; the move's id."""
         self.c.image.moving.add(bundle)
         self.c.image.recently_unloaded_bundles[bundle] = self.c.clock.wall_ms()
+        self.c.image.drop_preallocations(bundle)
         self.c.log_decision("unload", bundle, owner, None, why, origin="admin")
         return self.c.moves.unload(bundle, owner)
 
@@ -522,6 +523,7 @@ class AdminHandlers:
             self.c.image.anti_affinity[str(namespace)] = request.group
         else:
             self.c.image.anti_affinity.pop(str(namespace), None)
+        self.c.image.drop_preallocations()
         return ok()
 
     async def _SetIsolationPolicy(self, request: SetIsolationPolicy) -> RequestReply:  # noqa: N802
@@ -549,6 +551,7 @@ class AdminHandlers:
         await self.c.fenced([op])
         before = self.c.image.isolation.policies.get(request.name)
         self.c.image.isolation = policies
+        self.c.image.drop_preallocations()
         after = policies.policies.get(request.name)
         if after is None:  # Pulsar unloads nothing when a policy is deleted
             return ok()
@@ -571,13 +574,15 @@ class AdminHandlers:
                 return failed(404, f"failure domain {request.domain} does not exist")
             await self.c.fenced([Delete(path, stat.version)])
             self.c.image.failure_domains.pop(request.domain, None)
+            self.c.image.drop_preallocations()
             return ok()
         for other, brokers in sorted(self.c.image.failure_domains.items()):
             # A broker belongs to one domain: Pulsar refuses the second (CONFLICT).
             shared = sorted(set(brokers) & set(request.brokers))
             if other != request.domain and shared:
                 return failed(409, f"failure domain {other} already has broker {', '.join(shared)}")
-        body = msgspec.json.encode(FailureDomain(brokers=list(request.brokers)))
+        members = list(dict.fromkeys(request.brokers))  # a set in Pulsar's FailureDomain
+        body = msgspec.json.encode(FailureDomain(brokers=members))
         await self.c.store.ensure(paths.failure_domains(self.c.cluster))
         ops: list[Op] = (
             [Create(path, body)]
@@ -585,5 +590,6 @@ class AdminHandlers:
             else [Check(path, stat.version), SetValue(path, body)]
         )
         await self.c.fenced(ops)
-        self.c.image.failure_domains[request.domain] = tuple(request.brokers)
+        self.c.image.failure_domains[request.domain] = tuple(members)
+        self.c.image.drop_preallocations()
         return ok()

@@ -140,6 +140,18 @@ class ClusterImage:
         if new and bundle not in self._averages:
             self._averages.add(bundle, data)
 
+    def drop_preallocations(self, bundle: str | None = None) -> None:
+        """Drop ``bundle``'s preallocations (released: its next placement must not follow
+        an earlier one), or with no bundle those of every bundle no broker owns (the policies
+        placement obeys changed). Placement's first step sends a preallocated bundle back to
+        its broker unchecked, and a preallocation otherwise lasts until that broker reports
+        the bundle: an unloaded bundle went back past an isolation policy set since."""
+        for view in self.brokers.values():
+            if bundle is not None:
+                view.drop_preallocated([bundle])
+            elif view.preallocated:
+                view.drop_preallocated([b for b in view.preallocated if b not in self.owners])
+
     def forget_bundle(self, bundle: str) -> None:
         """A bundle that no longer exists (split): drop its data everywhere."""
         self._averages.remove(bundle)
