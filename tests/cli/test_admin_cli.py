@@ -104,7 +104,7 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     assert cut.stdout.startswith(
         "ok: 0x80000000_0xc0000000 was not split (its split algorithm found no cut point: "
     )
-    assert "need at least two topics loaded in the bundle" in cut.stdout  # the reason here
+    assert "need at least two topics in the bundle" in cut.stdout  # the reason here
     cut_json = admin("--json", "namespaces", "split", "acme/orders", "0x80000000_0xc0000000",
                      "--positions", "0x90000000")  # fmt: skip
     said = json.loads(cut_json.stdout)

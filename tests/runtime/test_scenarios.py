@@ -183,6 +183,26 @@ def _bundle_count(cluster: LocalCluster, namespace: str) -> int:
     return 0
 
 
+async def test_a_split_counts_the_persistent_topics_the_store_records(clock: Clock) -> None:
+    """Pulsar's split counts the bundle's topics in the store (getOwnedTopicListForNamespace
+    Bundle); a broker serves no persistent topic, so topics recorded after it took the bundle
+    (partitions an admin created) were none to it: topic_count_equally_divide never split."""
+    cluster, observer = await start_cluster(clock, 2)
+    assert (await cluster.request(CreateNamespace(namespace="t/rec", bundles=1))).ok
+    [first] = await create_topics(cluster, "t/rec", 1)
+    await lookup_all(cluster, [first])  # the bundle owned, its one topic loaded
+    await create_topics(cluster, "t/rec", 12)  # recorded since, never looked up
+    await settle_and_check(cluster, observer, clock)
+    bundle = str(await cluster.running()[0].lookups.bundle_of(first))
+    split = await cluster.request(
+        SplitRequest(bundle=bundle, algorithm="topic_count_equally_divide")
+    )
+    assert split.ok, split.message
+    children = split.result["children"]
+    assert isinstance(children, list) and len(children) == 2, split.result
+    await cluster.close()
+
+
 async def test_admin_split_and_unload(clock: Clock) -> None:
     cluster, observer = await start_cluster(clock, 3)
     assert (await cluster.request(CreateNamespace(namespace="t/admin", bundles=2))).ok

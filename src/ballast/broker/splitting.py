@@ -1,8 +1,9 @@
 """Splitting a bundle on its owner, on the leader's command (Pulsar's
-``NamespaceService.splitAndOwnBundle``): cut points from the named algorithm over the topics the
-broker serves, the namespace's boundaries rewritten in ``/admin/local-policies`` with a
-versioned write retried on conflict (up to 7 times, ``BUNDLE_SPLIT_RETRY_LIMIT``), the children
-owned by this broker, the parent released, the children optionally unloaded.
+``NamespaceService.splitAndOwnBundle``): cut points from the named algorithm over the bundle's
+topics (those the store records and those the broker serves), the namespace's boundaries
+rewritten in ``/admin/local-policies`` with a versioned write retried on conflict (up to 7
+times, ``BUNDLE_SPLIT_RETRY_LIMIT``), the children owned by this broker, the parent released,
+the children optionally unloaded.
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ async def execute_split(
     if command.algorithm not in config.supported_algorithms:
         raise SplitFailedError(bundle, f"split algorithm {command.algorithm} is not supported")
     algorithm = split_algorithm(command.algorithm)
+    # The bundle's topics as Pulsar's getOwnedTopicListForNamespaceBundle has them: the
+    # persistent ones the store records (served or not: a broker serves none of them) and
+    # the non-persistent ones served here.
+    owned = set(node.served.topics(bundle)).union(await node.topic_index.topics_in(bundle))
     topics = [
         TopicLoad(
             str(topic),
@@ -61,7 +66,7 @@ async def execute_split(
             stats.msg_throughput_in,
             stats.msg_throughput_out,
         )
-        for topic in sorted(node.served.topics(bundle), key=str)
+        for topic in sorted(owned, key=str)
         for stats in (node.traffic.topic_stats(topic),)
     ]
     found = algorithm(

@@ -340,11 +340,11 @@ def namespaces_split(
         parse_boundaries(bundles["boundaries"])
     )
     # The API answers 204 either way, as Pulsar's does; the algorithms that read topics
-    # find no cut point in a bundle with fewer than two topics loaded (nor at positions
-    # outside it), which is the usual reason.
+    # find no cut point in a bundle with fewer than two topics (nor at positions outside
+    # it), which is the usual reason.
     why = (
         "its split algorithm found no cut point: the topic-count, flow and position "
-        "algorithms need at least two topics loaded in the bundle, and positions inside it"
+        "algorithms need at least two topics in the bundle, and positions inside it"
     )
     if ctx.obj.as_json:
         print_json({"ok": True, "split": not still, **({"reason": why} if still else {})})
