@@ -98,6 +98,10 @@ def test_patterns_only_a_backtracking_engine_takes_still_match() -> None:
 def test_invalid_isolation_policy_regex() -> None:
     with pytest.raises(ModelError, match="invalid"):
         IsolationPolicies.from_mapping({"p": {"namespaces": ["t/("]}})
+    # named by its list and place (a count across the three lists said "pattern #2")
+    with pytest.raises(ModelError, match='regex "\\(x" is invalid') as bad:
+        IsolationPolicies.from_mapping({"p": {"namespaces": ["t/a"], "secondary": ["b", "(x"]}})
+    assert bad.value.path == '$["p"].secondary[1]'
     with pytest.raises(ModelError) as caught:
         IsolationPolicies.from_mapping({"p": {"primary": "b1"}})
     assert caught.value.path == '$["p"].primary'

@@ -176,15 +176,15 @@ class IsolationPolicies(msgspec.Struct, frozen=True):
 
         policies = convert(dict(raw), dict[str, NamespaceIsolationPolicy], root=path)
         for name, policy in policies.items():
-            for index, pattern in enumerate(
-                [*policy.namespaces, *policy.primary, *policy.secondary]
-            ):
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise ModelError(
-                        f'{path}["{name}"]', f'pattern #{index} "{pattern}" is invalid: {exc}'
-                    ) from None
+            for part in ("namespaces", "primary", "secondary"):
+                for index, pattern in enumerate(getattr(policy, part)):
+                    try:
+                        re.compile(pattern)
+                    except re.error as exc:
+                        raise ModelError(
+                            f'{path}["{name}"].{part}[{index}]',
+                            f'regex "{pattern}" is invalid: {exc}',
+                        ) from None
         return cls(policies)
 
     def to_json_dict(self) -> dict[str, Any]:
