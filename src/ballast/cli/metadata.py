@@ -25,9 +25,9 @@ from ballast.metadata.dump import (
     load_tree,
 )
 from ballast.metadata.factory import InvalidStoreUrlError, MetadataStores, parse_store_url
-from ballast.metadata.paths import not_utf8
 from ballast.metadata.sqlite import StoreFileBusyError, StoreFileError
 from ballast.metadata.store import InvalidPathError, MetadataError, MetadataStore, Record
+from ballast.model.naming import not_utf8
 
 T = TypeVar("T")
 

@@ -30,8 +30,8 @@ from typing import Any
 import msgspec
 
 from ballast.metadata.chunking import CHUNK_ROOT, UnreadableValueError
-from ballast.metadata.paths import not_utf8
 from ballast.metadata.store import MetadataError, MetadataStore, join, validate_path
+from ballast.model.naming import not_utf8
 
 
 class DumpFormatError(ValueError):

@@ -16,10 +16,10 @@ from pathlib import Path
 from ballast.clock import Clock
 from ballast.metadata.chunking import ChunkingStore
 from ballast.metadata.memory import MemoryMetadataStore, MemoryServer
-from ballast.metadata.paths import not_utf8
 from ballast.metadata.sqlite import SqliteServer
 from ballast.metadata.store import MetadataError, MetadataStore
 from ballast.metadata.values import UnpackCache
+from ballast.model.naming import not_utf8
 
 
 class InvalidStoreUrlError(MetadataError):

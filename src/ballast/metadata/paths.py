@@ -120,23 +120,3 @@ def managed_ledger(topic: TopicName) -> str:
 def namespace_topics(namespace: NamespaceName, domain: TopicDomain) -> str:
     """The directory listing a namespace's topics of one domain (``loadNamespaceTopics``)."""
     return f"{MANAGED_LEDGERS}/{namespace}/{domain.value}"
-
-
-def not_utf8(text: str, *, from_bytes: bool = True) -> str | None:
-    """``text`` shown with what UTF-8 cannot encode escaped, or None when it is valid UTF-8
-    text; other text names no record, as no store can encode it. ``from_bytes``: ``text``
-    was decoded from bytes (a command-line argument), so show the bytes that were not UTF-8
-    (``\\xff``); else (a JSON string) show its lone surrogates as JSON writes them
-    (``\\udcff``)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        pass
-    else:
-        return None
-    if from_bytes:
-        try:  # the bytes as given: \xff, not the surrogate Python decoded it to
-            return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        except UnicodeEncodeError:  # a surrogate no byte decodes to (\ud800)
-            pass
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -189,6 +189,26 @@ def heartbeat_namespace(broker_id: str, cluster: str | None = None) -> Namespace
     return NamespaceName.of(HEARTBEAT_TENANT, broker_id, cluster)
 
 
+def not_utf8(text: str, *, from_bytes: bool = True) -> str | None:
+    """``text`` shown with what UTF-8 cannot encode escaped, or None when it is valid UTF-8
+    text; other text names no record, as no store can encode it. ``from_bytes``: ``text``
+    was decoded from bytes (a command-line argument), so show the bytes that were not UTF-8
+    (``\\xff``); else (a JSON string) show its lone surrogates as JSON writes them
+    (``\\udcff``)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        pass
+    else:
+        return None
+    if from_bytes:
+        try:  # the bytes as given: \xff, not the surrogate Python decoded it to
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate no byte decodes to (\ud800)
+            pass
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def java_parse_int(text: str) -> int | None:
     """``Integer.parseInt`` semantics: optional sign, decimal digits (any Unicode Nd digit, as
     ``Character.digit``), within the 32-bit signed range; None where Java throws."""
@@ -296,10 +316,7 @@ class TopicName:
             )
         if _SURROGATE.search(local_name):
             # bytes that were not UTF-8 (a shell argument, say): a name no client could send
-            try:  # the bytes as given: \xff, not the surrogate Python decoded it to
-                shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            except UnicodeEncodeError:  # a lone surrogate of other text (JSON's \ud800)
-                shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
+            shown = not_utf8(text) or text
             raise InvalidTopicName(f'topic name "{shown}" is not valid UTF-8 text')
         return cls(domain, namespace, local_name)
 

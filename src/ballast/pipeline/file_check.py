@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ballast.pipeline.local_paths import readable_parquet_files
 from ballast.pipeline.schema import ColumnType, Table
 
 
@@ -28,14 +29,8 @@ def first_line(exc: BaseException) -> str:
 
 
 def table_files(directory: Path) -> list[Path]:
-    """The Parquet files of a table's directory that readers read, in name order: hidden
-    files and directories (a name starting with ``.`` or ``_``, such as a writer's staging
-    area) are passed over, as Spark and pyarrow pass them over."""
-    return sorted(
-        path
-        for path in directory.rglob("*.parquet")
-        if not any(part.startswith((".", "_")) for part in path.relative_to(directory).parts)
-    )
+    """:func:`~ballast.pipeline.local_paths.readable_parquet_files`, in name order."""
+    return sorted(readable_parquet_files(directory))
 
 
 def check_table_files(directory: Path, table: Table) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -103,12 +103,18 @@ def local_history_problem(
     return missing_history(root, HISTORY_TABLES, local.exists())
 
 
+def readable_parquet_files(directory: Path) -> Iterator[Path]:
+    """The Parquet files of a table's directory that readers read, as found: hidden files and
+    directories (a name starting with ``.`` or ``_``, such as a writer's staging area) are
+    passed over, as Spark and pyarrow pass them over."""
+    for path in directory.rglob("*.parquet"):
+        if not any(part.startswith((".", "_")) for part in path.relative_to(directory).parts):
+            yield path
+
+
 def _holds_parquet(directory: Path) -> bool:
     """Whether a table's directory holds a file its readers read (stops at the first)."""
-    return any(
-        not any(part.startswith((".", "_")) for part in path.relative_to(directory).parts)
-        for path in directory.rglob("*.parquet")
-    )
+    return next(readable_parquet_files(directory), None) is not None
 
 
 def overlap_problem(history: str, out: str) -> str | None:
