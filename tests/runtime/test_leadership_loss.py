@@ -329,6 +329,30 @@ async def test_a_request_to_a_killed_leader_waits_for_the_next_one(clock: Clock)
     await cluster.close()
 
 
+async def test_a_request_to_a_killed_leader_waits_out_the_election_after_its_session(
+    clock: Clock,
+) -> None:
+    """On ZooKeeper the next leader is elected a moment after the killed one's record
+    expires. The wait for a leader to start was counted from the first failed connection, a
+    whole session earlier, so the request gave up ("no leader is elected yet") as the next
+    leader was being elected; so did a stopping broker's drain."""
+    slow = SlowReads(clock, 0.3)  # an election's reads take a round trip, as on ZooKeeper
+    cluster = await slow_cluster(clock, slow, [broker(i) for i in range(3)], SESSION_S)
+    assert (await cluster.request(CreateTenant(tenant="t"))).ok
+    old = cluster.leader()
+    assert old is not None
+    via = [n for n in cluster.running() if n is not old][-1]
+    slow.on = True
+    await cluster.crash_broker(old.broker_id)
+    reply = await to_leader(via, CreateNamespace(namespace="t/later", bundles=2))
+    assert reply.ok, reply.message
+    new = cluster.leader()
+    assert new is not None and new is not old
+    assert NamespaceName.parse("t/later") in new.controller.image.namespaces  # type: ignore[union-attr]
+    slow.on = False
+    await cluster.close()
+
+
 async def test_a_lookup_with_no_leader_to_place_its_bundle_answers_in_pulsars_words(
     clock: Clock,
 ) -> None:

@@ -8,7 +8,7 @@ writes are fenced by its epoch and brokers refuse its commands. Between leaders 
 yet, or one elected whose controller is still starting) it waits up to LEADER_WAIT_S for one
 to run: those answers mean the request was not handled, so sending it again is safe. A leader
 that cannot be reached at all (killed: its record stays until its session expires) is waited
-for as long as that expiry and LEADER_WAIT_S take.
+for as long as that expiry and LEADER_WAIT_S take, and then the election after it as any other.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ballast.controller.commands import TransportError
 from ballast.controller.requests import AnyRequest, RequestReply, failed
+from ballast.coordination.election import read_leader
 from ballast.metadata import paths
 from ballast.tasks import cancel_and_wait
 
@@ -31,6 +32,8 @@ LEADER_POLL_S = 0.1
 # Leader changes a request follows before it gives up: more within one request means an
 # election that does not settle, which the admin is better told about.
 MAX_LEADER_CHANGES = 3
+# The wait's state before it waits for anything (None means "for a leader to be elected").
+_NOT_WAITING = object()
 
 
 async def to_leader(
@@ -42,16 +45,31 @@ async def to_leader(
     request within LEADER_WAIT_S (or ``until``)."""
     clock = node.clock
     changes = 0
-    waiting_since: float | None = None
+    term: int | None = None  # the epoch of the last leader seen
+    # What the current wait is for: a leadership's epoch, or None between leaders. Each is
+    # waited for afresh: a killed leader's record goes a whole session after the first
+    # failed call, and the next election only starts then.
+    waiting_for: object = _NOT_WAITING
+    waiting_since = 0.0
     while True:
-        patience = LEADER_WAIT_S
         controller = node.controller
         if controller is not None and controller.running:
             return await controller.request(request)
-        leader = await node.leader_id()
-        if leader is not None and leader != node.broker_id:
+        leader = await read_leader(node.store)
+        if leader is not None:
+            if term is not None and leader.epoch != term:
+                changes += 1
+                if changes > MAX_LEADER_CHANGES:
+                    return failed(
+                        503,
+                        f"the leadership changed {MAX_LEADER_CHANGES} times during the "
+                        "request; retry",
+                    )
+            term = leader.epoch
+        patience = LEADER_WAIT_S
+        if leader is not None and leader.broker_id != node.broker_id:
             try:
-                reply = await _forward(node, leader, request, until)
+                reply = await _forward(node, leader.broker_id, request, until)
             except TransportError as exc:
                 # No connection: nothing was sent. A leader killed keeps its record until its
                 # session expires, so wait for the next one as between leaders, for as long
@@ -60,25 +78,18 @@ async def to_leader(
                 patience = node.store.session_timeout_s + LEADER_WAIT_S
             else:
                 if reply is None:  # another broker was elected meanwhile
-                    changes += 1
-                    if changes > MAX_LEADER_CHANGES:
-                        return failed(
-                            503,
-                            f"the leadership changed {MAX_LEADER_CHANGES} times during the "
-                            "request; retry",
-                        )
-                    waiting_since = None
                     continue
                 if not reply.not_leader:
                     return reply
                 why = f"{reply.message} yet; retry"  # elected, its controller still starting
-        elif leader == node.broker_id:
+        elif leader is not None:
             why = f"{node.broker_id} is elected, and not yet started as the leader; retry"
         else:
             why = "no leader is elected yet; retry"
         now = clock.monotonic()
-        if waiting_since is None:
-            waiting_since = now
+        current = None if leader is None else leader.epoch
+        if current != waiting_for:
+            waiting_for, waiting_since = current, now
         if now - waiting_since >= patience or (until is not None and now >= until):
             # Not handled: the asker may send it again.
             return RequestReply(ok=False, status=503, message=why, not_leader=True)
