@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from ballast.cli.app import app
+from ballast.cli.app import SUB_COMMANDS, build_app, requested
+
+app = build_app()
 
 
 def _command_paths() -> list[list[str]]:
@@ -42,3 +46,46 @@ def test_help_renders(path: list[str]) -> None:
     assert "--conf <list[str]>" not in result.output
     short = CliRunner().invoke(app, [*path, "-h"])  # as most commands take it
     assert short.exit_code == 0 and short.output == result.output, short.output
+
+
+@pytest.mark.parametrize("name", [sub.name for sub in SUB_COMMANDS])
+def test_the_app_built_for_one_sub_command_is_that_of_the_whole(name: str) -> None:
+    """``ballast NAME ...`` builds the app with NAME alone (the others' modules unloaded):
+    its help is the whole app's, and ``--version`` still works."""
+    alone = build_app(name)
+    assert list(typer.main.get_command(alone).commands) == [name]  # type: ignore[attr-defined]
+    help_alone = CliRunner().invoke(alone, [name, "--help"])
+    assert help_alone.exit_code == 0
+    assert help_alone.output == CliRunner().invoke(app, [name, "--help"]).output
+    assert CliRunner().invoke(alone, ["--version"]).output.startswith("ballast ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "name"),
+    [
+        (["admin", "tenants", "list"], "admin"),
+        (["--version", "pipeline"], "pipeline"),
+        (["-h"], None),
+        ([], None),
+        (["admn", "tenants"], None),  # the whole app, so that click offers "admin"
+        (["simulate", "topic"], "simulate"),
+    ],
+)
+def test_the_sub_command_named_is_the_first_argument_that_is_no_option(
+    argv: list[str], name: str | None
+) -> None:
+    assert requested(argv) == name
+
+
+def test_a_sub_command_loads_only_its_own_modules() -> None:
+    """``ballast admin`` starts without numpy, the simulator or the servers (most of a
+    second of imports for every command before)."""
+    probe = (
+        "import sys; from ballast.cli.app import build_app; build_app('admin'); "
+        "print(sorted(m for m in ('numpy', 'pyarrow', 'ballast.sim.runner', "
+        "'ballast.broker.process', 'ballast.cli.decide') if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert loaded.stdout.strip() == "[]"

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
 from ballast.balance.shedding.registry import SHEDDERS
-from ballast.cli.app import app
+from ballast.cli.app import build_app
 from ballast.model.config import load_settings
 from ballast.pipeline.history import write_snapshot
 from ballast.pipeline.importer import NOT_KEPT, ImportOptions, read_decide_snapshot
@@ -70,7 +70,7 @@ def decide(source: Path, strategy: str, scope: Scope, now_ms: int) -> list[dict[
     argv += ["--now-ms", str(now_ms)]
     for pair in SETTINGS:
         argv += ["--set", pair]
-    result = CliRunner().invoke(app, argv)
+    result = CliRunner().invoke(build_app("decide"), argv)
     assert result.exit_code == 0, result.output
     decisions: list[dict[str, Any]] = json.loads(result.stdout)["decisions"]
     return decisions

@@ -1,5 +1,5 @@
-"""The ``ballast`` command's entry point. The app and every sub-command (numpy, pyarrow, the
-Pulsar client, Spark's Python side) are imported only here, inside the guard, so that Ctrl-C
+"""The ``ballast`` command's entry point. The app and its sub-command's modules (numpy, pyarrow,
+the Pulsar client, Spark's Python side) are imported only here, inside the guard, so that Ctrl-C
 while they load is one line too."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ def run() -> None:
     # kazoo logs every reconnect attempt; the command reports the outcome itself.
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     try:
-        from ballast.cli.app import app
+        from ballast.cli.app import build_app, requested
 
-        app()
+        build_app(requested(sys.argv[1:]))()
     except KeyboardInterrupt:
         if os.environ.get("BALLAST_DEBUG"):
             raise
