@@ -15,6 +15,7 @@ from ballast.clock import Clock
 from ballast.metadata.store import ConnectionState
 from ballast.metadata.zkserver import LocalZooKeeper
 from ballast.metadata.zookeeper import ALIVE_TICK_S, ZooKeeperMetadataStore
+from tests.support.tcp_proxy import FreezableProxy
 from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.real_time, pytest.mark.integration]
@@ -115,3 +116,61 @@ async def test_a_disconnection_heard_of_after_a_stop_expires_the_session_at_once
         ]
     finally:
         await store.close()
+
+
+async def test_a_connection_that_falls_silent_under_requests_is_found_out(
+    zookeeper_server: LocalZooKeeper, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kazoo counts each request it sends as a ping: a broker asked something (lookups,
+    admin reads) more often than a third of its session never learnt that its connection
+    had gone silent, and served bundles that other brokers owned once its session expired.
+    Nothing read for two thirds of the session is a lost connection, as in ZooKeeper's Java
+    client; the session is taken as expired a session after the server was last heard."""
+    session_s = 4.0
+    proxy = FreezableProxy(("127.0.0.1", zookeeper_server.config.port))
+    store = await ZooKeeperMetadataStore.connect(
+        f"{proxy.hosts}/silent", session_timeout_s=session_s
+    )
+    states: list[tuple[ConnectionState, float]] = []
+    store.add_state_listener(lambda state: states.append((state, clock.monotonic())))
+    asked: set[asyncio.Task[object]] = set()
+
+    async def ask_often() -> None:
+        while True:
+            task = asyncio.ensure_future(store.get("/"))  # not awaited: they pile up unanswered
+            asked.add(task)
+            task.add_done_callback(lambda done: (asked.discard(done), done.exception()))
+            await clock.sleep(0.2)
+
+    asking = asyncio.ensure_future(ask_often())
+    try:
+        await clock.sleep(session_s * 2)
+        assert states == []  # answered requests keep a healthy connection as it is
+        proxy.freeze()
+        frozen = clock.monotonic()
+        await eventually(
+            lambda: bool(states), clock, what="the silence noticed", timeout_s=session_s * 3
+        )
+        assert states[0][0] is ConnectionState.SUSPENDED
+        assert states[0][1] - frozen < session_s * 2 / 3 + ALIVE_TICK_S + 1.0
+        assert "no answer from ZooKeeper for" in caplog.text
+        await eventually(
+            lambda: ConnectionState.LOST in [state for state, _ in states],
+            clock,
+            what="the session taken as expired",
+            timeout_s=session_s * 3,
+        )
+        lost_at = next(at for state, at in states if state is ConnectionState.LOST)
+        assert lost_at - frozen < session_s + ALIVE_TICK_S + 1.0
+        proxy.thaw()
+        await eventually(
+            lambda: store.state is ConnectionState.CONNECTED,
+            clock,
+            what="a new session",
+            timeout_s=30,
+        )
+    finally:
+        asking.cancel()
+        await asyncio.gather(asking, *asked, return_exceptions=True)
+        await store.close()
+        proxy.close()

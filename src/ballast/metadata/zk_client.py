@@ -6,6 +6,8 @@ taken back from the server (ZooKeeper's removeWatches, which kazoo does not offe
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -49,21 +51,57 @@ class GrantedTimeout:
         self.seconds: float | None = None
 
 
-def note_granted_timeout(client: KazooClient, granted: GrantedTimeout) -> None:
-    """Have ``client`` note in ``granted`` the timeout each connect is granted. kazoo's
-    connection handler returns a read timeout of two thirds of it (milliseconds) from
-    ``_connect``; a kazoo without that method leaves the timeout asked."""
+class LastHeard:
+    """When the client last read a packet from its server (on the clock given to
+    :func:`note_connection`), once connected: an answer, a watch event, a ping's reply or the
+    connect's own. Written by kazoo's connection thread, read by the event loop (one float,
+    replaced whole)."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+
+def note_connection(
+    client: KazooClient, granted: GrantedTimeout, heard: LastHeard, now: Callable[[], float]
+) -> None:
+    """Have ``client`` note in ``granted`` the timeout each connect is granted (kazoo's
+    connection handler returns a read timeout of two thirds of it, in milliseconds, from
+    ``_connect``), and in ``heard`` when it reads each packet, by ``now`` (called in kazoo's
+    thread: the loop's ``time``). A kazoo without these methods leaves the timeout asked and
+    nothing heard."""
     connection = getattr(client, "_connection", None)
     connect = getattr(connection, "_connect", None)
-    if connection is None or connect is None:
+    read = getattr(connection, "_read_socket", None)
+    if connection is None:
         return
+    if connect is not None:
 
-    def connect_and_note(*args: Any, **kwargs: Any) -> Any:
-        timeouts = connect(*args, **kwargs)
-        granted.seconds = round(timeouts[0] * 1.5) / 1000
-        return timeouts
+        def connect_and_note(*args: Any, **kwargs: Any) -> Any:
+            timeouts = connect(*args, **kwargs)
+            granted.seconds = round(timeouts[0] * 1.5) / 1000
+            heard.at = now()
+            return timeouts
 
-    connection._connect = connect_and_note
+        connection._connect = connect_and_note
+    if read is not None:
+
+        def read_and_note(*args: Any, **kwargs: Any) -> Any:
+            packet = read(*args, **kwargs)
+            heard.at = now()
+            return packet
+
+        connection._read_socket = read_and_note
+
+
+def drop_connection(client: KazooClient) -> None:
+    """Close ``client``'s connection to its server, not its session: kazoo's connection
+    thread finds the socket broken and connects again, with the same session, as ZooKeeper's
+    Java client does when it has not heard from its server for the read timeout."""
+    sock = getattr(getattr(client, "_connection", None), "_socket", None)
+    if sock is None:
+        return
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 def renew(client: KazooClient) -> None:

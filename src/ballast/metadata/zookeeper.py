@@ -54,8 +54,10 @@ from ballast.metadata.values import MAX_STORED_BYTES
 from ballast.metadata.watching import WatchSnapshot, notifications_between
 from ballast.metadata.zk_client import (
     GrantedTimeout,
+    LastHeard,
+    drop_connection,
     new_client,
-    note_granted_timeout,
+    note_connection,
     renew,
     settle_error,
     settle_value,
@@ -146,14 +148,17 @@ class ZooKeeperMetadataStore(MetadataStore):
         session_timeout_s: float,
         granted: GrantedTimeout | None = None,
         monotonic: Callable[[], float] | None = None,
+        heard: LastHeard | None = None,
     ) -> None:
         """``monotonic``: the clock the session's age is measured by (the loop's by
-        default; a test makes time pass with its own)."""
+        default; a test makes time pass with its own). ``heard``: when the client last read
+        from its server (:func:`note_connection`)."""
         self._client = client
         self.loop = loop
         self._monotonic = loop.time if monotonic is None else monotonic
         self._timeout_s = session_timeout_s
         self._granted = GrantedTimeout() if granted is None else granted
+        self._heard = LastHeard() if heard is None else heard
         self._state = ConnectionState.CONNECTED
         self._listeners: list[StateListener] = []
         self._watches: list[_ZkWatch] = []
@@ -201,9 +206,10 @@ class ZooKeeperMetadataStore(MetadataStore):
                 await loop.run_in_executor(None, stop_client, root_client)
         client = new_client(hosts, session_timeout_s)
         granted = GrantedTimeout()
-        note_granted_timeout(client, granted)
+        heard = LastHeard()
+        note_connection(client, granted, heard, loop.time)
         await start_client(loop, client, hosts, connect_timeout_s)
-        return cls(client, loop, session_timeout_s, granted, monotonic)
+        return cls(client, loop, session_timeout_s, granted, monotonic, heard)
 
     # -- bridging ---------------------------------------------------------------------------
 
@@ -419,7 +425,9 @@ class ZooKeeperMetadataStore(MetadataStore):
         """Called in a kazoo thread; must not block."""
         self.loop.call_soon_threadsafe(self._set_state, _STATES[kazoo_state])
 
-    def _set_state(self, state: ConnectionState) -> None:
+    def _set_state(self, state: ConnectionState, *, heard_at: float | None = None) -> None:
+        """``heard_at``: for SUSPENDED, when the server was last heard from (on the loop's
+        clock), if the connection fell silent (:meth:`_fell_silent`) rather than broke."""
         if self._closed or state is self._state:  # kazoo's LOST after one declared here
             return
         if state is ConnectionState.SUSPENDED and self._state is ConnectionState.LOST:
@@ -429,7 +437,10 @@ class ZooKeeperMetadataStore(MetadataStore):
             self._expiry.cancel()
             self._expiry = None
         stalled = False
-        if state is ConnectionState.SUSPENDED:
+        if state is ConnectionState.SUSPENDED and heard_at is not None:
+            left = heard_at + self.session_timeout_s - self.loop.time()
+            self._expiry = self.loop.call_later(max(left, 0.0), self._expire_here)
+        elif state is ConnectionState.SUSPENDED:
             now = self._monotonic()
             stalled = self._stalled(now)
             if stalled:
@@ -467,10 +478,31 @@ class ZooKeeperMetadataStore(MetadataStore):
         if self._state is not ConnectionState.CONNECTED:
             return
         now = self._monotonic()
-        if not self._stalled(now):
-            self._alive_at = now
+        if self._stalled(now):
+            self._set_state(ConnectionState.SUSPENDED)  # and at once LOST
             return
-        self._set_state(ConnectionState.SUSPENDED)  # stalled: and at once LOST
+        self._alive_at = now
+        heard = self._heard.at
+        silent_s = 0.0 if heard is None else self.loop.time() - heard
+        if heard is not None and silent_s >= self.session_timeout_s * STALL_FRACTION:
+            self._fell_silent(heard)
+
+    def _fell_silent(self, heard: float) -> None:
+        """Nothing read from the server for two thirds of the session timeout while kazoo
+        says connected: take the connection as lost and have kazoo make another. kazoo counts
+        each request it sends as a ping, so a connection that went silent (a partition that
+        drops packets, a hung server) was never found out while the broker kept asking
+        (lookups, admin reads), and it served bundles others owned; ZooKeeper's Java client
+        counts from the last packet it read, as here. The session is taken as expired a
+        session timeout after the server was last heard from, unless a server answers first."""
+        log.warning(
+            "no answer from ZooKeeper for %.1f s: the connection is taken as lost and made "
+            "again; the session is taken as expired if no server answers within %.1f s",
+            self.loop.time() - heard,
+            max(heard + self.session_timeout_s - self.loop.time(), 0.0),
+        )
+        self._set_state(ConnectionState.SUSPENDED, heard_at=heard)
+        drop_connection(self._client)
 
     def _stalled(self, now: float) -> bool:
         """Whether this process went without running (stopped, or its loop held) for two
