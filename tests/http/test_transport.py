@@ -35,6 +35,7 @@ async def _serving(status: int, body: bytes, *, late: bool = False) -> AsyncIter
     try:
         yield f"127.0.0.1:{port}"
     finally:
+        held.set()  # else the server's cleanup waits for the late answer (aiohttp: 60 s)
         await runner.cleanup()
 
 

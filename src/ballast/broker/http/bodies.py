@@ -17,17 +17,19 @@ from ballast.broker.http.errors import ApiError
 # service keeps. Without it a client that sends a part and stops holds its connection (and,
 # for a body, the handler) for as long as it likes.
 IDLE_TIMEOUT_S = 30.0
+# An application's own idle timeout, when it is not IDLE_TIMEOUT_S.
+IDLE_TIMEOUT = web.AppKey("idle_timeout_s", float)
 
 
 async def read_body(request: web.Request) -> bytes:
-    """The whole body, refused with 408 when it has not arrived within ``IDLE_TIMEOUT_S``."""
+    """The whole body, refused with 408 when it has not arrived within the idle timeout
+    (the application's :data:`IDLE_TIMEOUT`, else ``IDLE_TIMEOUT_S``)."""
+    limit_s = request.app.get(IDLE_TIMEOUT, IDLE_TIMEOUT_S)
     try:
-        async with asyncio.timeout(IDLE_TIMEOUT_S):
+        async with asyncio.timeout(limit_s):
             return await request.read()
     except TimeoutError:
-        raise ApiError(
-            408, f"the request body did not arrive within {IDLE_TIMEOUT_S:g} s"
-        ) from None
+        raise ApiError(408, f"the request body did not arrive within {limit_s:g} s") from None
 
 
 async def text_body(request: web.Request) -> str:

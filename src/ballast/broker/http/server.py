@@ -9,7 +9,7 @@ from aiohttp import web
 
 from ballast import __version__
 from ballast.broker.http.admin_api import AdminApi
-from ballast.broker.http.bodies import IDLE_TIMEOUT_S
+from ballast.broker.http.bodies import IDLE_TIMEOUT, IDLE_TIMEOUT_S
 from ballast.broker.http.errors import error_middleware, protocol_logger
 from ballast.broker.http.lookup_api import LookupApi
 from ballast.broker.http.metrics import CONTENT_TYPE, metrics_registry, render
@@ -421,23 +421,28 @@ def routes(node: BrokerNode) -> list[Route]:
     return table
 
 
-def make_app(node: BrokerNode) -> web.Application:
+def make_app(node: BrokerNode, idle_timeout_s: float = IDLE_TIMEOUT_S) -> web.Application:
     app = web.Application(middlewares=[error_middleware])
+    app[IDLE_TIMEOUT] = idle_timeout_s
     register(app, routes(node))
     return app
 
 
 class ApiServer:
-    """Serves :func:`make_app` on ``host:port``."""
+    """Serves :func:`make_app` on ``host:port``. ``idle_timeout_s``: how long a request's
+    headers or body may take to arrive (Jetty's default, as Pulsar's, unless a test asks for
+    less)."""
 
-    def __init__(self, node: BrokerNode, host: str, port: int) -> None:
+    def __init__(
+        self, node: BrokerNode, host: str, port: int, idle_timeout_s: float = IDLE_TIMEOUT_S
+    ) -> None:
         # An open connection waits this long for its next request's headers (aiohttp's
         # keep-alive timeout counts from the connection's start or its last answer).
         self._runner = web.AppRunner(
-            make_app(node),
+            make_app(node, idle_timeout_s),
             access_log=None,
             logger=protocol_logger(),
-            keepalive_timeout=IDLE_TIMEOUT_S,
+            keepalive_timeout=idle_timeout_s,
         )
         self.host = host
         self.port = port
