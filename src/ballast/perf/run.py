@@ -187,6 +187,14 @@ def messages_due(elapsed_s: float, rate: float, duration_s: float | None) -> int
     return max(due, 0)
 
 
+def message_key(nth: int, keys: int) -> str:
+    """The key of a producer's ``nth`` message (from 0) in a run with ``keys`` keys: each
+    producer, so each topic, goes through every key in turn. Keys taken by the run's count
+    across its producers gave a producer only the keys congruent to its index (two topics
+    and four keys: k0 and k2 on one, k1 and k3 on the other)."""
+    return f"k{nth % keys}"
+
+
 @dataclass
 class _Session:
     """One run's client, its log, and how it creates its producers or consumers: each
@@ -361,7 +369,7 @@ async def produce(
                     break  # its queue is full: held back until receipts come
                 callback = functools.partial(sent, index, time.perf_counter())
                 if options.keys:
-                    key = f"k{count % options.keys}"
+                    key = message_key(given[index], options.keys)
                     producers[index].send_async(payload, callback, partition_key=key)
                 else:
                     producers[index].send_async(payload, callback)
