@@ -27,6 +27,17 @@ from tests.support.waiting import eventually
 pytestmark = [pytest.mark.real_time, pytest.mark.integration]
 
 
+async def test_a_v1_name_is_looked_up_at_pulsars_v1_path(clock: Clock) -> None:
+    """A client with an http:// URL looks a v1 name (with a cluster) up at Pulsar's
+    ``/lookup/v2/destination/...``; the lookup was served at a path of its own, and that one
+    answered "Not Found"."""
+    async for api in api_for(clock):
+        status, body, _ = await api.call("GET", "/lookup/v2/destination/persistent/t/c1/ns/x")
+        assert status == 404 and "t/c1/ns" in str(body), body  # the namespace, not the path
+        status, body, _ = await api.call("GET", "/lookup/v2/topic/persistent/t/c1/ns/x")
+        assert status == 404 and "t/c1/ns" not in str(body), body
+
+
 async def test_lookup_connects_or_redirects_to_the_owner(clock: Clock) -> None:
     async for api in api_for(clock):
         status, _, _ = await api.call(

@@ -96,7 +96,8 @@ class LookupApi:
         self.node = node
 
     async def lookup(self, request: web.Request) -> web.StreamResponse:
-        raw = request.rel_url.raw_parts  # ('/', 'lookup', 'v2', 'topic', domain, ...)
+        # ('/', 'lookup', 'v2', 'topic', domain, ...), or 'destination' for a v1 name
+        raw = request.rel_url.raw_parts
         topic = topic_from_path(raw[4], raw[5:])
         answer = self.node.lookups.cached_answer(topic)
         if answer is None:
@@ -113,8 +114,9 @@ class LookupApi:
             listener = request.query.get("listenerName")
             if listener:  # encoded: an "&" or "#" in it must not become a parameter or fragment
                 query["listenerName"] = listener
+            path = "topic" if topic.namespace.is_v2 else "destination"
             raise web.HTTPTemporaryRedirect(
-                f"{target}/lookup/v2/topic/{topic.lookup_name}?{urlencode(query)}"
+                f"{target}/lookup/v2/{path}/{topic.lookup_name}?{urlencode(query)}"
             )
         status = 404 if answer.error is LookupErrorKind.NAMESPACE_NOT_FOUND else 503
         return reason(status, answer.message)

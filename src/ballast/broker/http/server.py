@@ -52,9 +52,9 @@ def routes(node: BrokerNode) -> list[Route]:
         ),
         Route(
             "GET",
-            "/lookup/v2/topic/{domain}/{tenant}/{cluster}/{namespace}/{topic}",
+            "/lookup/v2/destination/{domain}/{tenant}/{cluster}/{namespace}/{topic}",
             lookup.lookup,
-            "Look up a v1 topic",
+            "Look up a v1 topic (Pulsar's v1 lookup path)",
             "lookup",
             query=("authoritative",),
         ),
