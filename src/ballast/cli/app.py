@@ -18,29 +18,28 @@ from ballast import __version__
 
 @dataclass(frozen=True)
 class SubCommand:
-    """A sub-command: a Typer app (a group such as ``admin``) or a single command function,
-    the attribute ``attribute`` of module ``module``."""
+    """A sub-command: the attribute ``attribute`` of module ``module``, a Typer app (a group
+    such as ``admin``) or a single command function."""
 
     name: str
     module: str
     attribute: str
-    group: bool
 
 
-# In the order `ballast --help` lists them.
+# Registered in this order (`ballast --help` lists the single commands first, then the groups).
 SUB_COMMANDS = (
-    SubCommand("topic", "ballast.cli.topic", "topic_command", group=False),
-    SubCommand("standalone", "ballast.cli.standalone", "standalone_command", group=False),
-    SubCommand("broker", "ballast.cli.servers", "broker_command", group=False),
-    SubCommand("zookeeper", "ballast.cli.servers", "zookeeper_command", group=False),
-    SubCommand("bundle", "ballast.cli.bundle", "bundle_app", group=True),
-    SubCommand("config", "ballast.cli.config", "config_app", group=True),
-    SubCommand("admin", "ballast.cli.admin", "admin_app", group=True),
-    SubCommand("metadata", "ballast.cli.metadata", "metadata_app", group=True),
-    SubCommand("decide", "ballast.cli.decide", "decide_app", group=True),
-    SubCommand("perf", "ballast.cli.perf", "perf_app", group=True),
-    SubCommand("simulate", "ballast.cli.simulate", "simulate_command", group=False),
-    SubCommand("pipeline", "ballast.cli.pipeline", "pipeline_app", group=True),
+    SubCommand("topic", "ballast.cli.topic", "topic_command"),
+    SubCommand("standalone", "ballast.cli.standalone", "standalone_command"),
+    SubCommand("broker", "ballast.cli.servers", "broker_command"),
+    SubCommand("zookeeper", "ballast.cli.servers", "zookeeper_command"),
+    SubCommand("bundle", "ballast.cli.bundle", "bundle_app"),
+    SubCommand("config", "ballast.cli.config", "config_app"),
+    SubCommand("admin", "ballast.cli.admin", "admin_app"),
+    SubCommand("metadata", "ballast.cli.metadata", "metadata_app"),
+    SubCommand("decide", "ballast.cli.decide", "decide_app"),
+    SubCommand("perf", "ballast.cli.perf", "perf_app"),
+    SubCommand("simulate", "ballast.cli.simulate", "simulate_command"),
+    SubCommand("pipeline", "ballast.cli.pipeline", "pipeline_app"),
 )
 
 
@@ -71,7 +70,7 @@ def build_app(only: str | None = None) -> typer.Typer:
         if only is not None and sub.name != only:
             continue
         target = getattr(importlib.import_module(sub.module), sub.attribute)
-        if sub.group:
+        if isinstance(target, typer.Typer):
             app.add_typer(target, name=sub.name)
         else:
             app.command(sub.name)(target)
