@@ -162,6 +162,10 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     assert bad.returncode == 2 and "InvalidBundle" in bad.stderr
     bad_name = admin("topics", "lookup", "persistent:///x")
     assert bad_name.returncode == 2 and "InvalidTopicName" in bad_name.stderr
+    idle = admin("topics", "stats", "non-persistent://acme/orders/idle")  # no client loaded it
+    assert idle.returncode == 1 and "404: Topic not found" in idle.stderr, idle.stderr
+    stored = admin("topics", "stats", "acme/orders/t1")  # persistent: Ballast serves none
+    assert stored.returncode == 2 and "give a non-persistent topic" in stored.stderr
     # a tenant with a "/" would reach another path and come back as a bare 404
     for command in (("tenants", "create"), ("tenants", "delete"), ("namespaces", "list")):
         bad_tenant = admin(*command, "acme/orders")

@@ -144,12 +144,15 @@ class LocalCluster:
         )
         self.nodes[identity.broker_id] = node
         self.in_process.nodes[identity.broker_id] = node
+        binary = None
+        if measured is not None:
+            binary = BinaryServer.for_node(node, identity.host, identity.broker_port, measured)
         if self.http is not None:  # serving before registering: commands may come at once
-            server = ApiServer(node, identity.host, identity.web_port)
+            clients = None if binary is None else binary.topics
+            server = ApiServer(node, identity.host, identity.web_port, clients=clients)
             await server.start()
             self.servers[identity.broker_id] = server
-        if measured is not None:  # and clients may be sent to its binary port at once
-            binary = BinaryServer.for_node(node, identity.host, identity.broker_port, measured)
+        if binary is not None:  # and clients may be sent to its binary port at once
             await binary.start()
             self.binary[identity.broker_id] = binary
         if self._on_node is not None:

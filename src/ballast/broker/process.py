@@ -99,9 +99,11 @@ async def run_broker(
         random.Random(),
         history=history,
     )
-    server = ApiServer(node, settings.get_str("bindAddress"), identity.web_port)
     binary = BinaryServer.for_node(
         node, settings.get_str("bindAddress"), identity.broker_port, traffic
+    )
+    server = ApiServer(
+        node, settings.get_str("bindAddress"), identity.web_port, clients=binary.topics
     )
     await server.start()
     await binary.start()

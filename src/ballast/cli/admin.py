@@ -397,6 +397,16 @@ def topics_lookup(ctx: typer.Context, topic: str) -> None:
     show(ctx, call(ctx, "GET", f"/lookup/v2/topic/{topic_arg(topic).lookup_name}"))
 
 
+@topics_app.command("stats")
+def topics_stats(ctx: typer.Context, topic: str) -> None:
+    """A non-persistent topic's stats from the broker serving it: rates, message and byte
+    counters, producers, subscriptions and their consumers."""
+    name = topic_arg(topic)
+    if name.is_persistent or not name.namespace.is_v2:
+        fail("give a non-persistent topic as non-persistent://tenant/namespace/topic")
+    show(ctx, call(ctx, "GET", f"/admin/v2/{name.lookup_name}/stats"))
+
+
 def _partitions_path(text: str) -> str:
     name = topic_arg(text)
     if not name.namespace.is_v2:

@@ -14,11 +14,13 @@ from ballast.broker.http.errors import error_middleware, protocol_logger
 from ballast.broker.http.lookup_api import LookupApi
 from ballast.broker.http.metrics import CONTENT_TYPE, metrics_registry, render
 from ballast.broker.http.routes import Route, openapi, register
+from ballast.broker.http.topic_stats import TopicStatsApi
 from ballast.broker.http.topics_api import TopicsApi
 from ballast.broker.http.transport import COMMANDS_PATH, CONTROLLER_PATH
 from ballast.model.naming import TopicDomain
 
 if TYPE_CHECKING:
+    from ballast.broker.binary.topics import TopicService
     from ballast.broker.node import BrokerNode
 
 NS = "/admin/v2/namespaces/{tenant}/{namespace}"
@@ -26,8 +28,10 @@ CLUSTER = "/admin/v2/clusters/{cluster}"
 TOPIC = "/admin/v2/{domain}/{tenant}/{namespace}/{topic}"
 
 
-def routes(node: BrokerNode) -> list[Route]:
+def routes(node: BrokerNode, clients: TopicService | None = None) -> list[Route]:
+    """Every route of the API; ``clients``: the broker's binary listener's topics."""
     lookup = LookupApi(node)
+    stats = TopicStatsApi(node, clients)
     admin = AdminApi(node)
     topics = TopicsApi(node)
     registry = metrics_registry(node)
@@ -57,6 +61,15 @@ def routes(node: BrokerNode) -> list[Route]:
             "Look up a v1 topic (Pulsar's v1 lookup path)",
             "lookup",
             query=("authoritative",),
+        ),
+        Route(
+            "GET",
+            "/admin/v2/non-persistent/{tenant}/{namespace}/{topic}/stats",
+            stats.stats,
+            "A non-persistent topic's stats (rates, counters, producers, subscriptions), from "
+            "the broker serving it",
+            "topics",
+            responses={307: "Redirect to the owner", 404: "Topic not found"},
         ),
         Route(
             "GET",
@@ -421,25 +434,34 @@ def routes(node: BrokerNode) -> list[Route]:
     return table
 
 
-def make_app(node: BrokerNode, idle_timeout_s: float = IDLE_TIMEOUT_S) -> web.Application:
+def make_app(
+    node: BrokerNode,
+    idle_timeout_s: float = IDLE_TIMEOUT_S,
+    clients: TopicService | None = None,
+) -> web.Application:
     app = web.Application(middlewares=[error_middleware])
     app[IDLE_TIMEOUT] = idle_timeout_s
-    register(app, routes(node))
+    register(app, routes(node, clients))
     return app
 
 
 class ApiServer:
     """Serves :func:`make_app` on ``host:port``. ``idle_timeout_s``: how long a request's
     headers or body may take to arrive (Jetty's default, as Pulsar's, unless a test asks for
-    less)."""
+    less); ``clients``: the topics of the broker's binary listener, whose stats it serves."""
 
     def __init__(
-        self, node: BrokerNode, host: str, port: int, idle_timeout_s: float = IDLE_TIMEOUT_S
+        self,
+        node: BrokerNode,
+        host: str,
+        port: int,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+        clients: TopicService | None = None,
     ) -> None:
         # An open connection waits this long for its next request's headers (aiohttp's
         # keep-alive timeout counts from the connection's start or its last answer).
         self._runner = web.AppRunner(
-            make_app(node, idle_timeout_s),
+            make_app(node, idle_timeout_s, clients),
             access_log=None,
             logger=protocol_logger(),
             keepalive_timeout=idle_timeout_s,

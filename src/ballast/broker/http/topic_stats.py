@@ -1,0 +1,118 @@
+"""A non-persistent topic's stats,
+``GET /admin/v2/non-persistent/{tenant}/{namespace}/{topic}/stats`` (what ``pulsar-admin
+topics stats`` asks): answered by the broker that serves the topic, from
+what its binary listener measures, in the field names of Pulsar's ``NonPersistentTopicStats``.
+
+As in Pulsar (``NonPersistentTopics.getStats``), another broker redirects to the owner, and a
+topic no broker has loaded (no client since the last inactivity sweep) is 404 "Topic not
+found". Only what Ballast measures is given: the topic's rates and counters, its producers
+(id, name, access mode), its subscriptions (type, messages and bytes delivered and dropped)
+and their consumers (name, permits, messages and bytes, since when); per-producer and
+per-consumer rates, addresses and client versions are left out rather than made up.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from ballast.broker.caches import NamespaceNotFoundError
+from ballast.broker.http.errors import ApiError, reason
+from ballast.broker.http.lookup_api import topic_from_parts
+from ballast.protocol.types import ProducerAccessMode
+
+if TYPE_CHECKING:
+    from ballast.broker.binary.subscriptions import Consumer, Subscription
+    from ballast.broker.binary.topics import NonPersistentTopic, TopicService
+    from ballast.broker.node import BrokerNode
+
+_ACCESS_MODES: dict[int, str] = {
+    ProducerAccessMode.SHARED: "Shared",
+    ProducerAccessMode.EXCLUSIVE: "Exclusive",
+    ProducerAccessMode.WAIT_FOR_EXCLUSIVE: "WaitForExclusive",
+    ProducerAccessMode.EXCLUSIVE_WITH_FENCING: "ExclusiveWithFencing",
+}
+
+
+def topic_stats(topic: NonPersistentTopic, now: float) -> dict[str, Any]:
+    """``topic``'s stats at ``now`` (the broker's monotonic clock, which its meter reads)."""
+    meter = topic.meter
+    rates = meter.stats(now)
+    return {
+        "msgRateIn": rates.msg_rate_in,
+        "msgThroughputIn": rates.msg_throughput_in,
+        "msgRateOut": rates.msg_rate_out,
+        "msgThroughputOut": rates.msg_throughput_out,
+        "averageMsgSize": (
+            rates.msg_throughput_in / rates.msg_rate_in if rates.msg_rate_in > 0 else 0.0
+        ),
+        "msgInCounter": meter.msgs_in,
+        "bytesInCounter": meter.bytes_in,
+        "msgOutCounter": meter.msgs_out,
+        "bytesOutCounter": meter.bytes_out,
+        "publishers": [
+            {
+                "producerId": producer.producer_id,
+                "producerName": producer.name,
+                "accessMode": _ACCESS_MODES.get(producer.access_mode, str(producer.access_mode)),
+            }
+            for producer in topic.producers.values()
+        ],
+        "subscriptions": {
+            name: _subscription_stats(subscription)
+            for name, subscription in topic.subscriptions.items()
+        },
+        "replication": {},
+    }
+
+
+def _subscription_stats(subscription: Subscription) -> dict[str, Any]:
+    consumers = [_consumer_stats(consumer) for consumer in subscription.consumers]
+    return {
+        "type": subscription.type_name,
+        "msgOutCounter": sum(c.msgs_out for c in subscription.consumers),
+        "bytesOutCounter": sum(c.bytes_out for c in subscription.consumers),
+        "msgDropCounter": subscription.dropped,  # Ballast's: Pulsar gives a rate only
+        "consumers": consumers,
+    }
+
+
+def _consumer_stats(consumer: Consumer) -> dict[str, Any]:
+    since = datetime.datetime.fromtimestamp(consumer.connected_since_ms / 1000, datetime.UTC)
+    return {
+        "consumerName": consumer.name,
+        "availablePermits": consumer.permits,
+        "msgOutCounter": consumer.msgs_out,
+        "bytesOutCounter": consumer.bytes_out,
+        "connectedSince": since.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+    }
+
+
+class TopicStatsApi:
+    """The stats endpoint of one broker; ``clients`` is its binary listener's topics (None
+    for a broker without one: it serves no topic, so it only redirects)."""
+
+    def __init__(self, node: BrokerNode, clients: TopicService | None) -> None:
+        self.node = node
+        self.clients = clients
+
+    async def stats(self, request: web.Request) -> web.StreamResponse:
+        raw = request.rel_url.raw_parts  # ('/', 'admin', 'v2', domain, tenant, ns, topic, 'stats')
+        topic = topic_from_parts(raw[3], list(raw[4:-1]))
+        try:
+            bundle = await self.node.lookups.bundle_of(topic)
+        except NamespaceNotFoundError:
+            return reason(404, f"namespace {topic.namespace} does not exist")
+        if bundle in self.node.served:
+            loaded = None if self.clients is None else self.clients.topics.get(topic)
+            if loaded is None:
+                return reason(404, "Topic not found")
+            return web.json_response(topic_stats(loaded, self.node.clock.monotonic()))
+        owner = await self.node.owners.owner(bundle)
+        if owner is not None and owner.broker_id != self.node.broker_id and owner.data.http_url:
+            raise web.HTTPTemporaryRedirect(f"{owner.data.http_url}{request.rel_url}")
+        if owner is None:
+            return reason(404, "Topic not found")  # no broker owns its bundle: none loaded it
+        raise ApiError(503, f"bundle {bundle} is moving; retry")
