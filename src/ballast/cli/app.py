@@ -44,10 +44,10 @@ SUB_COMMANDS = (
 
 
 def requested(argv: Sequence[str]) -> str | None:
-    """The sub-command ``argv`` (the arguments after ``ballast``) names, if it names one of
-    :data:`SUB_COMMANDS`: its first argument that is no option (the top level's options,
-    ``--version`` and ``--help``, take no value)."""
-    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    """The sub-command ``argv`` (the arguments after ``ballast``) names, if its first
+    argument is one of :data:`SUB_COMMANDS`. A top-level option before it (``--help``,
+    ``--version``) acts before any sub-command runs, and the help lists every one."""
+    first = argv[0] if argv else None
     return first if any(sub.name == first for sub in SUB_COMMANDS) else None
 
 
