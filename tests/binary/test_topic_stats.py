@@ -31,18 +31,21 @@ async def test_a_topics_stats_count_what_its_clients_sent_and_received(clock: Cl
     try:
         client = await new_client(pulsar_url(nodes[0]))
         closeables.append(client)
-        consumer = await asyncio.to_thread(
-            client.subscribe,
-            TOPIC,
-            "audit",
-            consumer_type=pulsar.ConsumerType.Shared,
-            consumer_name="auditor",
-            message_listener=lambda c, m: (received.append(m.data()), c.acknowledge(m)),
-        )
+        consumers = [
+            await asyncio.to_thread(
+                client.subscribe,
+                TOPIC,
+                "audit",
+                consumer_type=pulsar.ConsumerType.Shared,
+                consumer_name=name,
+                message_listener=lambda c, m: (received.append(m.data()), c.acknowledge(m)),
+            )
+            for name in ("auditor", "second")
+        ]
         producer = await asyncio.to_thread(
             client.create_producer, TOPIC, producer_name="till", batching_enabled=False
         )
-        closeables[:0] = [producer, consumer]
+        closeables[:0] = [producer, *consumers]
         for i in range(MESSAGES):
             await asyncio.to_thread(producer.send, f"m{i}".encode())
         await eventually(lambda: len(received) == MESSAGES, clock, what="every message delivered")
@@ -60,10 +63,31 @@ async def test_a_topics_stats_count_what_its_clients_sent_and_received(clock: Cl
             assert stats["publishers"][0]["accessMode"] == "Shared"
             audit = stats["subscriptions"]["audit"]
             assert audit["type"] == "Shared" and audit["msgOutCounter"] == MESSAGES
-            assert [c["consumerName"] for c in audit["consumers"]] == ["auditor"]
+            assert [c["consumerName"] for c in audit["consumers"]] == ["auditor", "second"]
+            assert sum(c["msgOutCounter"] for c in audit["consumers"]) == MESSAGES
             assert audit["consumers"][0]["connectedSince"].endswith("Z")
             counters = [(a["msgInCounter"], a["msgOutCounter"]) for a in answers]
             assert counters == [(MESSAGES, MESSAGES)] * len(nodes)
+            url = f"{http_url(nodes[0])}/admin/v2/non-persistent/{NAMESPACE}/orders/stats"
+
+            async def stats_now() -> dict[str, Any]:
+                async with http.get(url) as answer:
+                    assert answer.status == 200, await answer.text()
+                    found: dict[str, Any] = await answer.json()
+                    return found
+
+            # A consumer that leaves takes nothing from its subscription's counters.
+            await asyncio.to_thread(consumers[1].close)  # returns once the broker answered
+            after = (await stats_now())["subscriptions"]["audit"]
+            assert [c["consumerName"] for c in after["consumers"]] == ["auditor"]
+            assert after["msgOutCounter"] == MESSAGES
+            # With no client left the topic stays loaded, with its counters, until the
+            # inactivity sweep (it was "Topic not found" at once, though still listed).
+            await asyncio.to_thread(consumers[0].close)
+            await asyncio.to_thread(producer.close)
+            idle = await stats_now()
+            assert (idle["publishers"], idle["subscriptions"]) == ([], {})
+            assert idle["msgInCounter"] == MESSAGES
             unused = f"{http_url(nodes[1])}/admin/v2/non-persistent/{NAMESPACE}/nobody/stats"
             async with http.get(unused) as missing:
                 assert missing.status == 404

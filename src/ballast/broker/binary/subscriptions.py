@@ -151,6 +151,10 @@ class Subscription:
         # Pulsar's NonPersistentSubscription: "for non partition topics, assume index 0"
         self._partition = max(partition_index(topic), 0)
         self.dropped = 0
+        # What the consumers that left had been sent: a subscription's counters never go
+        # back (Pulsar's AbstractSubscription adds its removed consumers' to the others').
+        self.msgs_out_of_gone = 0
+        self.bytes_out_of_gone = 0
 
     @property
     def type_name(self) -> str:
@@ -198,6 +202,8 @@ class Subscription:
         if consumer not in self.consumers:
             return False
         self.consumers.remove(consumer)
+        self.msgs_out_of_gone += consumer.msgs_out
+        self.bytes_out_of_gone += consumer.bytes_out
         if self.sub_type == SubType.KEY_SHARED:
             if self.key_shared_mode == KeySharedMode.STICKY:
                 self._sticky.remove(consumer)

@@ -254,6 +254,8 @@ class TopicService:
                 inactive.append(name)
         for name in inactive:
             self._last_active.pop(name, None)
+            if self.topics.pop(name, None) is not None:
+                self.traffic.forget(name)
             log.info("deleting %s: no producers or subscriptions for %.0f s", name, max_inactive_s)
             self.node.served.remove_topic(name)
         return inactive
@@ -274,7 +276,7 @@ class TopicService:
         if topic.producers.get(producer.name) is producer:
             del topic.producers[producer.name]
             topic.meter.producers -= 1
-            self._maybe_drop(topic)
+            self._note_if_idle(topic)
 
     def add_consumer(
         self, topic: NonPersistentTopic, subscription: Subscription, consumer: Consumer
@@ -289,16 +291,18 @@ class TopicService:
         topic.meter.consumers -= 1
         if not subscription.consumers:
             topic.drop_subscription(subscription.name)  # non-persistent: nothing to keep
-        self._maybe_drop(topic)
+        self._note_if_idle(topic)
 
     def release(self, topic: NonPersistentTopic) -> None:
-        """A request that opened ``topic`` attached nothing: drop it if idle."""
-        self._maybe_drop(topic)
+        """A request that opened ``topic`` attached nothing."""
+        self._note_if_idle(topic)
 
-    def _maybe_drop(self, topic: NonPersistentTopic) -> None:
+    def _note_if_idle(self, topic: NonPersistentTopic) -> None:
+        """A topic whose last client left stays loaded, its counters and stats with it, until
+        the inactivity sweep (:meth:`delete_inactive`) deletes it, as Pulsar's does until its
+        ``checkGC``; it is idle from now."""
         if topic.idle and self.topics.get(topic.name) is topic:
-            del self.topics[topic.name]
-            self.traffic.forget(topic.name)
+            self._last_active[topic.name] = self.clock.monotonic()
 
     # -- bundles leaving ------------------------------------------------------------------------
 

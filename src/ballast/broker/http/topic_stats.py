@@ -72,8 +72,10 @@ def _subscription_stats(subscription: Subscription) -> dict[str, Any]:
     consumers = [_consumer_stats(consumer) for consumer in subscription.consumers]
     return {
         "type": subscription.type_name,
-        "msgOutCounter": sum(c.msgs_out for c in subscription.consumers),
-        "bytesOutCounter": sum(c.bytes_out for c in subscription.consumers),
+        "msgOutCounter": subscription.msgs_out_of_gone
+        + sum(c.msgs_out for c in subscription.consumers),
+        "bytesOutCounter": subscription.bytes_out_of_gone
+        + sum(c.bytes_out for c in subscription.consumers),
         "msgDropCounter": subscription.dropped,  # Ballast's: Pulsar gives a rate only
         "consumers": consumers,
     }
