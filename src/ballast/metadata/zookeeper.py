@@ -483,8 +483,10 @@ class ZooKeeperMetadataStore(MetadataStore):
             return
         self._alive_at = now
         heard = self._heard.at
-        silent_s = 0.0 if heard is None else self.loop.time() - heard
-        if heard is not None and silent_s >= self.session_timeout_s * STALL_FRACTION:
+        if (
+            heard is not None
+            and self.loop.time() - heard >= self.session_timeout_s * STALL_FRACTION
+        ):
             self._fell_silent(heard)
 
     def _fell_silent(self, heard: float) -> None:
@@ -495,11 +497,12 @@ class ZooKeeperMetadataStore(MetadataStore):
         (lookups, admin reads), and it served bundles others owned; ZooKeeper's Java client
         counts from the last packet it read, as here. The session is taken as expired a
         session timeout after the server was last heard from, unless a server answers first."""
+        silent_s = self.loop.time() - heard
         log.warning(
             "no answer from ZooKeeper for %.1f s: the connection is taken as lost and made "
             "again; the session is taken as expired if no server answers within %.1f s",
-            self.loop.time() - heard,
-            max(heard + self.session_timeout_s - self.loop.time(), 0.0),
+            silent_s,
+            max(self.session_timeout_s - silent_s, 0.0),
         )
         self._set_state(ConnectionState.SUSPENDED, heard_at=heard)
         drop_connection(self._client)

@@ -153,8 +153,18 @@ class Subscription:
         self.dropped = 0
         # What the consumers that left had been sent: a subscription's counters never go
         # back (Pulsar's AbstractSubscription adds its removed consumers' to the others').
-        self.msgs_out_of_gone = 0
-        self.bytes_out_of_gone = 0
+        self._msgs_out_of_gone = 0
+        self._bytes_out_of_gone = 0
+
+    @property
+    def msgs_out(self) -> int:
+        """Messages sent to the subscription's consumers, those that left included."""
+        return self._msgs_out_of_gone + sum(c.msgs_out for c in self.consumers)
+
+    @property
+    def bytes_out(self) -> int:
+        """Bytes sent to the subscription's consumers, those that left included."""
+        return self._bytes_out_of_gone + sum(c.bytes_out for c in self.consumers)
 
     @property
     def type_name(self) -> str:
@@ -202,8 +212,8 @@ class Subscription:
         if consumer not in self.consumers:
             return False
         self.consumers.remove(consumer)
-        self.msgs_out_of_gone += consumer.msgs_out
-        self.bytes_out_of_gone += consumer.bytes_out
+        self._msgs_out_of_gone += consumer.msgs_out
+        self._bytes_out_of_gone += consumer.bytes_out
         if self.sub_type == SubType.KEY_SHARED:
             if self.key_shared_mode == KeySharedMode.STICKY:
                 self._sticky.remove(consumer)

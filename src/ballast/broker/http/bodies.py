@@ -17,14 +17,14 @@ from ballast.broker.http.errors import ApiError
 # service keeps. Without it a client that sends a part and stops holds its connection (and,
 # for a body, the handler) for as long as it likes.
 IDLE_TIMEOUT_S = 30.0
-# An application's own idle timeout, when it is not IDLE_TIMEOUT_S.
+# The application's idle timeout (``make_app`` sets it: IDLE_TIMEOUT_S unless a test asks less).
 IDLE_TIMEOUT = web.AppKey("idle_timeout_s", float)
 
 
 async def read_body(request: web.Request) -> bytes:
-    """The whole body, refused with 408 when it has not arrived within the idle timeout
-    (the application's :data:`IDLE_TIMEOUT`, else ``IDLE_TIMEOUT_S``)."""
-    limit_s = request.app.get(IDLE_TIMEOUT, IDLE_TIMEOUT_S)
+    """The whole body, refused with 408 when it has not arrived within the application's
+    idle timeout (:data:`IDLE_TIMEOUT`)."""
+    limit_s = request.app[IDLE_TIMEOUT]
     try:
         async with asyncio.timeout(limit_s):
             return await request.read()

@@ -43,6 +43,7 @@ from ballast.model.naming import (
 
 if TYPE_CHECKING:
     from ballast.broker.node import BrokerNode
+    from ballast.coordination.ownership import Owner
 
 
 def _true(value: str | None) -> bool:
@@ -74,6 +75,25 @@ def topic_from_parts(domain: str, parts: list[str]) -> TopicName:
         return TopicName.of(kind, namespace, decoded[-1])
     except InvalidNameError as exc:
         raise ApiError(400, str(exc)) from None
+
+
+def admin_topic(request: web.Request) -> TopicName:
+    """The topic of an ``/admin/v2/{domain}/{tenant}/{namespace}/{topic}/...`` request (the
+    last segment is the endpoint's: ``partitions``, ``stats``)."""
+    raw = request.rel_url.raw_parts  # ('/', 'admin', 'v2', domain, tenant, ns, topic, ...)
+    return topic_from_parts(raw[3], list(raw[4:-1]))
+
+
+async def redirect_to_owner(
+    node: BrokerNode, bundle: BundleName, request: web.Request
+) -> Owner | None:
+    """Send ``request`` on to the broker that owns ``bundle`` (a 307 to the same path there)
+    when that is another broker, as Pulsar's ``validateBundleOwnership`` does; else the
+    owner, this broker or None."""
+    owner = await node.owners.owner(bundle)
+    if owner is not None and owner.broker_id != node.broker_id and owner.data.http_url:
+        raise web.HTTPTemporaryRedirect(f"{owner.data.http_url}{request.rel_url}")
+    return owner
 
 
 @functools.lru_cache(maxsize=4096)
@@ -138,10 +158,7 @@ class LookupApi:
             raise ApiError(412, str(exc)) from None
         served = self.node.served
         if bundle not in served:
-            owner = await self.node.owners.owner(bundle)
-            if owner is not None and owner.broker_id != self.node.broker_id and owner.data.http_url:
-                raise web.HTTPTemporaryRedirect(f"{owner.data.http_url}{request.rel_url}")
-            if owner is None:
+            if await redirect_to_owner(self.node, bundle, request) is None:
                 try:
                     current = await self.node.bundles.bundles(namespace)
                 except NamespaceNotFoundError:

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from ballast.broker.caches import NamespaceNotFoundError
 from ballast.broker.http.errors import ApiError, reason
-from ballast.broker.http.lookup_api import topic_from_parts
+from ballast.broker.http.lookup_api import admin_topic, redirect_to_owner
 from ballast.protocol.types import ProducerAccessMode
 
 if TYPE_CHECKING:
@@ -69,15 +69,12 @@ def topic_stats(topic: NonPersistentTopic, now: float) -> dict[str, Any]:
 
 
 def _subscription_stats(subscription: Subscription) -> dict[str, Any]:
-    consumers = [_consumer_stats(consumer) for consumer in subscription.consumers]
     return {
         "type": subscription.type_name,
-        "msgOutCounter": subscription.msgs_out_of_gone
-        + sum(c.msgs_out for c in subscription.consumers),
-        "bytesOutCounter": subscription.bytes_out_of_gone
-        + sum(c.bytes_out for c in subscription.consumers),
+        "msgOutCounter": subscription.msgs_out,
+        "bytesOutCounter": subscription.bytes_out,
         "msgDropCounter": subscription.dropped,  # Ballast's: Pulsar gives a rate only
-        "consumers": consumers,
+        "consumers": [_consumer_stats(consumer) for consumer in subscription.consumers],
     }
 
 
@@ -101,8 +98,7 @@ class TopicStatsApi:
         self.clients = clients
 
     async def stats(self, request: web.Request) -> web.StreamResponse:
-        raw = request.rel_url.raw_parts  # ('/', 'admin', 'v2', domain, tenant, ns, topic, 'stats')
-        topic = topic_from_parts(raw[3], list(raw[4:-1]))
+        topic = admin_topic(request)
         try:
             bundle = await self.node.lookups.bundle_of(topic)
         except NamespaceNotFoundError:
@@ -112,9 +108,6 @@ class TopicStatsApi:
             if loaded is None:
                 return reason(404, "Topic not found")
             return web.json_response(topic_stats(loaded, self.node.clock.monotonic()))
-        owner = await self.node.owners.owner(bundle)
-        if owner is not None and owner.broker_id != self.node.broker_id and owner.data.http_url:
-            raise web.HTTPTemporaryRedirect(f"{owner.data.http_url}{request.rel_url}")
-        if owner is None:
+        if await redirect_to_owner(self.node, bundle, request) is None:
             return reason(404, "Topic not found")  # no broker owns its bundle: none loaded it
         raise ApiError(503, f"bundle {bundle} is moving; retry")

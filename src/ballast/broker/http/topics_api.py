@@ -20,7 +20,7 @@ from ballast.broker.http.admin_api import (
 )
 from ballast.broker.http.bodies import json_body
 from ballast.broker.http.errors import ApiError, reason
-from ballast.broker.http.lookup_api import topic_from_parts
+from ballast.broker.http.lookup_api import admin_topic, topic_from_parts
 from ballast.broker.leader_calls import to_leader
 from ballast.broker.lookup import partitions_of
 from ballast.controller.partitioned_topics import partitioned_topic_name
@@ -94,12 +94,8 @@ class TopicsApi:
     def __init__(self, node: BrokerNode) -> None:
         self.node = node
 
-    def _topic(self, request: web.Request) -> TopicName:
-        raw = request.rel_url.raw_parts  # ('/', 'admin', 'v2', domain, tenant, ns, topic, ...)
-        return topic_from_parts(raw[3], list(raw[4:-1]))
-
     def _partitioned(self, request: web.Request) -> TopicName:
-        topic = partitioned_topic_name(str(self._topic(request)))
+        topic = partitioned_topic_name(str(admin_topic(request)))
         if isinstance(topic, RequestReply):
             raise ApiError(topic.status, topic.message)
         return topic
@@ -107,7 +103,7 @@ class TopicsApi:
     async def partitions(self, request: web.Request) -> web.StreamResponse:
         """``GET .../{topic}/partitions``: the partitioned topic's metadata, asked by clients
         before a lookup."""
-        return await self._partitions_of(self._topic(request), request)
+        return await self._partitions_of(admin_topic(request), request)
 
     async def partitions_v1(self, request: web.Request) -> web.StreamResponse:
         """``GET /admin/{domain}/{tenant}/{cluster}/{namespace}/{topic}/partitions``: the same
