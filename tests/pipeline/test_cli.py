@@ -309,6 +309,20 @@ def test_a_setting_spark_cannot_start_with_exits_2(ballast: Ballast, tmp_path: P
     assert "Could not create the Java Virtual Machine" in memory.stderr
     assert "error: Spark did not start (master local[" in memory.stderr
     assert "internal error" not in memory.stderr
+    # Spark logs the failure of a master it cannot reach, a line each, without the Java stacks
+    # (364 lines for a Kubernetes master; BALLAST_DEBUG shows them)
+    k8s = ballast(
+        "pipeline", "report", "--history", str(history), "--out", str(tmp_path / "o"),
+        "--master", "k8s://https://127.0.0.1:1",
+    )  # fmt: skip
+    assert k8s.returncode == 2
+    assert k8s.stderr.rstrip().endswith(
+        "error: Spark did not start (master k8s://https://127.0.0.1:1): "
+        "java.net.ConnectException: Connection refused"
+    )
+    assert "ERROR SparkContext: Error initializing SparkContext" in k8s.stderr
+    assert "\tat " not in k8s.stderr and "Caused by" not in k8s.stderr
+    assert len(k8s.stderr.splitlines()) < 10
     # a bad SQL setting failed the first read, as an internal error naming no setting
     sql = ballast(
         "pipeline", "time-averages", "--history", str(history), "--out", str(tmp_path / "o"),
