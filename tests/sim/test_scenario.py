@@ -212,6 +212,10 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
         (
             "[[namespaces]]\nname = 'n'\ntopics = 1\n[[events]]\nat = 1\n"
             "create_namespace = { name = 'n', topics = 1 }",
+            r"events\[0\].create_namespace.name: namespace sim/n exists already at 1 s$",
+        ),
+        (
+            "[[namespaces]]\nname = 'n'\ntopics = 1\n[[namespaces]]\nname = 'n'\ntopics = 2",
             r"namespaces: sim/n is defined twice",
         ),
         # keys only asked about (optional ones) are suggested too
@@ -305,6 +309,7 @@ MINIMAL = 'duration = "1m"\n[cluster]\nbrokers = 1\n'
             r"settings.loadBalancerSheddingExcludedNamespaces: expected a value, not a table",
         ),
         ("[[events]]\nat = 1\nstop_brokers = []", r"stop_brokers: an empty list selects no"),
+        ("[[events]]\nat = 1\nstop_brokers = [0, 0]", r"stop_brokers: broker 0 is listed twice"),
         (
             "[[events]]\nat = 1\nscale_rates = { factor = 2, brokers = [] }",
             r"scale_rates.brokers: an empty list selects no broker",
@@ -580,6 +585,15 @@ def test_a_yaml_file_is_told_scenarios_are_toml(tmp_path: Path) -> None:
     path = tmp_path / "scale.yaml"
     path.write_text("duration: 10m\ncluster:\n  brokers: 3\n", encoding="utf-8")
     with pytest.raises(ScenarioError, match=r"\(scenarios are TOML files\)$"):
+        load_scenario(path)
+
+
+def test_a_file_that_is_not_utf8_is_told_so(tmp_path: Path) -> None:
+    path = tmp_path / "utf16.toml"
+    path.write_bytes(MINIMAL.encode("utf-16"))  # a Windows editor's "Unicode"
+    with pytest.raises(
+        ScenarioError, match=r"utf16.toml: not UTF-8 text \(byte 0xff at offset 0\)"
+    ):
         load_scenario(path)
 
 

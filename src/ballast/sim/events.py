@@ -170,6 +170,11 @@ def check_events(
             raise ScenarioError(f"events[{i}].at: {when} is not before the run's end ({end_s:g} s)")
         action = event.action
         if isinstance(action, CreateNamespace):
+            if action.namespace.name in known:
+                raise ScenarioError(
+                    f"events[{i}].create_namespace.name: namespace {action.namespace.name} "
+                    f"exists already at {when}"
+                )
             known.add(action.namespace.name)
             continue
         namespace = action.namespace if isinstance(action, CreateTopics | ScaleRates) else None

@@ -507,7 +507,12 @@ def load_scenario(path: Path, *, duration_s: float | None = None) -> Scenario:
     """Read and validate a scenario file (``duration_s``: see :func:`parse_scenario`)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is dropped
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(
+            f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+            "scenarios are TOML files, which are UTF-8"
+        ) from None
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
         hint = " (scenarios are TOML files)" if path.suffix.lower() in (".yaml", ".yml") else ""
         raise ScenarioError(f"{path}: {exc}{hint}") from None
     except OSError as exc:

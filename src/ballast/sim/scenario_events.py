@@ -62,6 +62,9 @@ def _selection(table: Table, key: str = "brokers") -> BrokerSelection:
             raise ScenarioError(f"{table.path(key)}: expected broker indexes (0, 1, ...)")
         if not value:  # an empty selection would read as no selection: every broker
             raise ScenarioError(f"{table.path(key)}: an empty list selects no broker")
+        twice = sorted({i for i in value if value.count(i) > 1})
+        if twice:
+            raise ScenarioError(f"{table.path(key)}: broker {twice[0]} is listed twice")
         return BrokerSelection(indexes=tuple(value))
     if counted:
         if value < 1:
