@@ -112,6 +112,42 @@ def test_unusable_file_is_a_clear_error(clock: Clock, tmp_path: Path) -> None:
         sqlite3.connect(str(not_a_db)).execute("SELECT * FROM records")
 
 
+async def test_a_file_name_beginning_with_file_is_that_file_not_a_uri(
+    clock: Clock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite builds that read URIs took ``file:x.db?mode=memory`` for a database in memory:
+    a load there wrote nothing durable, under a lock on another name."""
+    monkeypatch.chdir(tmp_path)
+    url = "sqlite:file:x.db?mode=memory"
+    stores = MetadataStores(clock)
+    store = await stores.connect(url)
+    await store.put("/kept", b"v")
+    await store.close()
+    stores.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
+        "file:x.db?mode=memory",
+        "file:x.db?mode=memory.lock",
+    ]
+    reader = SqliteServer(clock, Path("file:x.db?mode=memory"), read_only=True)
+    assert reader.nodes["/kept"].value == b"v"
+    reader.close()
+
+
+def test_a_sqlite_file_of_another_application_is_refused(clock: Clock, tmp_path: Path) -> None:
+    other = tmp_path / "app.db"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE accounts (id INTEGER)")
+    db.close()
+    for read_only in (False, True):
+        with pytest.raises(StoreFileError, match="not a Ballast store: it holds accounts"):
+            SqliteServer(clock, other, read_only=read_only)
+    with sqlite3.connect(other) as db:  # nothing was added to it
+        tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master")]
+    db.close()
+    assert tables == ["accounts"]
+    SqliteServer(clock, tmp_path / "empty.db").close()  # an empty file becomes a store
+
+
 def test_a_directory_is_no_store_file_and_gets_no_lock_beside_it(
     clock: Clock, tmp_path: Path
 ) -> None:

@@ -52,17 +52,21 @@ class SqliteServer(MemoryServer):
         self.db_path = db_path
         self.read_only = read_only
         self._lock: int | None = None
+        # Opened by its file: URI, always: SQLite builds that read URIs take a plain name
+        # beginning with "file:" as one ("file:x.db?mode=memory" would be a database in
+        # memory, or another file than the one locked and checked here).
+        uri = db_path.resolve().as_uri()
         try:
             if read_only:  # touches nothing: no directory, no journal mode, no schema
-                self._db = sqlite3.connect(
-                    f"{db_path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None
-                )
+                self._db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+                _check_schema(self._db)
             else:
                 if db_path.is_dir():  # before the lock: no ``<dir>.lock`` left beside it
                     raise StoreFileError(str(db_path), "it is a directory, not a file")
                 db_path.parent.mkdir(parents=True, exist_ok=True)
                 self._lock = _hold_lock(db_path)
-                self._db = sqlite3.connect(str(db_path), isolation_level=None)
+                self._db = sqlite3.connect(uri, uri=True, isolation_level=None)
+                _check_schema(self._db)
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute(_SCHEMA)
@@ -115,6 +119,17 @@ class SqliteServer(MemoryServer):
         if self._lock is not None:
             os.close(self._lock)  # releases the lock
             self._lock = None
+
+
+def _check_schema(db: sqlite3.Connection) -> None:
+    """Refuse a SQLite file of another application (a mistyped ``sqlite:`` path): a store is
+    an empty file or one with Ballast's ``records`` table."""
+    tables = sorted(name for (name,) in db.execute("SELECT name FROM sqlite_master"))
+    if tables and "records" not in tables:
+        raise sqlite3.DatabaseError(
+            f"it is not a Ballast store: it holds {', '.join(tables[:5])}"
+            f"{', ...' if len(tables) > 5 else ''} and no records table"
+        )
 
 
 def _hold_lock(db_path: Path) -> int:
