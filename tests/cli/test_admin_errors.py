@@ -95,6 +95,15 @@ def test_a_bad_url_is_blamed_on_where_it_came_from(ballast: Run) -> None:
     assert empty.returncode == 2 and "--url is empty" in empty.stderr
 
 
+def test_an_empty_destination_is_refused_not_read_as_an_unload(ballast: Run) -> None:
+    """An unset $DEST gave ``-d ""``, and the bundle was unloaded instead of transferred."""
+    url = "http://127.0.0.1:1"  # refused before any request
+    for bundle in (("0x00000000_0x40000000",), ()):  # nor the whole namespace
+        result = ballast("admin", "--url", url, "namespaces", "unload", "a/b", *bundle, "-d", "")
+        assert result.returncode == 2
+        assert "--destination is empty: name the broker" in result.stderr
+
+
 def test_an_answer_late_past_the_timeout_is_told_as_such(ballast: Run, server_url: str) -> None:
     """The request was delivered: say it was not answered in time, not that the server could
     not be reached (a change may still complete)."""

@@ -273,6 +273,8 @@ def namespaces_unload(
     """Unload a bundle (or transfer it with --destination), or the whole namespace."""
     ns = namespace_arg(namespace)
     bundle = given_once("bundles", bundle, "--bundle", bundle_option)
+    if destination is not None and not destination.strip():  # an unset $VARIABLE, say
+        fail("--destination is empty: name the broker (host:port), or leave it out to unload")
     if bundle is None:
         if destination:
             fail("--destination moves one bundle: name it")
