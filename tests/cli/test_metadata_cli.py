@@ -170,6 +170,8 @@ def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:
     outside.write_text(json.dumps({"root": "/a", "records": {"/b": {"text": "x"}}}))
     not_a_dump = tmp_path / "empty.json"
     not_a_dump.write_text("{}")
+    merged = tmp_path / "merged.json"  # two dumps merged by hand: the second /y hid the first
+    merged.write_text('{"root": "/", "records": {"/y": {"text": "1"}, "/y": {"text": "2"}}}')
     for args, needle in (
         (["get", "/missing", "--store", store], "no record at /missing"),
         (["ls", "/missing", "--store", store], "no record at /missing"),
@@ -179,6 +181,7 @@ def test_conflicts_and_bad_input(ballast: Run, tmp_path: Path) -> None:
         (["load", str(not_a_dump), "--store", f"sqlite:{tmp_path / 'new.db'}"], "root"),
         (["load", str(rootless), "--store", store], 'a dump needs a "root" path'),
         (["load", str(outside), "--store", store], "/b is not under the dump's root /a"),
+        (["load", str(merged), "--store", store], 'the key "/y" is given twice in one object'),
         (["ls", "relative", "--store", store], "invalid path"),
         (["ls", "/", "--store", "nosuch:thing"], "invalid metadata store URL"),
         (["load", str(tmp_path / "none.json"), "--store", store], "cannot read"),

@@ -110,11 +110,28 @@ def read_text_arg(path: str) -> str:
         fail(f"{'stdin' if path == '-' else path} is not UTF-8 text: {exc}")
 
 
+class _KeyTwice(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _KeyTwice(key)
+        seen.add(key)
+    return dict(pairs)
+
+
 def read_json_arg(path: str) -> Any:
-    """The JSON of a file argument (:func:`read_text_arg`); exit 2 when it is not JSON, or
-    nested past the parser's depth."""
+    """The JSON of a file argument (:func:`read_text_arg`); exit 2 when it is not JSON,
+    nested past the parser's depth, or gives a key twice in one object (a hand-merged dump
+    whose second record of a path would replace the first without a word)."""
     text = read_text_arg(path)
+    name = "stdin" if path == "-" else path
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _KeyTwice as exc:
+        fail(f"{name}: the key {json.dumps(exc.args[0])} is given twice in one object")
     except (json.JSONDecodeError, RecursionError) as exc:
-        fail(f"{'stdin' if path == '-' else path} is not JSON: {exc}")
+        fail(f"{name} is not JSON: {exc}")
