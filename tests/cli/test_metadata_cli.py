@@ -313,6 +313,9 @@ def test_get_shows_a_value_for_a_reader_and_raw_gives_its_bytes(
         "/v/twice": {"text": '{"a":1,"a":2}'},  # shown as it is: indented, one key would go
         "/v/c1": {"json": {"k": "\x9b31m"}},
         "/v/huge": {"text": "[1E400]"},  # as a float it would be Infinity: shown as it is
+        # numbers that would be shown otherwise (100.0, 1.0, 1.5, 0): the text as it is
+        "/v/forms": {"text": '{"e": 1E2, "long": 1.00000000000000000001, "z": 1.50, "m": -0}'},
+        "/v/numbers": {"text": '{"f": 0.1, "i": -12, "big": 123456789012345678901234567890}'},
     }
     _load(ballast, tmp_path, store, {"root": "/v", "records": values})
 
@@ -331,6 +334,12 @@ def test_get_shows_a_value_for_a_reader_and_raw_gives_its_bytes(
     assert get("/v/c1").stdout == '{\n  "k": "\\u009b31m"\n}\n'
     assert get("/v/huge").stdout == "[1E400]\n"
     assert get("/v/spaced", "--raw").stdout == '{ "a" : 1 }'
+    forms = '{"e": 1E2, "long": 1.00000000000000000001, "z": 1.50, "m": -0}'
+    assert get("/v/forms").stdout == forms + "\n"
+    assert json.loads(get("/v/numbers").stdout) == json.loads(values["/v/numbers"]["text"])
+    assert get("/v/numbers").stdout.count("\n") == 5  # indented: shown as written
+    both = ballast("metadata", "get", "/v/spaced", "--store", store, "--raw", "--json")
+    assert both.returncode == 2 and "--raw and --json are two ways" in both.stderr
 
 
 async def test_a_record_that_does_not_read_back_is_shown_as_stored_and_left_out_of_a_dump(

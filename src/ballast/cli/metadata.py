@@ -158,6 +158,8 @@ def get_command(
 ) -> None:
     """Print the value of PATH: JSON indented, other text with its control characters
     escaped, anything else as base64. Exits 1 if there is none."""
+    if raw and as_json:
+        fail("--raw and --json are two ways to print the value: give one")
 
     async def read(s: MetadataStore) -> tuple[Record | None, UnreadableValueError | None]:
         try:
@@ -227,15 +229,22 @@ _TEXT_ESCAPED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def _json_to_show(text: str) -> tuple[Any] | None:
     """``text`` parsed as JSON (in a tuple, as it may be null), or None when it is not JSON
     or would be shown changed in more than layout: a key given twice, NaN, Infinity, or a
-    number too large for a float (1E400, which would show as Infinity)."""
+    number written otherwise than it would be shown (1E2 as 100.0, 1.50 as 1.5, digits past a
+    float's precision, 1E400 as Infinity, -0 as 0)."""
 
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not JSON")
 
-    def finite(literal: str) -> float:
+    def as_written(literal: str) -> float:
         number = float(literal)
-        if not math.isfinite(number):
-            raise ValueError(f"{literal} is too large to show")
+        if not math.isfinite(number) or json.dumps(number) != literal:
+            raise ValueError(f"{literal} would be shown as another number")
+        return number
+
+    def whole(literal: str) -> int:
+        number = int(literal)
+        if str(number) != literal:
+            raise ValueError(f"{literal} would be shown as another number")
         return number
 
     def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -245,7 +254,11 @@ def _json_to_show(text: str) -> tuple[Any] | None:
 
     try:
         parsed = json.loads(
-            text, parse_constant=no_constant, parse_float=finite, object_pairs_hook=unique_keys
+            text,
+            parse_constant=no_constant,
+            parse_float=as_written,
+            parse_int=whole,
+            object_pairs_hook=unique_keys,
         )
         return (parsed,)
     except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
