@@ -168,7 +168,13 @@ def test_split_errors_exit_2(ballast: Run, tmp_path: Path) -> None:
             "--topics-file",
             str(bad_topics),
         ],
-        ["0x0_0xffffffff", "--topics-file", str(tmp_path / "missing.txt")],
+        [
+            "0x0_0xffffffff",
+            "--algorithm",
+            "flow_or_qps_equally_divide",
+            "--topics-file",
+            str(tmp_path / "missing.txt"),
+        ],
         ["0x0_0x10", "--set", "loadBalancerNamespaceBundleMaxMsgRate=fast"],
     ):
         result = ballast("bundle", "split", *args)
@@ -194,3 +200,16 @@ def test_a_topics_file_lists_each_topic_once_and_may_start_with_a_bom(
     twice = split(b"orders\npayments\n# a comment\norders\n")
     assert twice.returncode == 2
     assert "topics.txt:4: topic orders is listed already (line 1)" in twice.stderr
+
+
+def test_a_topics_file_a_cut_does_not_read_is_refused(ballast: Run) -> None:
+    """A forgotten --algorithm: the default cut in halves, and the topics played no part."""
+    topics = ("--topics-file", "examples/topics.txt")
+    for args, cut in (
+        ((), "range_equally_divide"),  # the default algorithm
+        (("--parts", "4"), "--parts"),
+        (("--positions", "0x10"), "--positions alone"),
+    ):
+        result = ballast("bundle", "split", "0x00000000_0xffffffff", *args, *topics)
+        assert result.returncode == 2 and result.stdout == ""
+        assert f"{cut} does not read topics" in result.stderr

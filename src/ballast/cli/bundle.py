@@ -233,6 +233,19 @@ def split_command(
         fail(str(exc))
     settings = settings_from(config, overrides)
     split_config = SplitConfig.from_settings(settings)
+    if topics_file is not None:  # a forgotten --algorithm would otherwise go unnoticed
+        cut_by = (
+            "--parts"
+            if parts is not None
+            else "--positions alone"
+            if positions is not None and algorithm is None
+            else algorithm or split_config.default_algorithm
+        )
+        if cut_by not in TOPIC_ALGORITHMS | {SPECIFIED_POSITIONS_DIVIDE}:
+            fail(
+                f"--topics-file goes with --algorithm {', '.join(sorted(TOPIC_ALGORITHMS))} or "
+                f"{SPECIFIED_POSITIONS_DIVIDE}; {cut_by} does not read topics"
+            )
     topics = parse_topics_file(topics_file) if topics_file is not None else []
     chosen = algorithm
     reason = ""
