@@ -13,8 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import typer
 
 from ballast.cli import main
+from ballast.cli.common import fail
 from tests.conftest import REPO
 
 
@@ -35,6 +37,50 @@ def test_ctrl_c_while_the_app_loads_is_one_line(
         main.run()
     assert stopped.value.code == 130
     assert capsys.readouterr().err == "ballast: interrupted\n"
+
+
+def _app_that(interrupted: Callable[[], None]) -> Callable[[str | None], typer.Typer]:
+    def build(_only: str | None) -> typer.Typer:
+        app = typer.Typer()
+        app.command()(interrupted)
+        return app
+
+    return build
+
+
+def test_ctrl_c_a_command_lets_through_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Typer turned it into exit 130 without a word (a load into ZooKeeper stopped halfway,
+    silently)."""
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.delenv("BALLAST_DEBUG", raising=False)
+    monkeypatch.setattr(sys, "argv", ["ballast"])
+    monkeypatch.setattr("ballast.cli.app.build_app", _app_that(interrupted))
+    with pytest.raises(SystemExit) as stopped:
+        main.run()
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err == "ballast: interrupted\n"
+
+
+def test_a_command_that_tells_its_own_interruption_is_not_told_twice(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted() -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            fail("interrupted: nothing written", code=130)
+
+    monkeypatch.setattr(sys, "argv", ["ballast"])
+    monkeypatch.setattr("ballast.cli.app.build_app", _app_that(interrupted))
+    with pytest.raises(SystemExit) as stopped:
+        main.run()
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err == "error: interrupted: nothing written\n"
 
 
 @pytest.mark.parametrize(

@@ -3,13 +3,21 @@ load that fails part way says how much it wrote."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
 
 import pytest
 
 from ballast.clock import Clock
 from ballast.metadata.chunking import ChunkingStore, UnreadableValueError
-from ballast.metadata.dump import DumpFormatError, dump_records, dump_tree, load_tree
+from ballast.metadata.dump import (
+    DumpFormatError,
+    LoadInterrupted,
+    dump_records,
+    dump_tree,
+    load_tree,
+)
 from ballast.metadata.memory import MemoryMetadataStore, MemoryServer
 from ballast.metadata.store import MetadataError
 from ballast.metadata.values import MANIFEST, MAX_STORED_BYTES, Manifest
@@ -43,6 +51,30 @@ async def test_a_load_that_fails_part_way_says_what_it_wrote(clock: Clock) -> No
     with pytest.raises(MetadataError, match="1 of 3 records were written before it"):
         await load_tree(store, records)
     assert (await store.get("/a")) is not None and await store.get("/c") is None
+
+
+async def test_a_load_cancelled_part_way_says_what_it_wrote(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C (asyncio.run cancels the load) stopped it halfway without a word."""
+    store = MemoryMetadataStore(MemoryServer(clock))
+    real_put = store.put
+    third = asyncio.Event()
+
+    async def put(path: str, value: bytes, *args: Any, **kwargs: Any) -> Any:
+        if path == "/c":
+            third.set()
+            await asyncio.Event().wait()  # a request that is never answered
+        return await real_put(path, value, *args, **kwargs)
+
+    monkeypatch.setattr(store, "put", put)
+    records = [("/a", b"1"), ("/b", b"2"), ("/c", b"3"), ("/d", b"4")]
+    loading = asyncio.create_task(load_tree(store, records))
+    await third.wait()
+    loading.cancel()
+    with pytest.raises(LoadInterrupted, match="interrupted: 2 of 4 records were written"):
+        await loading
+    assert [await store.exists(p) is not None for p in ("/a", "/b", "/c")] == [True, True, False]
 
 
 async def test_a_value_nested_past_the_parsers_depth_is_dumped_as_text(clock: Clock) -> None:

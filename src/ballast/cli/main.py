@@ -13,8 +13,8 @@ import sys
 
 def run() -> None:
     """Entry point: run the app; an unexpected error is one line on stderr (exit 1), with the
-    traceback only when BALLAST_DEBUG is set; Ctrl-C before a command handles it (while the
-    modules load) is one line, exit 130."""
+    traceback only when BALLAST_DEBUG is set; Ctrl-C that no command handles (while the
+    modules load, or in a command that lets it through) is one line, exit 130."""
     _guard_closed_streams()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # kazoo logs every reconnect attempt; the command reports the outcome itself.
@@ -23,6 +23,10 @@ def run() -> None:
         from ballast.cli.app import build_app, requested
 
         build_app(requested(sys.argv[1:]))()
+    except SystemExit as exc:
+        if exc.code == 130 and _typer_took_ctrl_c(exc):
+            print("ballast: interrupted", file=sys.stderr)
+        raise
     except KeyboardInterrupt:
         if os.environ.get("BALLAST_DEBUG"):
             raise
@@ -40,6 +44,13 @@ def run() -> None:
         print(f"ballast: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         print("(set BALLAST_DEBUG=1 to see the traceback)", file=sys.stderr)
         sys.exit(1)
+
+
+def _typer_took_ctrl_c(exc: SystemExit) -> bool:
+    """Whether ``exc`` is Typer's exit for a Ctrl-C no command handled (it turns the
+    KeyboardInterrupt into ``Exit(130)``, then SystemExit, without a word); a command that
+    handles Ctrl-C says so itself and exits 130 with no KeyboardInterrupt as the cause."""
+    return isinstance(getattr(exc.__context__, "__cause__", None), KeyboardInterrupt)
 
 
 class _ClosedStream(io.TextIOBase):

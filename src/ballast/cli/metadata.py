@@ -19,6 +19,7 @@ from ballast.clock import SystemClock
 from ballast.metadata.chunking import ChunkingStore, UnreadableValueError
 from ballast.metadata.dump import (
     DumpFormatError,
+    LoadInterrupted,
     dump_records,
     dump_tree,
     encode_value,
@@ -90,6 +91,8 @@ def _with_store(
 
     try:
         return asyncio.run(run())
+    except LoadInterrupted as exc:
+        fail(str(exc), code=130)
     except StoreFileBusyError as exc:  # held by a running process: a store failure
         fail(str(exc), code=1)
     except (InvalidPathError, DumpFormatError, StoreFileError) as exc:

@@ -19,6 +19,7 @@ for a leader that never goes away and list brokers that are not its own.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -160,6 +161,10 @@ async def dump_tree(
     return {"root": root, "records": records}
 
 
+class LoadInterrupted(Exception):
+    """The load was cancelled (Ctrl-C) after writing some of its records."""
+
+
 @dataclass(frozen=True, slots=True)
 class LoadResult:
     written: int
@@ -271,5 +276,11 @@ async def load_tree(
                 f"{exc} — the load stopped there: {written} of {len(changed)} records were "
                 "written before it (once its cause is mended, loading the dump again "
                 "finishes it: what is written already compares unchanged)",
+            ) from None
+        except asyncio.CancelledError:
+            raise LoadInterrupted(
+                f"interrupted: {written} of {len(changed)} records were written (the one being "
+                "written then may be too); loading the dump again finishes it (what is written "
+                "already compares unchanged)"
             ) from None
     return LoadResult(len(changed), unchanged)
