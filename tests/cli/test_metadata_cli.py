@@ -18,6 +18,7 @@ from ballast.metadata.memory import MemoryMetadataStore
 from ballast.metadata.sqlite import SqliteServer
 from ballast.metadata.values import MANIFEST, Manifest
 from ballast.metadata.zkserver import LocalZooKeeper
+from tests.conftest import REPO
 
 Run = Callable[..., CompletedProcess[str]]
 
@@ -95,6 +96,16 @@ def test_dump_out_creates_its_directories_and_writes_whole_or_nothing(
     assert refused.returncode == 2 and "cannot write" in refused.stderr
     assert not [path.name for path in tmp_path.iterdir() if "partial" in path.name]
     assert not list((tmp_path / "taken").iterdir())
+    under_a_file = ballast(
+        "metadata", "dump", "/", "--store", store, "--out", str(dump_file / "x" / "d.json")
+    )  # fmt: skip
+    assert under_a_file.returncode == 2
+    assert f"{dump_file} is a file, not a directory" in under_a_file.stderr  # not "File exists"
+    empty = ballast("metadata", "dump", "/", "--store", store, "--out", "")
+    assert empty.returncode == 2 and "--out is empty" in empty.stderr
+    dash = ballast("metadata", "dump", "/loadbalance", "--store", store, "--out", "-")
+    assert dash.returncode == 0 and json.loads(dash.stdout)["root"] == "/loadbalance"
+    assert not (REPO / "-").exists()  # stdout, as load reads - as stdin
 
 
 def test_dump_out_writes_through_a_symlink_and_into_a_pipe(ballast: Run, tmp_path: Path) -> None:

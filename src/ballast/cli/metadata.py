@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import math
 import os
@@ -272,12 +273,17 @@ def _json_to_show(text: str) -> tuple[Any] | None:
 def dump_command(
     path: PathArgument,
     store: StoreOption,
-    out: Annotated[Path | None, typer.Option("--out", help="Write here instead of stdout.")] = None,
+    out: Annotated[
+        str | None, typer.Option("--out", help="Write here instead of stdout (-: stdout).")
+    ] = None,
 ) -> None:
     """Dump PATH and everything below it as JSON (see docs/metadata.md for the format).
     Exits 1 if there is no record at PATH, or if a record's value does not read back (it is
     left out, the rest dumped, and stderr names it)."""
     left_out: list[UnreadableValueError] = []
+    if out is not None and not out.strip():
+        fail("--out is empty: give a file name, or leave it out to write to stdout")
+    target = None if out in (None, "-") else Path(out)
 
     async def dumping(s: MetadataStore) -> dict[str, Any] | None:
         if path != "/" and await s.exists(path) is None:
@@ -288,11 +294,11 @@ def dump_command(
     if dumped is None:
         fail(f"no record at {path}", code=1)
     text = json.dumps(dumped, indent=1, sort_keys=False)
-    if out is None:
+    if target is None:
         typer.echo(text)
     else:
         try:
-            _write_whole(out, text + "\n")
+            _write_whole(target, text + "\n")
         except OSError as exc:
             fail(f"cannot write {out}: {exc.strerror or exc}")
         typer.echo(f"{len(dumped['records'])} records written to {out}", err=True)
@@ -315,7 +321,13 @@ def _write_whole(out: Path, text: str) -> None:
     """Write ``out`` whole or not at all (a full disk leaves no half dump that a later ``load``
     would refuse, nor an earlier dump cut short), creating its missing directories as ``load``
     and ``standalone --store sqlite:`` do for theirs (through a symlink, its target's)."""
-    Path(os.path.realpath(out)).parent.mkdir(parents=True, exist_ok=True)
+    directory = Path(os.path.realpath(out)).parent
+    for place in (directory, *directory.parents):  # mkdir would say only "File exists"
+        if place.exists():
+            if not place.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, f"{place} is a file, not a directory")
+            break
+    directory.mkdir(parents=True, exist_ok=True)
     with replaced_whole(out) as partial:
         partial.write_text(text, encoding="utf-8")
 
