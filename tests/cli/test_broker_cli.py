@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 from ballast.metadata.zkserver import free_port
 from tests.support.live import distinct_free_ports, running_ballast
@@ -54,3 +55,26 @@ def test_a_broker_on_an_in_process_store_says_it_is_a_cluster_of_its_own() -> No
             assert line, "the broker ended before it served"
         broker.send_signal(signal.SIGINT)
         assert broker.wait(timeout=60) == 0
+
+
+def test_a_broker_of_another_cluster_is_refused_by_the_store(ballast: Run, tmp_path: Path) -> None:
+    """A wrong clusterName joined the store's load balancing, yet answered admin calls for
+    its own name only. The first broker records its cluster; one of another is refused."""
+    web, binary = distinct_free_ports(2)
+    store = f"sqlite:{tmp_path / 'cluster.db'}"
+    ports = ["--set", f"webServicePort={web}", "--set", f"brokerServicePort={binary}"]
+    with running_ballast("broker", "--store", store, *ports, stdout=subprocess.DEVNULL) as first:
+        assert first.stderr is not None
+        line = first.stderr.readline()
+        while "serving on" not in line:
+            line = first.stderr.readline()
+            assert line, "the broker ended before it served"
+        first.send_signal(signal.SIGINT)
+        assert first.wait(timeout=60) == 0
+    other = ballast("broker", "--store", store, *ports, "--set", "clusterName=other")
+    assert other.returncode == 2
+    assert other.stderr.strip().endswith(
+        "error: clusterName is other, but this metadata store is for standalone: give this "
+        "broker its cluster's name (clusterName=standalone), or a store of its own"
+    )
+    assert "serving on" not in other.stderr

@@ -27,6 +27,7 @@ from ballast.broker.node import BrokerNode
 from ballast.broker.traffic import MeasuredTraffic
 from ballast.clock import SystemClock
 from ballast.controller.history import HistorySink
+from ballast.coordination.cluster_name import claim_cluster
 from ballast.metadata.factory import MetadataStores
 from ballast.model.config import ReportConfig, Settings
 from ballast.tasks import cancel_and_wait
@@ -86,6 +87,12 @@ async def run_broker(
         stores.close()
         return
     store = connecting.result()
+    try:
+        await claim_cluster(store, settings.get_str("clusterName"))
+    except BaseException:
+        await store.close()
+        stores.close()
+        raise
     transport = HttpTransport()
     traffic = MeasuredTraffic(clock, settings.get_int("statsUpdateFrequencyInSecs"))
     node = BrokerNode(

@@ -16,6 +16,7 @@ from ballast.broker.process import run_broker
 from ballast.cli.common import fail, given_path, settings_from
 from ballast.cli.history import history_sink
 from ballast.clock import SystemClock
+from ballast.coordination.cluster_name import ClusterMismatchError
 from ballast.metadata.factory import InvalidStoreUrlError, parse_store_url
 from ballast.metadata.store import MetadataError
 from ballast.metadata.zkserver import (
@@ -89,6 +90,8 @@ def broker_command(
         )
     try:
         asyncio.run(run_broker(settings, host_usage=host_usage, history=history_sink(settings)))
+    except ClusterMismatchError as exc:
+        fail(str(exc))
     except MetadataError as exc:
         fail(str(exc), code=1)
     except OSError as exc:
