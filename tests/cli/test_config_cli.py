@@ -86,6 +86,23 @@ def test_show_warns_on_typos_and_fails_on_bad_values(ballast: Run) -> None:
     assert missing.returncode == 2 and "cannot read config file" in missing.stderr
 
 
+def test_control_characters_in_a_settings_file_reach_the_terminal_escaped(
+    ballast: Run, tmp_path: Path
+) -> None:
+    """A value (or a key) quoted in a message came out raw: an escape sequence recoloured
+    the terminal, a NUL cut the line."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text("clusterName=a\x00b\x1b[31m\n", encoding="utf-8")
+    result = ballast("config", "show", "--config", str(conf))
+    assert result.returncode == 2
+    assert 'clusterName="a\\x00b\\x1b[31m" is not valid' in result.stderr
+    assert "\x1b" not in result.stderr and "\x00" not in result.stderr
+    conf.write_text("lo\x1bbalancer=1\n", encoding="utf-8")
+    unused = ballast("config", "show", "--config", str(conf))
+    assert unused.returncode == 0
+    assert "lo\\x1bbalancer" in unused.stderr and "\x1b" not in unused.stderr
+
+
 def test_show_refuses_what_a_server_would_refuse(ballast: Run) -> None:
     """An unknown split algorithm or a store URL no server can open fails here too, with the
     setting's source, rather than being shown as if it would work."""

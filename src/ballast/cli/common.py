@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -18,9 +19,20 @@ from ballast.model.config import ConfigError, Settings, decode_conf, load_settin
 EXIT_INVALID = 2
 
 
+# Control characters a terminal acts on (all but newline and tab, which lay text out): a value
+# quoted in a message (from a settings file, an argument, a server) must not recolour or
+# rewrite the terminal, so they are shown escaped, as \x1b.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def for_terminal(text: str) -> str:
+    """``text`` with its control characters escaped (:data:`_CONTROL`)."""
+    return _CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode(), text)
+
+
 def fail(reason: str, *, code: int = EXIT_INVALID) -> NoReturn:
     """Print ``error: reason`` to stderr and exit (2: invalid input)."""
-    typer.echo(f"error: {reason}", err=True)
+    typer.echo(f"error: {for_terminal(reason)}", err=True)
     raise typer.Exit(code)
 
 
@@ -57,7 +69,7 @@ def url_problem(url: str, schemes: tuple[str, ...], *, several_hosts: bool = Fal
 
 
 def warn(message: str) -> None:
-    typer.echo(f"warning: {message}", err=True)
+    typer.echo(f"warning: {for_terminal(message)}", err=True)
 
 
 def print_json(value: Any) -> None:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 
 from ballast.atomic_files import replaced_whole
-from ballast.cli.common import fail, print_json, read_json_arg, warn
+from ballast.cli.common import fail, for_terminal, print_json, read_json_arg, warn
 from ballast.clock import SystemClock
 from ballast.metadata.chunking import ChunkingStore, UnreadableValueError
 from ballast.metadata.dump import (
@@ -218,16 +218,15 @@ def _print_value(value: bytes) -> None:
         typer.echo(_JSON_ESCAPED.sub(lambda m: f"\\u{ord(m[0]):04x}", shown))
         return
     text = encoded["text"]
-    typer.echo(_TEXT_ESCAPED.sub(lambda m: m[0].encode("unicode_escape").decode(), text))
-    if _TEXT_ESCAPED.search(text):
+    shown = for_terminal(text)
+    typer.echo(shown)
+    if shown != text:
         typer.echo("(control characters shown escaped, as \\x1b; --raw writes them)", err=True)
 
 
 # What json.dumps(ensure_ascii=False) leaves in a string that a terminal acts on (it escapes
 # only C0), or that cannot be written (a lone surrogate, from a stored "\ud800"): JSON escapes.
 _JSON_ESCAPED = re.compile("[\x7f-\x9f\ud800-\udfff]")
-# Every control character but newline and tab, which text lays out by.
-_TEXT_ESCAPED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _json_to_show(text: str) -> tuple[Any] | None:
