@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
 DeathHandler = Callable[[str, BaseException], None]
+T = TypeVar("T")
 
 
 def spawn(
@@ -44,3 +45,15 @@ async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
         task.cancel()
     if live:
         await asyncio.gather(*live, return_exceptions=True)
+
+
+async def gather_or_cancel(coros: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
+    """The results of ``coros``, run concurrently, in their order. The first to fail cancels
+    the others (and waits for them) and its exception is raised as it is, not in a group:
+    nothing is left running behind the caller."""
+    tasks = [asyncio.ensure_future(coro) for coro in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        await cancel_and_wait(*tasks)
+        raise

@@ -47,10 +47,11 @@ async def test_zookeepers_own_node_is_left_out_at_an_ensembles_root_only(clock: 
 
 async def test_a_load_that_fails_part_way_says_what_it_wrote(clock: Clock) -> None:
     store = MemoryMetadataStore(MemoryServer(clock))  # no chunking: a large value is refused
-    records = [("/a", b"1"), ("/b", b"x" * (MAX_STORED_BYTES + 1)), ("/c", b"3")]
+    # one depth at a time: what is below the failed record is not written
+    records = [("/a", b"1"), ("/a/b", b"x" * (MAX_STORED_BYTES + 1)), ("/a/b/c", b"3")]
     with pytest.raises(MetadataError, match="1 of 3 records were written before it"):
         await load_tree(store, records)
-    assert (await store.get("/a")) is not None and await store.get("/c") is None
+    assert (await store.get("/a")) is not None and await store.get("/a/b/c") is None
 
 
 async def test_a_load_cancelled_part_way_says_what_it_wrote(
@@ -62,19 +63,42 @@ async def test_a_load_cancelled_part_way_says_what_it_wrote(
     third = asyncio.Event()
 
     async def put(path: str, value: bytes, *args: Any, **kwargs: Any) -> Any:
-        if path == "/c":
+        if path == "/a/b/c":
             third.set()
             await asyncio.Event().wait()  # a request that is never answered
         return await real_put(path, value, *args, **kwargs)
 
     monkeypatch.setattr(store, "put", put)
-    records = [("/a", b"1"), ("/b", b"2"), ("/c", b"3"), ("/d", b"4")]
+    records = [("/a", b"1"), ("/a/b", b"2"), ("/a/b/c", b"3"), ("/a/b/c/d", b"4")]
     loading = asyncio.create_task(load_tree(store, records))
     await third.wait()
     loading.cancel()
     with pytest.raises(LoadInterrupted, match="interrupted: 2 of 4 records were written"):
         await loading
-    assert [await store.exists(p) is not None for p in ("/a", "/b", "/c")] == [True, True, False]
+    written = [await store.exists(p) is not None for p, _ in records]
+    assert written == [True, True, False, False]
+
+
+async def test_a_wide_tree_is_dumped_in_order_and_loaded_whole(clock: Clock) -> None:
+    """Siblings are read and written concurrently; the dump's order is still parents first,
+    children sorted, and a load into an empty store writes every record."""
+    store = MemoryMetadataStore(MemoryServer(clock))
+    paths = [f"/t/n{i:02d}" for i in range(40)] + [
+        f"/t/n{i:02d}/c{j}" for i in range(0, 40, 3) for j in range(7)
+    ]
+    for path in paths:
+        await store.put(path, path.encode())
+    dumped = await dump_tree(store, "/t")
+
+    def preorder(path: str) -> list[str]:
+        children = sorted(p for p in paths if p.rsplit("/", 1)[0] == path)
+        return [path, *(q for child in children for q in preorder(child))]
+
+    assert list(dumped["records"]) == preorder("/t")
+    copy = MemoryMetadataStore(MemoryServer(clock))
+    loaded = dump_records(dumped)
+    assert (await load_tree(copy, loaded.records)).written == len(paths) + 1
+    assert (await dump_tree(copy, "/t")) == dumped
 
 
 async def test_a_value_nested_past_the_parsers_depth_is_dumped_as_text(clock: Clock) -> None:

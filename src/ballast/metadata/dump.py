@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import itertools
 import json
 import math
 from collections.abc import Mapping
@@ -31,8 +32,9 @@ from typing import Any
 import msgspec
 
 from ballast.metadata.chunking import CHUNK_ROOT, UnreadableValueError
-from ballast.metadata.store import MetadataError, MetadataStore, join, validate_path
+from ballast.metadata.store import MetadataError, MetadataStore, Record, join, validate_path
 from ballast.model.naming import not_utf8
+from ballast.tasks import gather_or_cancel
 
 
 class DumpFormatError(ValueError):
@@ -111,6 +113,12 @@ def _finite(value: Any) -> bool:
     return True
 
 
+# Requests a dump or a load keeps in flight. ZooKeeper answers each in about a round trip, so
+# one at a time spent a round trip per record in a row (a load of 20,000 records, 30 s on a
+# local ensemble); a few dozen at once keep it busy without queueing thousands.
+IN_FLIGHT = 32
+
+
 async def dump_tree(
     store: MetadataStore,
     root: str,
@@ -123,14 +131,17 @@ async def dump_tree(
     ``root`` is in it. A record whose value does not read back (a large value's chunks
     missing, bytes another client wrote that look like Ballast's layout) raises
     UnreadableValueError; given ``left_out``, it goes there instead and the dump carries on
-    with the rest, its children included, so that one broken record does not hide a tree."""
+    with the rest, its children included, so that one broken record does not hide a tree.
+    Siblings are read concurrently (:data:`IN_FLIGHT` requests at most), the result in the
+    same order as one at a time."""
     validate_path(root)
-    records: dict[str, Any] = {}
     # ZooKeeper's own node is left out of a dump of the tree above it, not of itself: asked
     # for by name, it is what the dump is of.
     skip_zookeepers_own = ensemble_root and not _zookeepers_own(root)
+    gate = asyncio.Semaphore(IN_FLIGHT)
 
-    async def visit(path: str) -> None:
+    async def visit(path: str) -> list[tuple[str, dict[str, Any]] | UnreadableValueError]:
+        """The records at and below ``path`` in dump order, the unreadable ones as errors."""
         if (
             path == CHUNK_ROOT
             or path.endswith(CHUNK_ROOT)
@@ -139,25 +150,36 @@ async def dump_tree(
             # the store's own bookkeeping, not data: at its root, or at a chroot's when the
             # dump is of an ensemble's root (the manifests above find their chunks there);
             # and ZooKeeper's own node
-            return
+            return []
+        found: list[tuple[str, dict[str, Any]] | UnreadableValueError] = []
         try:
-            record = await store.get(path)
+            async with gate:
+                record = await store.get(path)
         except UnreadableValueError as exc:
             if left_out is None:
                 raise
-            left_out.append(exc)  # and its children are dumped
+            found.append(exc)  # and its children are dumped
         else:
             if record is None:
-                return
+                return []
             if path != "/":
                 entry = encode_value(record.value)
                 if record.stat.is_ephemeral:
                     entry["ephemeral"] = True
-                records[path] = entry
-        for name in await store.children(path):
-            await visit(join(path, name))
+                found.append((path, entry))
+        async with gate:
+            names = await store.children(path)
+        for below in await gather_or_cancel(visit(join(path, name)) for name in names):
+            found.extend(below)
+        return found
 
-    await visit(root)
+    records: dict[str, Any] = {}
+    for item in await visit(root):
+        if isinstance(item, UnreadableValueError):
+            assert left_out is not None  # raised above otherwise
+            left_out.append(item)
+        else:
+            records[item[0]] = item[1]
     return {"root": root, "records": records}
 
 
@@ -246,41 +268,61 @@ def _check_utf8(value: Any, where: str) -> None:
 async def load_tree(
     store: MetadataStore, records: list[tuple[str, bytes]], *, overwrite: bool = False
 ) -> LoadResult:
-    """Write ``records`` (from :func:`dump_records`). An existing record with other content
-    is an error unless ``overwrite``; identical ones are left alone. Every record is compared
-    before the first is written, so a refused load writes nothing."""
+    """Write ``records`` (from :func:`dump_records`: parents before children). An existing
+    record with other content is an error unless ``overwrite``; identical ones are left
+    alone. Every record is compared before the first is written, so a refused load writes
+    nothing. Records are read, and those of one depth written, concurrently
+    (:data:`IN_FLIGHT` at most)."""
+    gate = asyncio.Semaphore(IN_FLIGHT)
+
+    async def current(path: str) -> Record | UnreadableValueError | None:
+        async with gate:
+            try:
+                return await store.get(path)
+            except UnreadableValueError as exc:
+                return exc
+
+    found = await gather_or_cancel(current(path) for path, _ in records)
     changed: list[tuple[str, bytes]] = []
     unchanged = 0
-    for path, value in records:
-        try:
-            current = await store.get(path)
-        except UnreadableValueError as exc:
+    for (path, value), record in zip(records, found, strict=True):
+        if isinstance(record, UnreadableValueError):
             if not overwrite:
                 raise DumpFormatError(
-                    f"{path} exists and holds {exc.reason}: use --overwrite to replace it"
-                ) from None
+                    f"{path} exists and holds {record.reason}: use --overwrite to replace it"
+                )
             changed.append((path, value))
             continue
-        if current is not None and current.value == value:
+        if record is not None and record.value == value:
             unchanged += 1
             continue
-        if current is not None and current.value and not overwrite:
+        if record is not None and record.value and not overwrite:
             raise DumpFormatError(f"{path} exists with other content (use --overwrite)")
         changed.append((path, value))
-    for written, (path, value) in enumerate(changed):
-        try:
+    written = 0
+
+    async def write(path: str, value: bytes) -> None:
+        nonlocal written
+        async with gate:
             await store.put(path, value)
-        except MetadataError as exc:
-            raise MetadataError(
-                "",
-                f"{exc} — the load stopped there: {written} of {len(changed)} records were "
-                "written before it (once its cause is mended, loading the dump again "
-                "finishes it: what is written already compares unchanged)",
-            ) from None
-        except asyncio.CancelledError:
-            raise LoadInterrupted(
-                f"interrupted: {written} of {len(changed)} records were written (the one being "
-                "written then may be too); loading the dump again finishes it (what is written "
-                "already compares unchanged)"
-            ) from None
+        written += 1
+
+    try:
+        # One depth at a time: a record's parent is written before it.
+        for _, level in itertools.groupby(changed, key=lambda item: item[0].count("/")):
+            await gather_or_cancel(write(path, value) for path, value in level)
+    except MetadataError as exc:
+        raise MetadataError(
+            "",
+            f"{exc} — the load stopped there: {written} of {len(changed)} records were "
+            "written before it (those being written then may be too; once its cause is "
+            "mended, loading the dump again finishes it: what is written already compares "
+            "unchanged)",
+        ) from None
+    except asyncio.CancelledError:
+        raise LoadInterrupted(
+            f"interrupted: {written} of {len(changed)} records were written (those being "
+            "written then may be too); loading the dump again finishes it (what is written "
+            "already compares unchanged)"
+        ) from None
     return LoadResult(len(changed), unchanged)
