@@ -102,6 +102,9 @@ def test_an_empty_destination_is_refused_not_read_as_an_unload(ballast: Run) -> 
         result = ballast("admin", "--url", url, "namespaces", "unload", "a/b", *bundle, "-d", "")
         assert result.returncode == 2
         assert "--destination is empty: name the broker" in result.stderr
+    wrong = ballast("admin", "--url", url, "namespaces", "unload", "a/b", "0x0_0x1", "-d", "h:abc")
+    assert wrong.returncode == 2
+    assert '--destination "h:abc" is no broker id (host:port) nor web service URL' in wrong.stderr
 
 
 def test_an_answer_late_past_the_timeout_is_told_as_such(ballast: Run, server_url: str) -> None:
@@ -113,9 +116,10 @@ def test_an_answer_late_past_the_timeout_is_told_as_such(ballast: Run, server_ur
         f"error: {server_url} did not answer within 0.5 s; the request may still complete "
         "(check before repeating it)"
     )
-    for wrong in ("0", "inf", "1e400"):
+    for wrong in ("0", "inf", "1e400", "nan"):  # nan was told "should be <= 86400"
         refused = ballast("admin", "--url", server_url, "--timeout", wrong, "tenants", "list")
-        assert refused.returncode == 2 and "--timeout" in refused.stderr, refused.stderr
+        assert refused.returncode == 2, refused.stderr
+        assert f"'--timeout': {wrong}: from 0.001 to 86400 seconds" in refused.stderr
 
 
 @pytest.mark.parametrize(

@@ -122,8 +122,9 @@ async def test_unload_and_split_change_ownership(clock: Clock) -> None:
         )
         assert status == 204, body
         assert (await ownership_records(store))[first][0] == other
-        # To where it is already (given as a web URL, as Pulsar also takes it): it stays.
-        again = f"/admin/v2/namespaces/t/moves/0x00000000_0x80000000/unload?destinationBroker=http://{other}"
+        # To where it is already (given as a web URL, as Pulsar also takes it; a trailing /
+        # was taken for part of the id, "not available"): it stays.
+        again = f"/admin/v2/namespaces/t/moves/0x00000000_0x80000000/unload?destinationBroker=http://{other}/"
         assert (await api.call("PUT", again))[0] == 204
         assert (await ownership_records(store))[first][0] == other
         # Plain unload: no owner until the next lookup.
@@ -138,6 +139,12 @@ async def test_unload_and_split_change_ownership(clock: Clock) -> None:
             "/admin/v2/namespaces/t/moves/0x00000000_0x80000000/unload?destinationBroker=nobody:1",
         )
         assert status == 412 and "destination broker nobody:1 is not available" in str(body)
+        for wrong in ("127.0.0.1:abc", "http://127.0.0.1:8080/admin", "ftp://h:1"):
+            status, body, _ = await api.call(
+                "PUT",
+                f"/admin/v2/namespaces/t/moves/0x00000000_0x80000000/unload?destinationBroker={wrong}",
+            )
+            assert status == 412 and "is no broker id (host:port) nor web service URL" in str(body)
         # Split the other bundle in two, owned by its owner.
         second = "t/moves/0x80000000_0xffffffff"
         status, _, _ = await api.call(

@@ -14,6 +14,7 @@ from ballast.model.naming import (
     NamespaceName,
     TopicDomain,
     TopicName,
+    destination_broker_id,
     heartbeat_namespace,
     java_url_encode,
     partition_index,
@@ -227,3 +228,26 @@ def test_long_names_are_parsed_but_not_memoised() -> None:
     assert naming._parse_topic.cache_info().currsize == 0
     assert TopicName.parse("persistent://t/ns/short") == TopicName.parse("t/ns/short")
     assert naming._parse_topic.cache_info().currsize == 2
+
+
+@pytest.mark.parametrize(
+    ("given", "broker"),
+    [
+        ("10.0.0.1:8080", "10.0.0.1:8080"),
+        ("http://10.0.0.1:8080", "10.0.0.1:8080"),
+        ("https://b-1.example.com:8443/", "b-1.example.com:8443"),  # the URL's root
+        ("[::1]:8080", "[::1]:8080"),
+        ("10.0.0.1:abc", None),
+        ("10.0.0.1:\u0661", None),  # a digit of another script
+        ("10.0.0.1", None),
+        (":8080", None),
+        ("10.0.0.1:0", None),
+        ("10.0.0.1:65536", None),
+        ("http://10.0.0.1:8080/admin", None),  # another path than the root
+        ("http://10.0.0.1:8080/?x=1", None),
+        ("ftp://10.0.0.1:8080", None),
+        ("a b:8080", None),
+    ],
+)
+def test_a_destination_broker_is_an_id_or_a_web_url(given: str, broker: str | None) -> None:
+    assert destination_broker_id(given) == broker

@@ -32,6 +32,7 @@ from ballast.cli.admin_client import (
 from ballast.cli.admin_clusters import clusters_app, isolation_app
 from ballast.cli.common import fail, print_json, url_problem
 from ballast.model.bundles import SPLIT_NAMED_BUNDLES, BundleRange, parse_boundaries, parse_position
+from ballast.model.naming import destination_broker_id
 from ballast.model.split_algorithms import SPECIFIED_POSITIONS_DIVIDE
 
 admin_app = typer.Typer(
@@ -53,6 +54,17 @@ admin_app.add_typer(clusters_app, name="clusters")
 admin_app.add_typer(isolation_app, name="isolation")
 
 
+def _timeout_s(text: str) -> float:
+    """``--timeout``: seconds, from a millisecond to a day (nan is not a number of them)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise typer.BadParameter(f'"{text}" is not a number of seconds') from None
+    if not 0.001 <= seconds <= MAX_TIMEOUT_S:  # false for nan too
+        raise typer.BadParameter(f"{text}: from 0.001 to {MAX_TIMEOUT_S:g} seconds")
+    return seconds
+
+
 @admin_app.callback()
 def admin_options(
     ctx: typer.Context,
@@ -66,8 +78,7 @@ def admin_options(
         typer.Option(
             "--timeout",
             help="Seconds to wait for each answer (a change may still complete after it).",
-            min=0.001,
-            max=MAX_TIMEOUT_S,
+            parser=_timeout_s,
         ),
     ] = ANSWER_TIMEOUT_S,
 ) -> None:
@@ -275,6 +286,8 @@ def namespaces_unload(
     bundle = given_once("bundles", bundle, "--bundle", bundle_option)
     if destination is not None and not destination.strip():  # an unset $VARIABLE, say
         fail("--destination is empty: name the broker (host:port), or leave it out to unload")
+    if destination is not None and destination_broker_id(destination) is None:
+        fail(f'--destination "{destination}" is no broker id (host:port) nor web service URL')
     if bundle is None:
         if destination:
             fail("--destination moves one bundle: name it")

@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
-from urllib.parse import quote_plus, unquote_plus
+from urllib.parse import quote_plus, unquote_plus, urlsplit
 
 PUBLIC_TENANT = "public"
 DEFAULT_NAMESPACE = "default"
@@ -435,3 +435,25 @@ def name_memo(maxsize: int) -> Callable[[Callable[..., R]], NameMemo[R]]:
 @name_memo(maxsize=1 << 18)
 def _parse_topic(text: str) -> TopicName:
     return TopicName._parse_uncached(text)
+
+
+def destination_broker_id(text: str) -> str | None:
+    """The broker id (``host:port``) that an unload's ``destinationBroker`` names: the id, or
+    the broker's web service URL (Pulsar takes either; a trailing ``/`` is still the URL of
+    the broker); None when ``text`` is neither."""
+    if "://" in text:
+        parts = urlsplit(text)
+        if (
+            parts.scheme not in ("http", "https")
+            or parts.path not in ("", "/")
+            or parts.query
+            or parts.fragment
+        ):
+            return None
+        text = parts.netloc
+    host, colon, port = text.rpartition(":")
+    if not colon or not host or any(c.isspace() or c in "/?#@" for c in host):
+        return None
+    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        return None
+    return text

@@ -41,6 +41,7 @@ from ballast.model.naming import (
     NamespaceName,
     TopicDomain,
     TopicName,
+    destination_broker_id,
     java_parse_int,
     java_url_decode,
     validate_entity_name,
@@ -381,9 +382,12 @@ class AdminApi:
 
     async def unload(self, request: web.Request) -> web.StreamResponse:
         bundle = self._bundle(request)
-        destination = request.query.get("destinationBroker") or None
-        if destination is not None:  # Pulsar takes a web service URL for the broker id too
-            destination = destination.removeprefix("http://").removeprefix("https://")
+        given = request.query.get("destinationBroker") or None
+        destination = None if given is None else destination_broker_id(given)
+        if given is not None and destination is None:
+            raise ApiError(
+                412, f"destination broker {given} is no broker id (host:port) nor web service URL"
+            )
         return done(
             await to_leader(self.node, UnloadRequest(bundle=bundle, destination=destination))
         )
