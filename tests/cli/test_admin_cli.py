@@ -164,6 +164,15 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     assert bad_name.returncode == 2 and "InvalidTopicName" in bad_name.stderr
     idle = admin("topics", "stats", "non-persistent://acme/orders/idle")  # no client loaded it
     assert idle.returncode == 1 and "404: Topic not found" in idle.stderr, idle.stderr
+    # create loads it where it is served (idle, until the inactivity sweep), delete unloads it
+    assert admin("topics", "create", "non-persistent://acme/orders/idle").returncode == 0
+    made = admin("--json", "topics", "stats", "non-persistent://acme/orders/idle")
+    assert made.returncode == 0 and json.loads(made.stdout)["publishers"] == []
+    again = admin("topics", "create", "non-persistent://acme/orders/idle")
+    assert again.returncode == 1 and "409: This topic already exists" in again.stderr
+    assert admin("topics", "delete", "non-persistent://acme/orders/idle").returncode == 0
+    gone = admin("topics", "delete", "non-persistent://acme/orders/idle", "--force")
+    assert gone.returncode == 1 and "404: Topic not found" in gone.stderr
     stored = admin("topics", "stats", "acme/orders/t1")  # persistent: Ballast serves none
     assert stored.returncode == 2 and "give a non-persistent topic" in stored.stderr
     # a tenant with a "/" would reach another path and come back as a bare 404

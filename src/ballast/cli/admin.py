@@ -412,14 +412,39 @@ def topics_lookup(ctx: typer.Context, topic: str) -> None:
     show(ctx, call(ctx, "GET", f"/lookup/v2/topic/{topic_arg(topic).lookup_name}"))
 
 
+def _non_persistent_path(text: str) -> str:
+    name = topic_arg(text)
+    if name.is_persistent or not name.namespace.is_v2:
+        fail("give a non-persistent topic as non-persistent://tenant/namespace/topic")
+    return f"/admin/v2/{name.lookup_name}"
+
+
 @topics_app.command("stats")
 def topics_stats(ctx: typer.Context, topic: str) -> None:
     """A non-persistent topic's stats from the broker serving it: rates, message and byte
     counters, producers, subscriptions and their consumers."""
-    name = topic_arg(topic)
-    if name.is_persistent or not name.namespace.is_v2:
-        fail("give a non-persistent topic as non-persistent://tenant/namespace/topic")
-    show(ctx, call(ctx, "GET", f"/admin/v2/{name.lookup_name}/stats"))
+    show(ctx, call(ctx, "GET", f"{_non_persistent_path(topic)}/stats"))
+
+
+@topics_app.command("create")
+def topics_create(ctx: typer.Context, topic: str) -> None:
+    """Create a non-partitioned non-persistent topic: loaded on the broker serving it, idle
+    until clients come (the inactivity sweep deletes it if none do)."""
+    show(ctx, call(ctx, "PUT", _non_persistent_path(topic)))
+
+
+@topics_app.command("delete")
+def topics_delete(
+    ctx: typer.Context,
+    topic: str,
+    force: Annotated[
+        bool, typer.Option("--force", "-f", help="Close its producers and consumers too.")
+    ] = False,
+) -> None:
+    """Delete a non-persistent topic (refused while it has producers or subscriptions,
+    unless --force)."""
+    params = {"force": "true" if force else "false"}
+    show(ctx, call(ctx, "DELETE", _non_persistent_path(topic), params=params))
 
 
 def _partitions_path(text: str) -> str:

@@ -61,6 +61,13 @@ class TopicRefused(Exception):
         self.message = message
 
 
+class TopicInUseError(Exception):
+    """A topic with producers or subscriptions was to be deleted without force."""
+
+    def __init__(self, name: TopicName) -> None:
+        super().__init__(f"Topic {name} has active producers/subscriptions")
+
+
 class ProducerHandle:
     """A producer attached to a topic."""
 
@@ -253,12 +260,31 @@ class TopicService:
             elif now - since > max_inactive_s:
                 inactive.append(name)
         for name in inactive:
-            self._last_active.pop(name, None)
-            if self.topics.pop(name, None) is not None:
-                self.traffic.forget(name)
             log.info("deleting %s: no producers or subscriptions for %.0f s", name, max_inactive_s)
-            self.node.served.remove_topic(name)
+            self._forget(name)
         return inactive
+
+    def delete(self, name: TopicName, *, force: bool) -> bool:
+        """Delete a loaded topic (an admin's delete, Pulsar's ``NonPersistentTopic.delete``):
+        refused while it has producers or subscriptions unless ``force``, which closes them
+        (their clients look the topic up again, and it is created anew as they come back).
+        False when this broker has no such topic loaded."""
+        topic = self.topics.get(name)
+        if topic is None:
+            return False
+        if not topic.idle:
+            if not force:
+                raise TopicInUseError(name)
+            self._close_clients(topic, None)
+        log.info("deleting %s: asked to%s", name, " (forced)" if force else "")
+        self._forget(name)
+        return True
+
+    def _forget(self, name: TopicName) -> None:
+        self._last_active.pop(name, None)
+        if self.topics.pop(name, None) is not None:
+            self.traffic.forget(name)
+        self.node.served.remove_topic(name)
 
     def new_producer_name(self) -> str:
         """A name unique in the cluster for a producer that brought none (Pulsar names them

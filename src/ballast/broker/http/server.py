@@ -14,6 +14,7 @@ from ballast.broker.http.errors import error_middleware, protocol_logger
 from ballast.broker.http.lookup_api import LookupApi
 from ballast.broker.http.metrics import CONTENT_TYPE, metrics_registry, render
 from ballast.broker.http.routes import Route, openapi, register
+from ballast.broker.http.topic_admin import TopicAdminApi
 from ballast.broker.http.topic_stats import TopicStatsApi
 from ballast.broker.http.topics_api import TopicsApi
 from ballast.broker.http.transport import COMMANDS_PATH, CONTROLLER_PATH
@@ -32,6 +33,7 @@ def routes(node: BrokerNode, clients: TopicService | None = None) -> list[Route]
     """Every route of the API; ``clients``: the broker's binary listener's topics."""
     lookup = LookupApi(node)
     stats = TopicStatsApi(node, clients)
+    topic_admin = TopicAdminApi(node, clients)
     admin = AdminApi(node)
     topics = TopicsApi(node)
     registry = metrics_registry(node)
@@ -150,6 +152,32 @@ def routes(node: BrokerNode, clients: TopicService | None = None) -> list[Route]
                 responses={400: "Bad name", 404: "Namespace not found", 503: "A broker is away"},
             )
             for domain in TopicDomain
+        ),
+        # The same path as the bundle listing below, as in Pulsar: the method tells them apart.
+        Route(
+            "PUT",
+            "/admin/v2/non-persistent/{tenant}/{namespace}/{topic}",
+            topic_admin.create,
+            "Create a non-partitioned non-persistent topic: load it on the broker serving it",
+            "topics",
+            responses={
+                307: "Redirect to the owner",
+                404: "Namespace not found",
+                409: "This topic already exists",
+            },
+        ),
+        Route(
+            "DELETE",
+            "/admin/v2/non-persistent/{tenant}/{namespace}/{topic}",
+            topic_admin.delete,
+            "Delete a non-persistent topic (force=true closes its producers and consumers)",
+            "topics",
+            query=("force",),
+            responses={
+                307: "Redirect to the owner",
+                404: "Topic not found",
+                412: "Active producers or subscriptions",
+            },
         ),
         Route(
             "GET",

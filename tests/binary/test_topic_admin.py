@@ -1,0 +1,99 @@
+"""``PUT`` and ``DELETE /admin/v2/non-persistent/{tenant}/{namespace}/{topic}`` (what
+``pulsar-admin topics create`` and ``delete`` send) were 405: the path is the bundle listing's.
+Created, a topic is loaded on its owner (any broker redirects there) and listed; deleted
+with clients, it is refused unless forced, which closes them, and an official client
+reconnects and goes on."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import pulsar
+import pytest
+
+from ballast.clock import Clock
+from tests.support.official_client import close_all, http_url, new_client, pulsar_url, start_cluster
+from tests.support.waiting import eventually
+
+pytestmark = [pytest.mark.real_time, pytest.mark.integration]
+
+NAMESPACE = "t/admin"
+
+
+async def test_a_topic_is_created_and_deleted_on_the_broker_serving_it(clock: Clock) -> None:
+    cluster = await start_cluster(clock, NAMESPACE, 4)
+    nodes = list(cluster.nodes.values())
+    closeables: list[Any] = []
+    received: list[bytes] = []
+    try:
+        async with aiohttp.ClientSession() as http:
+
+            async def call(method: str, path: str, node: int = 0) -> tuple[int, Any]:
+                url = f"{http_url(nodes[node])}/admin/v2/non-persistent/{NAMESPACE}"
+                url += f"/{path}" if path else ""
+                async with http.request(method, url) as answer:
+                    text = await answer.text()
+                    return answer.status, (await answer.json() if text else None)
+
+            for i in range(len(nodes)):  # from any broker: created on its owner
+                assert await call("PUT", f"made-{i}", node=i) == (204, None)
+            listed: set[str] = set()
+            for i in range(len(nodes)):
+                status, names = await call("GET", "", node=i)  # the namespace's topics
+                assert status == 200
+                listed.update(names)
+            assert {f"non-persistent://{NAMESPACE}/made-{i}" for i in range(len(nodes))} <= listed
+            status, stats = await call("GET", "made-0/stats", node=2)
+            assert status == 200 and stats["publishers"] == []
+            status, body = await call("PUT", "made-0", node=2)
+            assert (status, body["reason"]) == (409, "This topic already exists")
+            assert (await call("DELETE", "made-1", node=1)) == (204, None)
+            status, body = await call("DELETE", "made-1")
+            assert (status, body["reason"]) == (404, "Topic not found")
+            missing = f"{http_url(nodes[0])}/admin/v2/non-persistent/t/none/x"
+            async with http.put(missing) as answer:
+                assert answer.status == 404
+
+            # With clients: refused unless forced; forced, the clients reconnect.
+            client = await new_client(pulsar_url(nodes[0]))
+            closeables.append(client)
+            consumer = await asyncio.to_thread(
+                client.subscribe,
+                f"non-persistent://{NAMESPACE}/busy",
+                "audit",
+                message_listener=lambda c, m: (received.append(m.data()), c.acknowledge(m)),
+            )
+            producer = await asyncio.to_thread(
+                client.create_producer,
+                f"non-persistent://{NAMESPACE}/busy",
+                batching_enabled=False,
+                send_timeout_millis=2000,
+            )
+            closeables[:0] = [producer, consumer]
+            await asyncio.to_thread(producer.send, b"before")
+            await eventually(lambda: received == [b"before"], clock, what="the first message")
+            status, body = await call("DELETE", "busy", node=2)
+            assert status == 412
+            assert body["reason"].endswith("has active producers/subscriptions (force=true "
+                                           "closes them)")  # fmt: skip
+            assert (await call("DELETE", "busy?force=true", node=2)) == (204, None)
+
+            async def sent_after() -> bool:
+                try:
+                    await asyncio.to_thread(producer.send, b"after")
+                except pulsar.PulsarException:
+                    return False
+                return True
+
+            # The producer and the consumer reconnect (the consumer may come back after the
+            # producer's first send: non-persistent messages go to the subscriptions there are).
+            for _ in range(30):
+                if await sent_after() and b"after" in received:
+                    break
+                await clock.sleep(0.5)
+            assert b"after" in received
+    finally:
+        await close_all(closeables)
+        await cluster.close()
