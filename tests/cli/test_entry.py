@@ -39,13 +39,22 @@ def test_ctrl_c_while_the_app_loads_is_one_line(
     assert capsys.readouterr().err == "ballast: interrupted\n"
 
 
-def _app_that(interrupted: Callable[[], None]) -> Callable[[str | None], typer.Typer]:
+def _exit_of(
+    command: Callable[[], None], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[object, str]:
+    """The exit code and stderr of the entry point running an app of ``command`` alone."""
+
     def build(_only: str | None) -> typer.Typer:
         app = typer.Typer()
-        app.command()(interrupted)
+        app.command()(command)
         return app
 
-    return build
+    monkeypatch.delenv("BALLAST_DEBUG", raising=False)
+    monkeypatch.setattr(sys, "argv", ["ballast"])
+    monkeypatch.setattr("ballast.cli.app.build_app", build)
+    with pytest.raises(SystemExit) as stopped:
+        main.run()
+    return stopped.value.code, capsys.readouterr().err
 
 
 def test_ctrl_c_a_command_lets_through_is_one_line(
@@ -57,13 +66,7 @@ def test_ctrl_c_a_command_lets_through_is_one_line(
     def interrupted() -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.delenv("BALLAST_DEBUG", raising=False)
-    monkeypatch.setattr(sys, "argv", ["ballast"])
-    monkeypatch.setattr("ballast.cli.app.build_app", _app_that(interrupted))
-    with pytest.raises(SystemExit) as stopped:
-        main.run()
-    assert stopped.value.code == 130
-    assert capsys.readouterr().err == "ballast: interrupted\n"
+    assert _exit_of(interrupted, monkeypatch, capsys) == (130, "ballast: interrupted\n")
 
 
 def test_a_command_that_tells_its_own_interruption_is_not_told_twice(
@@ -75,12 +78,8 @@ def test_a_command_that_tells_its_own_interruption_is_not_told_twice(
         except KeyboardInterrupt:
             fail("interrupted: nothing written", code=130)
 
-    monkeypatch.setattr(sys, "argv", ["ballast"])
-    monkeypatch.setattr("ballast.cli.app.build_app", _app_that(interrupted))
-    with pytest.raises(SystemExit) as stopped:
-        main.run()
-    assert stopped.value.code == 130
-    assert capsys.readouterr().err == "error: interrupted: nothing written\n"
+    told = _exit_of(interrupted, monkeypatch, capsys)
+    assert told == (130, "error: interrupted: nothing written\n")
 
 
 @pytest.mark.parametrize(
