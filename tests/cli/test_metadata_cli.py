@@ -261,7 +261,10 @@ def test_against_a_real_zookeeper(
         assert unclean.returncode == 2 and "is not a clean path" in unclean.stderr, bad
     unreachable = ballast("metadata", "ls", "/", "--store", "zk:127.0.0.1:1")
     assert unreachable.returncode == 1
-    assert "cannot connect to ZooKeeper" in unreachable.stderr
+    assert unreachable.stderr.strip() == (
+        "error: cannot connect to ZooKeeper at 127.0.0.1:1 (Connection time-out: nothing "
+        "listens at 127.0.0.1:1)"
+    )
 
 
 def _load(ballast: Run, tmp_path: Path, store: str, dump: dict[str, object]) -> None:

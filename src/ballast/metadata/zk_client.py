@@ -134,7 +134,32 @@ async def start_client(
     try:
         await started
     except Exception as exc:
-        raise ZooKeeperUnavailableError(hosts, str(exc) or type(exc).__name__) from None
+        said = str(exc) or type(exc).__name__
+        # kazoo says "Connection time-out" whatever kept it out: find what did.
+        why = await asyncio.to_thread(why_unreachable, hosts)
+        raise ZooKeeperUnavailableError(hosts, f"{said}: {why}" if why else said) from None
+
+
+def why_unreachable(hosts: str, probe_timeout_s: float = 1.0) -> str:
+    """What keeps each server of ``hosts`` (``h:p,h:p[/chroot]``) out of reach: a name that
+    does not resolve, a port nothing listens on, or one that accepts a connection (then it
+    is no ZooKeeper, or a slow one); "" if that cannot be told."""
+    found: list[str] = []
+    for server in hosts.partition("/")[0].split(","):
+        host, _, port = server.strip().rpartition(":")
+        host = host.strip("[]")
+        if not host or not port.isdigit():
+            continue
+        try:
+            with socket.create_connection((host, int(port)), timeout=probe_timeout_s):
+                found.append(f"{server} accepts connections but did not answer as ZooKeeper")
+        except socket.gaierror:
+            found.append(f"{host} does not resolve to an address")
+        except ConnectionRefusedError:
+            found.append(f"nothing listens at {server}")
+        except OSError as exc:
+            found.append(f"{server}: {exc.strerror or exc}")
+    return "; ".join(found)
 
 
 def _hand_over(started: asyncio.Future[None], client: KazooClient) -> None:
