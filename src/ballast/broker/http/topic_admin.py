@@ -60,6 +60,8 @@ class TopicAdminApi:
             status = 404 if answer.error is LookupErrorKind.NAMESPACE_NOT_FOUND else 503
             return reason(status, answer.message)
         if answer.broker_id != self.node.broker_id:
+            if not answer.http_url:
+                raise ApiError(503, f"the broker serving {topic} has no web service URL; retry")
             raise web.HTTPTemporaryRedirect(f"{answer.http_url}{request.rel_url}")
         clients = self._clients()
         if topic in clients.topics:
