@@ -145,6 +145,7 @@ def test_a_sqlite_file_of_another_application_is_refused(clock: Clock, tmp_path:
         tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master")]
     db.close()
     assert tables == ["accounts"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]  # no app.db.lock beside it
     SqliteServer(clock, tmp_path / "empty.db").close()  # an empty file becomes a store
 
 

@@ -10,6 +10,7 @@ mode); one process may open a file at a time, which a lock on ``<file>.lock`` en
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -63,10 +64,15 @@ class SqliteServer(MemoryServer):
             else:
                 if db_path.is_dir():  # before the lock: no ``<dir>.lock`` left beside it
                     raise StoreFileError(str(db_path), "it is a directory, not a file")
+                if db_path.is_file():  # nor beside another application's database
+                    with contextlib.closing(
+                        sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+                    ) as existing:
+                        _check_schema(existing)
                 db_path.parent.mkdir(parents=True, exist_ok=True)
                 self._lock = _hold_lock(db_path)
                 self._db = sqlite3.connect(uri, uri=True, isolation_level=None)
-                _check_schema(self._db)
+                _check_schema(self._db)  # again: it may have changed before the lock
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute(_SCHEMA)
