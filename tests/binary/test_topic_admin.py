@@ -37,6 +37,10 @@ async def test_a_topic_is_created_and_deleted_on_the_broker_serving_it(clock: Cl
                     text = await answer.text()
                     return answer.status, (await answer.json() if text else None)
 
+            # The same create from every broker at once, its bundle owned by none yet: one
+            # makes it (each one waiting for the bundle made it).
+            raced = await asyncio.gather(*(call("PUT", "raced", node=i % 3) for i in range(6)))
+            assert sorted(status for status, _ in raced) == [204, 409, 409, 409, 409, 409]
             for i in range(len(nodes)):  # from any broker: created on its owner
                 assert await call("PUT", f"made-{i}", node=i) == (204, None)
             listed: set[str] = set()
@@ -52,6 +56,18 @@ async def test_a_topic_is_created_and_deleted_on_the_broker_serving_it(clock: Cl
             assert (await call("DELETE", "made-1", node=1)) == (204, None)
             status, body = await call("DELETE", "made-1")
             assert (status, body["reason"]) == (404, "Topic not found")
+            async with http.put(
+                f"{http_url(nodes[0])}/admin/v2/non-persistent/{NAMESPACE}/split/partitions",
+                json=3,
+            ) as answer:
+                assert answer.status == 204, await answer.text()
+            assert (await call("PUT", "split-partition-1"))[0] == 204
+            status, body = await call("PUT", "split-partition-7")  # as Pulsar: 412, not 404
+            assert (status, body["reason"]) == (
+                412,
+                f"Topic non-persistent://{NAMESPACE}/split-partition-7 does not exist: "
+                f"non-persistent://{NAMESPACE}/split has 3 partitions",
+            )
             missing = f"{http_url(nodes[0])}/admin/v2/non-persistent/t/none/x"
             async with http.put(missing) as answer:
                 assert answer.status == 404

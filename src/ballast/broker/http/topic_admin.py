@@ -28,10 +28,11 @@ if TYPE_CHECKING:
     from ballast.broker.binary.topics import TopicService
     from ballast.broker.node import BrokerNode
 
-# How a refusal to open the topic reads over HTTP.
+# How a refusal to open the topic reads over HTTP. Not found is a partition its partitioned
+# topic does not have (Pulsar's create answers 412 for a "-partition-" name it refuses).
 _REFUSED_STATUS = {
     ServerError.NOT_ALLOWED_ERROR: 405,
-    ServerError.TOPIC_NOT_FOUND: 404,
+    ServerError.TOPIC_NOT_FOUND: 412,
     ServerError.SERVICE_NOT_READY: 503,
     ServerError.METADATA_ERROR: 503,
 }
@@ -50,6 +51,7 @@ class TopicAdminApi:
     def __init__(self, node: BrokerNode, clients: TopicService | None) -> None:
         self.node = node
         self.clients = clients
+        self._creating: set[TopicName] = set()  # a create of each waits for its bundle
 
     async def create(self, request: web.Request) -> web.StreamResponse:
         topic = _topic(request)
@@ -64,12 +66,15 @@ class TopicAdminApi:
                 raise ApiError(503, f"the broker serving {topic} has no web service URL; retry")
             raise web.HTTPTemporaryRedirect(f"{answer.http_url}{request.rel_url}")
         clients = self._clients()
-        if topic in clients.topics:
+        if topic in clients.topics or topic in self._creating:
             return reason(409, "This topic already exists")
+        self._creating.add(topic)  # the same create asked again meanwhile: one of them makes it
         try:
             opened = await clients.open(topic)
         except TopicRefused as exc:
             return reason(_REFUSED_STATUS.get(exc.error, 503), str(exc))
+        finally:
+            self._creating.discard(topic)
         clients.release(opened)  # loaded without clients: idle from now
         return web.Response(status=204)
 
