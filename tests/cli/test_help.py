@@ -11,7 +11,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from ballast.cli.app import SUB_COMMANDS, build_app, requested
+from ballast import __version__
+from ballast.cli.app import SUB_COMMANDS, VERSION_ONLY, build_app, requested
 
 app = build_app()
 
@@ -70,6 +71,7 @@ def test_the_app_built_for_one_sub_command_is_that_of_the_whole(name: str) -> No
         ([], None),
         (["admn", "tenants"], None),  # the whole app, so that click offers "admin"
         (["simulate", "topic"], "simulate"),
+        (["--version"], VERSION_ONLY),  # alone: no sub-command to load
     ],
 )
 def test_the_sub_command_named_is_the_first_argument(argv: list[str], name: str | None) -> None:
@@ -88,3 +90,18 @@ def test_a_sub_command_loads_only_its_own_modules() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert loaded.stdout.strip() == "[]"
+
+
+def test_the_version_alone_loads_no_sub_command() -> None:
+    """``ballast --version`` loaded every sub-command (1.5 s; 0.15 s now)."""
+    probe = (
+        "import sys; from ballast.cli.app import build_app, requested; "
+        "from typer.testing import CliRunner; "
+        "out = CliRunner().invoke(build_app(requested(['--version'])), ['--version']).output; "
+        "print(out.strip(), sorted(m for m in sys.modules if m.startswith('ballast.cli.') "
+        "and m not in ('ballast.cli.app', 'ballast.cli.main')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert loaded.stdout.strip() == f"ballast {__version__} []"
