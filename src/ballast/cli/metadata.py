@@ -9,6 +9,7 @@ import math
 import os
 import re
 from collections.abc import Awaitable, Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -232,21 +233,15 @@ _JSON_ESCAPED = re.compile("[\x7f-\x9f\ud800-\udfff]")
 def _json_to_show(text: str) -> tuple[Any] | None:
     """``text`` parsed as JSON (in a tuple, as it may be null), or None when it is not JSON
     or would be shown changed in more than layout: a key given twice, NaN, Infinity, or a
-    number written otherwise than it would be shown (1E2 as 100.0, 1.50 as 1.5, digits past a
-    float's precision, 1E400 as Infinity, -0 as 0)."""
+    number a float cannot hold as written (digits past its precision, 1E400 as Infinity); one
+    it holds is shown in Python's notation (1E2 as 100.0, 0.00003 as 3e-05: the same value)."""
 
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not JSON")
 
-    def as_written(literal: str) -> float:
+    def exact(literal: str) -> float:
         number = float(literal)
-        if not math.isfinite(number) or json.dumps(number) != literal:
-            raise ValueError(f"{literal} would be shown as another number")
-        return number
-
-    def whole(literal: str) -> int:
-        number = int(literal)
-        if str(number) != literal:
+        if not math.isfinite(number) or Decimal(repr(number)) != Decimal(literal):
             raise ValueError(f"{literal} would be shown as another number")
         return number
 
@@ -259,8 +254,7 @@ def _json_to_show(text: str) -> tuple[Any] | None:
         parsed = json.loads(
             text,
             parse_constant=no_constant,
-            parse_float=as_written,
-            parse_int=whole,
+            parse_float=exact,
             object_pairs_hook=unique_keys,
         )
         return (parsed,)
