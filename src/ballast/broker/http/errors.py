@@ -35,6 +35,34 @@ def this_cluster(request: web.Request, cluster_name: str, missing: int = 404) ->
     return cluster
 
 
+class StoreAwayLog:
+    """Says that requests fail because the metadata store is away: the first such failure,
+    then at most one line every ``interval_s`` with how many more failed meanwhile. A line per
+    request flooded a broker's log while it was cut off (every lookup and admin call)."""
+
+    def __init__(self, now: Callable[[], float], interval_s: float = 30.0) -> None:
+        self._now = now
+        self.interval_s = interval_s
+        self._said_at: float | None = None
+        self._unsaid = 0
+
+    def note(self, request: web.Request, exc: Exception) -> None:
+        now = self._now()
+        if self._said_at is not None and now - self._said_at < self.interval_s:
+            self._unsaid += 1
+            return
+        more = (
+            f" ({self._unsaid} more requests failed so in the last {now - self._said_at:.0f} s)"
+            if self._unsaid and self._said_at is not None
+            else ""
+        )
+        log.warning("%s %s: %s%s", request.method, request.path, exc, more)
+        self._said_at, self._unsaid = now, 0
+
+
+STORE_AWAY_LOG = web.AppKey("store_away_log", StoreAwayLog)
+
+
 @web.middleware
 async def error_middleware(
     request: web.Request,
@@ -60,7 +88,11 @@ async def error_middleware(
         return reason(400, f"cannot read the body: {' '.join(str(exc).split())}")
     except (ConnectionLossError, SessionExpiredError) as exc:
         # The store is away (ZooKeeper down, the session lost): retry later, as for a lookup.
-        log.warning("%s %s: %s", request.method, request.path, exc)
+        away = request.app.get(STORE_AWAY_LOG)
+        if away is None:
+            log.warning("%s %s: %s", request.method, request.path, exc)
+        else:
+            away.note(request, exc)
         return reason(503, f"{exc}; retry")
     except ConnectionResetError as exc:
         if request.transport is None or request.transport.is_closing():

@@ -10,7 +10,12 @@ from aiohttp import web
 from ballast import __version__
 from ballast.broker.http.admin_api import AdminApi
 from ballast.broker.http.bodies import IDLE_TIMEOUT, IDLE_TIMEOUT_S
-from ballast.broker.http.errors import error_middleware, protocol_logger
+from ballast.broker.http.errors import (
+    STORE_AWAY_LOG,
+    StoreAwayLog,
+    error_middleware,
+    protocol_logger,
+)
 from ballast.broker.http.lookup_api import LookupApi
 from ballast.broker.http.metrics import CONTENT_TYPE, metrics_registry, render
 from ballast.broker.http.routes import Route, openapi, register
@@ -469,6 +474,7 @@ def make_app(
 ) -> web.Application:
     app = web.Application(middlewares=[error_middleware])
     app[IDLE_TIMEOUT] = idle_timeout_s
+    app[STORE_AWAY_LOG] = StoreAwayLog(node.clock.monotonic)
     register(app, routes(node, clients))
     return app
 
