@@ -77,11 +77,12 @@ def topic_from_parts(domain: str, parts: list[str]) -> TopicName:
         raise ApiError(400, str(exc)) from None
 
 
-def admin_topic(request: web.Request) -> TopicName:
-    """The topic of an ``/admin/v2/{domain}/{tenant}/{namespace}/{topic}/...`` request (the
-    last segment is the endpoint's: ``partitions``, ``stats``)."""
+def admin_topic(request: web.Request, *, endpoint: bool = True) -> TopicName:
+    """The topic of an ``/admin/v2/{domain}/{tenant}/{namespace}/{topic}/...`` request; with
+    ``endpoint`` the last segment is the endpoint's (``partitions``, ``stats``), else the path
+    ends with the topic."""
     raw = request.rel_url.raw_parts  # ('/', 'admin', 'v2', domain, tenant, ns, topic, ...)
-    return topic_from_parts(raw[3], list(raw[4:-1]))
+    return topic_from_parts(raw[3], list(raw[4:-1] if endpoint else raw[4:]))
 
 
 async def redirect_to_owner(
@@ -94,6 +95,21 @@ async def redirect_to_owner(
     if owner is not None and owner.broker_id != node.broker_id and owner.data.http_url:
         raise web.HTTPTemporaryRedirect(f"{owner.data.http_url}{request.rel_url}")
     return owner
+
+
+async def serve_topic_here(node: BrokerNode, topic: TopicName, request: web.Request) -> None:
+    """Return when this broker serves ``topic``'s bundle, where its loaded topics are. Else
+    the request goes on to the bundle's owner (307); with no owner no broker has the topic
+    loaded (404 "Topic not found", as Pulsar answers); and a bundle between owners is 503."""
+    try:
+        bundle = await node.lookups.bundle_of(topic)
+    except NamespaceNotFoundError:
+        raise ApiError(404, f"namespace {topic.namespace} does not exist") from None
+    if bundle in node.served:
+        return
+    if await redirect_to_owner(node, bundle, request) is None:
+        raise ApiError(404, "Topic not found")
+    raise ApiError(503, f"bundle {bundle} is moving; retry")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from ballast.broker.binary.topics import TopicInUseError, TopicRefused
-from ballast.broker.caches import NamespaceNotFoundError
 from ballast.broker.http.errors import ApiError, reason
-from ballast.broker.http.lookup_api import redirect_to_owner, topic_from_parts
+from ballast.broker.http.lookup_api import admin_topic, serve_topic_here
 from ballast.broker.lookup import AnswerKind, LookupErrorKind, partitions_of
 from ballast.model.naming import TopicName
 from ballast.protocol.commands import ServerError
@@ -38,12 +37,6 @@ _REFUSED_STATUS = {
 }
 
 
-def _topic(request: web.Request) -> TopicName:
-    """The topic of ``/admin/v2/non-persistent/{tenant}/{namespace}/{topic}``."""
-    raw = request.rel_url.raw_parts  # ('/', 'admin', 'v2', 'non-persistent', tenant, ns, topic)
-    return topic_from_parts(raw[3], list(raw[4:]))
-
-
 class TopicAdminApi:
     """Create and delete on one broker; ``clients`` is its binary listener's topics (None for
     a broker without one: it serves no topic, so it only redirects)."""
@@ -54,7 +47,7 @@ class TopicAdminApi:
         self._creating: set[TopicName] = set()  # a create of each waits for its bundle
 
     async def create(self, request: web.Request) -> web.StreamResponse:
-        topic = _topic(request)
+        topic = admin_topic(request, endpoint=False)
         if await partitions_of(self.node.store, topic) > 0:
             return reason(409, "This topic already exists")  # as a partitioned topic
         answer = await self.node.lookup(topic)  # places the bundle if no broker owns it
@@ -79,16 +72,9 @@ class TopicAdminApi:
         return web.Response(status=204)
 
     async def delete(self, request: web.Request) -> web.StreamResponse:
-        topic = _topic(request)
+        topic = admin_topic(request, endpoint=False)
         force = request.query.get("force", "false").lower() == "true"
-        try:
-            bundle = await self.node.lookups.bundle_of(topic)
-        except NamespaceNotFoundError:
-            return reason(404, f"namespace {topic.namespace} does not exist")
-        if bundle not in self.node.served:
-            if await redirect_to_owner(self.node, bundle, request) is None:
-                return reason(404, "Topic not found")  # no broker owns its bundle
-            raise ApiError(503, f"bundle {bundle} is moving; retry")
+        await serve_topic_here(self.node, topic, request)
         try:
             deleted = self._clients().delete(topic, force=force)
         except TopicInUseError as exc:

@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from ballast.broker.caches import NamespaceNotFoundError
-from ballast.broker.http.errors import ApiError, reason
-from ballast.broker.http.lookup_api import admin_topic, redirect_to_owner
+from ballast.broker.http.errors import reason
+from ballast.broker.http.lookup_api import admin_topic, serve_topic_here
 from ballast.protocol.types import ProducerAccessMode
 
 if TYPE_CHECKING:
@@ -99,15 +98,8 @@ class TopicStatsApi:
 
     async def stats(self, request: web.Request) -> web.StreamResponse:
         topic = admin_topic(request)
-        try:
-            bundle = await self.node.lookups.bundle_of(topic)
-        except NamespaceNotFoundError:
-            return reason(404, f"namespace {topic.namespace} does not exist")
-        if bundle in self.node.served:
-            loaded = None if self.clients is None else self.clients.topics.get(topic)
-            if loaded is None:
-                return reason(404, "Topic not found")
-            return web.json_response(topic_stats(loaded, self.node.clock.monotonic()))
-        if await redirect_to_owner(self.node, bundle, request) is None:
-            return reason(404, "Topic not found")  # no broker owns its bundle: none loaded it
-        raise ApiError(503, f"bundle {bundle} is moving; retry")
+        await serve_topic_here(self.node, topic, request)
+        loaded = None if self.clients is None else self.clients.topics.get(topic)
+        if loaded is None:
+            return reason(404, "Topic not found")
+        return web.json_response(topic_stats(loaded, self.node.clock.monotonic()))
