@@ -19,6 +19,7 @@ async def _answer(raised: Exception) -> tuple[int, object]:
         raise raised
 
     app = web.Application(middlewares=[error_middleware])
+    app[STORE_AWAY_LOG] = StoreAwayLog(lambda: 0.0)  # as make_app sets it
     app.router.add_get("/x", handler)
     async with TestClient(TestServer(app)) as client:
         response = await client.get("/x")

@@ -51,9 +51,9 @@ def requested(argv: Sequence[str]) -> str | None:
     """The sub-command ``argv`` (the arguments after ``ballast``) names, if its first
     argument is one of :data:`SUB_COMMANDS`. A top-level option before it (``--help``,
     ``--version``) acts before any sub-command runs, and the help lists every one."""
-    first = argv[0] if argv else None
     if list(argv) == ["--version"]:
         return VERSION_ONLY
+    first = argv[0] if argv else None
     return first if any(sub.name == first for sub in SUB_COMMANDS) else None
 
 

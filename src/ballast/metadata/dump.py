@@ -265,6 +265,11 @@ def _check_utf8(value: Any, where: str) -> None:
                 pending.append((key, place))
 
 
+# How a load stopped part way is finished: what it wrote compares unchanged, and --overwrite
+# replaces a record left half written (a large value's chunks without their manifest).
+_FINISH = "loading the same dump again with --overwrite finishes it"
+
+
 async def load_tree(
     store: MetadataStore, records: list[tuple[str, bytes]], *, overwrite: bool = False
 ) -> LoadResult:
@@ -315,14 +320,12 @@ async def load_tree(
         raise MetadataError(
             "",
             f"{exc} — the load stopped there: {written} of {len(changed)} records were "
-            "written before it (those being written then may be too; once its cause is "
-            "mended, loading the dump again finishes it: what is written already compares "
-            "unchanged)",
+            f"written before it (those being written then may be too); once its cause is "
+            f"mended, {_FINISH}",
         ) from None
     except asyncio.CancelledError:
         raise LoadInterrupted(
             f"interrupted: {written} of {len(changed)} records were written (those being "
-            "written then may be too); loading the dump again finishes it (what is written "
-            "already compares unchanged)"
+            f"written then may be too); {_FINISH}"
         ) from None
     return LoadResult(len(changed), unchanged)

@@ -72,7 +72,6 @@ class SqliteServer(MemoryServer):
                 db_path.parent.mkdir(parents=True, exist_ok=True)
                 self._lock = _hold_lock(db_path)
                 self._db = sqlite3.connect(uri, uri=True, isolation_level=None)
-                _check_schema(self._db)  # again: it may have changed before the lock
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute(_SCHEMA)

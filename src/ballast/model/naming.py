@@ -451,9 +451,11 @@ def destination_broker_id(text: str) -> str | None:
         ):
             return None
         text = parts.netloc
-    host, colon, port = text.rpartition(":")
-    if not colon or not host or any(c.isspace() or c in "/?#@" for c in host):
+    if not _looks_like_host_port(text):
         return None
-    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+    host, _, port = text.rpartition(":")
+    if any(c.isspace() or c in "/?#@" for c in host) or not (
+        port.isascii() and 0 < int(port) < 65536
+    ):
         return None
     return text

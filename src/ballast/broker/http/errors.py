@@ -53,7 +53,7 @@ class StoreAwayLog:
             return
         more = (
             f" ({self._unsaid} more requests failed so in the last {now - self._said_at:.0f} s)"
-            if self._unsaid and self._said_at is not None
+            if self._said_at is not None and self._unsaid
             else ""
         )
         log.warning("%s %s: %s%s", request.method, request.path, exc, more)
@@ -88,11 +88,7 @@ async def error_middleware(
         return reason(400, f"cannot read the body: {' '.join(str(exc).split())}")
     except (ConnectionLossError, SessionExpiredError) as exc:
         # The store is away (ZooKeeper down, the session lost): retry later, as for a lookup.
-        away = request.app.get(STORE_AWAY_LOG)
-        if away is None:
-            log.warning("%s %s: %s", request.method, request.path, exc)
-        else:
-            away.note(request, exc)
+        request.app[STORE_AWAY_LOG].note(request, exc)
         return reason(503, f"{exc}; retry")
     except ConnectionResetError as exc:
         if request.transport is None or request.transport.is_closing():
