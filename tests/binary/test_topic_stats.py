@@ -61,6 +61,8 @@ async def test_a_topics_stats_count_what_its_clients_sent_and_received(clock: Cl
             assert stats["bytesInCounter"] > 0 and stats["msgOutCounter"] == MESSAGES
             assert [p["producerName"] for p in stats["publishers"]] == ["till"]
             assert stats["publishers"][0]["accessMode"] == "Shared"
+            assert stats["publishers"][0]["clientVersion"].startswith("Pulsar-")
+            assert stats["publishers"][0]["address"].startswith("127.0.0.1:")
             audit = stats["subscriptions"]["audit"]
             assert audit["type"] == "Shared" and audit["msgOutCounter"] == MESSAGES
             assert [c["consumerName"] for c in audit["consumers"]] == ["auditor", "second"]

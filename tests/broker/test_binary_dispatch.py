@@ -19,37 +19,11 @@ from ballast.broker.binary.keys import (
     murmur3_32,
 )
 from ballast.broker.binary.subscriptions import Consumer, SubscribeRefused, Subscription
-from ballast.broker.traffic import TopicMeter
-from ballast.protocol.commands import ActiveConsumerChange, Command, ServerError, SubType
+from ballast.broker.traffic import TopicMeter, WindowedRates
+from ballast.protocol.commands import ActiveConsumerChange, ServerError, SubType
 from ballast.protocol.fast import message_header
 from ballast.protocol.messages import KeySharedMode
-
-
-class FakeLink:
-    def __init__(self, version: int = 20, unsent: int = 0) -> None:
-        self.protocol_version = version
-        self.closed = False
-        self.frames: list[bytes] = []
-        self.commands: list[Command] = []
-        self.unsent = unsent
-
-    def send(self, data: bytes) -> None:
-        self.frames.append(data)
-
-    def send_parts(self, header: bytes, body: bytes) -> None:
-        self.frames.append(header + body)
-
-    def send_command(self, command: Command) -> None:
-        self.commands.append(command)
-
-    def unsent_bytes(self) -> int:
-        return self.unsent
-
-    def producer_closed_by_broker(self, producer_id: int, assigned_url: str | None) -> None:
-        raise AssertionError("not used")
-
-    def consumer_closed_by_broker(self, consumer_id: int, assigned_url: str | None) -> None:
-        raise AssertionError("not used")
+from tests.support.fake_link import FakeLink
 
 
 def consumer(
@@ -61,7 +35,15 @@ def consumer(
     link: FakeLink | None = None,
 ) -> Consumer:
     made = Consumer(
-        len(name), name, link or FakeLink(), "non-persistent://t/n/x", "s", priority, ranges, 0
+        len(name),
+        name,
+        link or FakeLink(),
+        "non-persistent://t/n/x",
+        "s",
+        priority,
+        ranges,
+        0,
+        WindowedRates(0.0, 60.0, 2),
     )
     made.permits = permits
     return made
@@ -84,7 +66,7 @@ def test_murmur3_known_values() -> None:
 
 
 def test_exclusive_takes_one_consumer_and_writes_message_frames() -> None:
-    subscription = Subscription("t", "s", SubType.EXCLUSIVE, 0)
+    subscription = Subscription("t", "s", SubType.EXCLUSIVE, 0, WindowedRates(0.0, 60.0, 3))
     first = consumer("a")
     subscription.check(SubType.EXCLUSIVE, 0, first)
     subscription.add(first)
@@ -101,7 +83,7 @@ def test_exclusive_takes_one_consumer_and_writes_message_frames() -> None:
 
 
 def test_messages_without_permits_or_room_are_dropped() -> None:
-    subscription = Subscription("t", "s", SubType.EXCLUSIVE, 0)
+    subscription = Subscription("t", "s", SubType.EXCLUSIVE, 0, WindowedRates(0.0, 60.0, 3))
     only = consumer("a", permits=1)
     subscription.add(only)
     assert subscription.dispatch(SECTION, 1, no_key) is only
@@ -115,7 +97,7 @@ def test_messages_without_permits_or_room_are_dropped() -> None:
 def test_clients_before_v6_get_the_section_without_checksum() -> None:
     link = FakeLink(version=5)
     old = consumer("a", link=link)
-    subscription = Subscription("t", "s", SubType.EXCLUSIVE, 0)
+    subscription = Subscription("t", "s", SubType.EXCLUSIVE, 0, WindowedRates(0.0, 60.0, 3))
     subscription.add(old)
     section = b"\x0e\x01\x01\x02\x03\x04" + SECTION
     subscription.dispatch(section, 1, no_key)
@@ -123,7 +105,9 @@ def test_clients_before_v6_get_the_section_without_checksum() -> None:
 
 
 def test_failover_activates_by_priority_then_name_and_tells_everyone() -> None:
-    subscription = Subscription("non-persistent://t/n/x-partition-0", "s", SubType.FAILOVER, 0)
+    subscription = Subscription(
+        "non-persistent://t/n/x-partition-0", "s", SubType.FAILOVER, 0, WindowedRates(0.0, 60.0, 3)
+    )
     b, a, low = consumer("b"), consumer("a"), consumer("z", priority=-1)
     for member in (b, a):
         subscription.add(member)
@@ -146,7 +130,7 @@ def test_failover_activates_by_priority_then_name_and_tells_everyone() -> None:
 
 
 def active_on(topic: str, *members: Consumer) -> Consumer | None:
-    subscription = Subscription(topic, "s", SubType.FAILOVER, 0)
+    subscription = Subscription(topic, "s", SubType.FAILOVER, 0, WindowedRates(0.0, 60.0, 3))
     for member in members:
         subscription.add(member)
     return subscription.dispatch(SECTION, 1, no_key)
@@ -171,7 +155,7 @@ def test_failover_treats_a_topic_that_is_no_partition_as_partition_0() -> None:
 
 
 def test_shared_round_robins_over_consumers_with_permits_by_priority() -> None:
-    subscription = Subscription("t", "s", SubType.SHARED, 0)
+    subscription = Subscription("t", "s", SubType.SHARED, 0, WindowedRates(0.0, 60.0, 3))
     x, y, spare = consumer("x"), consumer("y"), consumer("spare", priority=1)
     for member in (x, y, spare):
         subscription.add(member)
@@ -182,7 +166,9 @@ def test_shared_round_robins_over_consumers_with_permits_by_priority() -> None:
 
 
 def test_key_shared_auto_split_keeps_a_key_on_one_consumer() -> None:
-    subscription = Subscription("t", "s", SubType.KEY_SHARED, KeySharedMode.AUTO_SPLIT)
+    subscription = Subscription(
+        "t", "s", SubType.KEY_SHARED, KeySharedMode.AUTO_SPLIT, WindowedRates(0.0, 60.0, 3)
+    )
     members = [consumer(f"c{i}") for i in range(3)]
     for member in members:
         subscription.add(member)
@@ -197,7 +183,9 @@ def test_key_shared_auto_split_keeps_a_key_on_one_consumer() -> None:
 
 
 def test_key_shared_sticky_ranges() -> None:
-    subscription = Subscription("t", "s", SubType.KEY_SHARED, KeySharedMode.STICKY)
+    subscription = Subscription(
+        "t", "s", SubType.KEY_SHARED, KeySharedMode.STICKY, WindowedRates(0.0, 60.0, 3)
+    )
     low, high = consumer("low", ranges=((0, 32767),)), consumer("high", ranges=((32768, 65535),))
     for member in (low, high):
         subscription.check(SubType.KEY_SHARED, KeySharedMode.STICKY, member)
@@ -306,7 +294,9 @@ def test_a_consumer_joining_or_leaving_hashes_its_own_points_only(
         return real(key)
 
     monkeypatch.setattr(keys_module, "key_hash", counting)
-    subscription = Subscription("t", "s", SubType.KEY_SHARED, KeySharedMode.AUTO_SPLIT)
+    subscription = Subscription(
+        "t", "s", SubType.KEY_SHARED, KeySharedMode.AUTO_SPLIT, WindowedRates(0.0, 60.0, 3)
+    )
     members = [consumer(f"c{i}") for i in range(30)]
     for member in members:
         subscription.add(member)

@@ -127,17 +127,40 @@ class WorkloadTraffic:
         return sum_stats(self._rates.get(t, IDLE) for t in topics)
 
 
+class WindowedRates:
+    """Per-second rates of counters that only grow, over windows of at least ``window_s``: a
+    new window starts when a reading finds one has passed since the last (Pulsar refreshes
+    its rates every ``statsUpdateFrequencyInSecs``; here the readers set the pace). The
+    first window starts when the counters were zero."""
+
+    __slots__ = ("_rates", "_since", "_snapshot", "window_s")
+
+    def __init__(self, now: float, window_s: float, counters: int) -> None:
+        self.window_s = window_s
+        self._since = now
+        self._snapshot: tuple[int, ...] = (0,) * counters
+        self._rates: tuple[float, ...] = (0.0,) * counters
+
+    def rates(self, now: float, counters: tuple[int, ...]) -> tuple[float, ...]:
+        """The counters' rates over the last completed window (zeros during the first)."""
+        elapsed = now - self._since
+        if elapsed >= self.window_s:
+            self._rates = tuple(
+                (count - before) / elapsed
+                for count, before in zip(counters, self._snapshot, strict=True)
+            )
+            self._snapshot = counters
+            self._since = now
+        return self._rates
+
+
 class TopicMeter:
     """One topic's measured traffic on one broker: counters the message path increments, and
-    rates computed from them over windows of at least ``window_s`` (Pulsar refreshes topic
-    rates every ``statsUpdateFrequencyInSecs`` the same way). Plain class with slots: it is
-    touched once per message."""
+    rates computed from them over windows of at least ``window_s``
+    (:class:`WindowedRates`). Plain class with slots: it is touched once per message."""
 
     __slots__ = (
-        "_rates",
-        "_since",
-        "_snapshot",
-        "_window_s",
+        "_window",
         "bytes_in",
         "bytes_out",
         "consumers",
@@ -153,26 +176,18 @@ class TopicMeter:
         self.bytes_out = 0
         self.producers = 0
         self.consumers = 0
-        self._window_s = window_s
-        self._since = now
-        self._snapshot = (0, 0, 0, 0)
-        self._rates = (0.0, 0.0, 0.0, 0.0)
+        self._window = WindowedRates(now, window_s, 4)
+
+    @property
+    def window_s(self) -> float:
+        """The rate windows' least length, for the rates of the topic's clients too."""
+        return self._window.window_s
 
     def stats(self, now: float) -> TopicStats:
-        """Rates over the last completed window (a new one starts when ``window_s`` has
-        passed since the previous), with the current producer and consumer counts."""
-        elapsed = now - self._since
-        if elapsed >= self._window_s:
-            counters = (self.msgs_in, self.msgs_out, self.bytes_in, self.bytes_out)
-            self._rates = (
-                (counters[0] - self._snapshot[0]) / elapsed,
-                (counters[1] - self._snapshot[1]) / elapsed,
-                (counters[2] - self._snapshot[2]) / elapsed,
-                (counters[3] - self._snapshot[3]) / elapsed,
-            )
-            self._snapshot = counters
-            self._since = now
-        rate_in, rate_out, tput_in, tput_out = self._rates
+        """Rates over the last completed window, with the current producer and consumer
+        counts."""
+        counters = (self.msgs_in, self.msgs_out, self.bytes_in, self.bytes_out)
+        rate_in, rate_out, tput_in, tput_out = self._window.rates(now, counters)
         return TopicStats(rate_in, rate_out, tput_in, tput_out, self.producers, self.consumers)
 
 

@@ -333,7 +333,7 @@ class ServerConnection:
             )
             return
         # A batch holds at least one message; a count below one must not hand out permits.
-        producer.topic.publish(section, max(1, fields.num_messages))
+        producer.publish(section, max(1, fields.num_messages))
         self.send(receipt_frame(fields.producer_id, fields.sequence_id, fields.highest_sequence_id))
 
     # -- commands without I/O ------------------------------------------------------------------

@@ -26,6 +26,7 @@ from ballast.broker.binary.subscriptions import Consumer, SubscribeRefused
 from ballast.broker.binary.topics import ProducerHandle, TopicRefused
 from ballast.broker.caches import NamespaceNotFoundError
 from ballast.broker.lookup import AnswerKind, LookupErrorKind, LookupOptions, partitions_of
+from ballast.broker.traffic import WindowedRates
 from ballast.metadata import paths
 from ballast.metadata.store import MetadataError
 from ballast.model.codec import ModelError
@@ -294,6 +295,8 @@ async def create_producer(connection: ServerConnection, command: Producer) -> No
         topic,
         command.epoch,
         command.producer_access_mode,
+        connection.clock.wall_ms(),
+        WindowedRates(connection.clock.monotonic(), topic.meter.window_s, 2),
     )
     connection.producers[command.producer_id] = producer
     connection.recently_closed_producers.discard(command.producer_id)
@@ -365,8 +368,11 @@ async def subscribe(connection: ServerConnection, command: Subscribe) -> None:
         command.priority_level or 0,
         ranges,
         connection.clock.wall_ms(),
+        WindowedRates(connection.clock.monotonic(), topic.meter.window_s, 2),
     )
-    subscription = topic.subscription(command.subscription, sub_type, mode)
+    subscription = topic.subscription(
+        command.subscription, sub_type, mode, connection.clock.monotonic()
+    )
     try:
         subscription.check(sub_type, mode, consumer)
     except SubscribeRefused as refused:

@@ -30,6 +30,7 @@ from ballast.broker.binary.keys import (
     RangeConflictError,
     StickyRangeSelector,
 )
+from ballast.broker.traffic import WindowedRates
 from ballast.model.naming import partition_index
 from ballast.protocol.commands import ActiveConsumerChange, Command, ServerError, SubType
 from ballast.protocol.fast import message_header
@@ -48,6 +49,8 @@ class Link(Protocol):
 
     protocol_version: int
     closed: bool
+    remote: str  # the client's address, host:port
+    client_version: str  # as the client's CONNECT gave it
 
     def producer_closed_by_broker(self, producer_id: int, assigned_url: str | None) -> None:
         """Tell the client its producer is closed (CLOSE_PRODUCER) and forget it."""
@@ -82,6 +85,7 @@ class Consumer:
         "ranges",
         "subscription",
         "topic",
+        "window",
     )
 
     def __init__(
@@ -94,6 +98,7 @@ class Consumer:
         priority: int,
         ranges: tuple[tuple[int, int], ...],
         connected_since_ms: int,
+        window: WindowedRates,
     ) -> None:
         self.consumer_id = consumer_id
         self.name = name
@@ -103,6 +108,7 @@ class Consumer:
         self.priority = priority
         self.ranges = ranges
         self.connected_since_ms = connected_since_ms
+        self.window = window  # of (msgs_out, bytes_out)
         self.partition = partition_index(topic)  # in every message id, as Pulsar's Consumer
         self.permits = 0
         self.msgs_out = 0
@@ -137,7 +143,9 @@ KeyHash = Callable[[], int]
 class Subscription:
     """One subscription of a topic and its consumers, in the order they joined."""
 
-    def __init__(self, topic: str, name: str, sub_type: int, key_shared_mode: int) -> None:
+    def __init__(
+        self, topic: str, name: str, sub_type: int, key_shared_mode: int, window: WindowedRates
+    ) -> None:
         self.topic = topic
         self.name = name
         self.sub_type = sub_type
@@ -151,6 +159,7 @@ class Subscription:
         # Pulsar's NonPersistentSubscription: "for non partition topics, assume index 0"
         self._partition = max(partition_index(topic), 0)
         self.dropped = 0
+        self.window = window  # of (msgs_out, bytes_out, dropped)
         # What the consumers that left had been sent: a subscription's counters never go
         # back (Pulsar's AbstractSubscription adds its removed consumers' to the others').
         self._msgs_out_of_gone = 0

@@ -35,7 +35,7 @@ from ballast.broker.binary.subscriptions import Consumer, Link, Subscription
 from ballast.broker.caches import NamespaceNotFoundError
 from ballast.broker.lookup import partitions_of
 from ballast.broker.topics import ServedChange
-from ballast.broker.traffic import MeasuredTraffic, TopicMeter
+from ballast.broker.traffic import MeasuredTraffic, TopicMeter, WindowedRates
 from ballast.clock import Clock
 from ballast.coordination.ownership import OwnershipState, read_owner
 from ballast.metadata.store import MetadataError
@@ -69,9 +69,20 @@ class TopicInUseError(Exception):
 
 
 class ProducerHandle:
-    """A producer attached to a topic."""
+    """A producer attached to a topic, with what it published (for the topic's stats)."""
 
-    __slots__ = ("access_mode", "epoch", "link", "name", "producer_id", "topic")
+    __slots__ = (
+        "access_mode",
+        "bytes_in",
+        "connected_since_ms",
+        "epoch",
+        "link",
+        "msgs_in",
+        "name",
+        "producer_id",
+        "topic",
+        "window",
+    )
 
     def __init__(
         self,
@@ -81,6 +92,8 @@ class ProducerHandle:
         topic: NonPersistentTopic,
         epoch: int,
         access_mode: int,
+        connected_since_ms: int,
+        window: WindowedRates,
     ) -> None:
         self.producer_id = producer_id
         self.name = name
@@ -88,6 +101,16 @@ class ProducerHandle:
         self.topic = topic
         self.epoch = epoch
         self.access_mode = access_mode
+        self.connected_since_ms = connected_since_ms
+        self.window = window  # of (msgs_in, bytes_in)
+        self.msgs_in = 0
+        self.bytes_in = 0
+
+    def publish(self, section: bytes, num_messages: int) -> None:
+        """Count a published message and relay it to the topic's subscriptions."""
+        self.msgs_in += num_messages
+        self.bytes_in += len(section)
+        self.topic.publish(section, num_messages)
 
 
 def _no_key() -> int:
@@ -124,10 +147,14 @@ class NonPersistentTopic:
                 meter.msgs_out += num_messages
                 meter.bytes_out += len(section)
 
-    def subscription(self, name: str, sub_type: int, key_shared_mode: int) -> Subscription:
+    def subscription(
+        self, name: str, sub_type: int, key_shared_mode: int, now: float
+    ) -> Subscription:
+        """The subscription ``name``, made at ``now`` (monotonic) if it is new."""
         found = self.subscriptions.get(name)
         if found is None:
-            found = Subscription(self.name_text, name, sub_type, key_shared_mode)
+            window = WindowedRates(now, self.meter.window_s, 3)
+            found = Subscription(self.name_text, name, sub_type, key_shared_mode, window)
             self.subscriptions[name] = found
             if sub_type == SubType.KEY_SHARED:
                 self._key_shared += 1
