@@ -74,7 +74,7 @@ def test_a_broker_of_another_cluster_is_refused_by_the_store(ballast: Run, tmp_p
     other = ballast("broker", "--store", store, *ports, "--set", "clusterName=other")
     assert other.returncode == 2
     assert other.stderr.strip().endswith(
-        "error: clusterName is other, but this metadata store is for standalone: give this "
-        "broker its cluster's name (clusterName=standalone), or a store of its own"
+        "error: clusterName is other, but this metadata store is for standalone: set "
+        "clusterName=standalone, or give a store of this cluster's own"
     )
     assert "serving on" not in other.stderr

@@ -153,3 +153,25 @@ def test_a_stop_during_the_demo_setup_is_heard(ballast: Run, tmp_path: Path) -> 
     assert run.returncode == 0, run.stderr
     ran = re.search(r"^ran (\d+) s", run.stdout, re.MULTILINE)
     assert ran is not None and int(ran.group(1)) <= 30, run.stdout  # 188 s
+
+
+@pytest.mark.integration
+def test_a_store_of_another_cluster_is_refused(ballast: Run, tmp_path: Path) -> None:
+    """``--store`` another cluster's store: its brokers joined that cluster's balancing (only
+    ``ballast broker`` claimed the store for its clusterName)."""
+    store = f"sqlite:{tmp_path / 'cluster.db'}"
+    port, broker_port = standalone_ports(1)
+    ports = ["--port", str(port), "--broker-port", str(broker_port)]
+    first = ballast(
+        "standalone", "--store", store, "--no-load", "--brokers", "1", "--duration", "1", *ports
+    )
+    assert first.returncode == 0, first.stderr
+    claimed = ballast("metadata", "get", "/admin/clusters", "--raw", "--store", store)
+    assert claimed.stdout.strip() == "standalone", claimed.stdout
+    other = ballast(
+        "standalone", "--store", store, "--set", "clusterName=prod", "--no-load",
+        "--brokers", "1", "--duration", "1", *ports,
+    )  # fmt: skip
+    assert other.returncode == 2, other.stderr
+    assert "clusterName is prod, but this metadata store is for standalone" in other.stderr
+    assert "Traceback" not in other.stderr and "ran " not in other.stdout

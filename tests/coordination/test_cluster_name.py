@@ -21,7 +21,7 @@ async def test_the_first_broker_claims_the_store_and_another_name_is_refused(
     await claim_cluster(store, "prod")
     assert await store.children("/admin/clusters") == ["prod"]
     await claim_cluster(store, "prod")  # its other brokers
-    with pytest.raises(ClusterMismatchError, match=r"is for prod: .*\(clusterName=prod\)"):
+    with pytest.raises(ClusterMismatchError, match=r"is for prod: set clusterName=prod,"):
         await claim_cluster(store, "standalone")
     assert await store.children("/admin/clusters") == ["prod"]  # nothing written
 
@@ -61,7 +61,7 @@ async def test_a_copied_pulsar_tree_takes_one_of_its_clusters(clock: Clock) -> N
     store = MemoryMetadataStore(MemoryServer(clock))
     for name in ("global", "us-east", "us-west"):
         await store.put(f"/admin/clusters/{name}", b"{}")
-    with pytest.raises(ClusterMismatchError, match="is for us-east, us-west: give"):
+    with pytest.raises(ClusterMismatchError, match="is for us-east, us-west: set one of their"):
         await claim_cluster(store, "eu")
     await claim_cluster(store, "us-west")
     with pytest.raises(ClusterMismatchError, match=r"is for us-west: .*clusterName=us-west"):

@@ -11,6 +11,7 @@ import typer
 
 from ballast.cli.common import fail, output_console, settings_from
 from ballast.cli.history import history_sink
+from ballast.coordination.cluster_name import ClusterMismatchError
 from ballast.metadata.factory import InvalidStoreUrlError, parse_store_url
 from ballast.metadata.store import MetadataError
 from ballast.model.config import Settings
@@ -162,6 +163,8 @@ def standalone_command(
         summary = asyncio.run(run_standalone(options, console))
     except OSError as exc:
         fail(f"cannot start: {exc}", code=1)
+    except ClusterMismatchError as exc:
+        fail(str(exc))
     except (MetadataError, NoLeaderError, SetupRefusedError) as exc:
         fail(str(exc), code=1)
     console.print(summary_text(summary))

@@ -54,8 +54,8 @@ async def claim_cluster(store: MetadataStore, cluster: str) -> None:
 
 
 def _mismatch(cluster: str, known: list[str]) -> ClusterMismatchError:
-    suggestion = f" (clusterName={known[0]})" if len(known) == 1 else ""
+    advice = f"set clusterName={known[0]}" if len(known) == 1 else "set one of their names"
     return ClusterMismatchError(
         f"clusterName is {cluster}, but this metadata store is for {', '.join(known)}: "
-        f"give this broker its cluster's name{suggestion}, or a store of its own"
+        f"{advice}, or give a store of this cluster's own"
     )

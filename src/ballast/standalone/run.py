@@ -33,6 +33,7 @@ from ballast.broker.traffic import WorkloadTraffic
 from ballast.clock import SystemClock
 from ballast.controller.history import HistorySink
 from ballast.controller.requests import CreateNamespace, CreateTenant
+from ballast.coordination.cluster_name import claim_cluster
 from ballast.model.config import Settings, resource_weights
 from ballast.standalone.workload import DemoWorkload
 
@@ -120,6 +121,7 @@ class Standalone:
         set first. A :class:`NoLeaderError` if none is elected within two sessions' time (a
         leader record of a session still alive expires within one)."""
         self._started = self.clock.monotonic()
+        await self._claim_store()
         for i in range(self.options.brokers):
             await self.cluster.add_broker(
                 BrokerIdentity(
@@ -163,6 +165,16 @@ class Standalone:
             else:
                 workload.apply(self.traffic, hot=False)
         return True
+
+    async def _claim_store(self) -> None:
+        """Claim the store for this cluster's ``clusterName`` as ``ballast broker`` does: a
+        store of another cluster (``--store`` a production ZooKeeper, say) is refused before
+        any broker joins its balancing."""
+        store = await self.cluster.connect()
+        try:
+            await claim_cluster(store, self.cluster.settings.get_str("clusterName"))
+        finally:
+            await store.close()
 
     async def _set_up(self, request: CreateTenant | CreateNamespace) -> None:
         """Ask the leader for a tenant or namespace the cluster starts with; one that exists
