@@ -93,6 +93,9 @@ def test_a_bad_url_is_blamed_on_where_it_came_from(ballast: Run) -> None:
     assert given.returncode == 2 and '--url "y" is not a valid URL' in given.stderr
     empty = ballast("admin", "--url", "", "tenants", "list")  # not the default's cluster
     assert empty.returncode == 2 and "--url is empty" in empty.stderr
+    # the API's paths were appended after the query: http://h:1?x=1/admin/v2/tenants
+    query = ballast("admin", "--url", "http://127.0.0.1:1?x=1", "tenants", "list")
+    assert query.returncode == 2 and "has no query or fragment" in query.stderr
 
 
 def test_an_empty_destination_is_refused_not_read_as_an_unload(ballast: Run) -> None:

@@ -55,6 +55,10 @@ def url_problem(url: str, schemes: tuple[str, ...], *, several_hosts: bool = Fal
     if not found or scheme not in schemes:
         return "it does not start with " + " or ".join(f"{name}://" for name in schemes)
     hosts = rest.split("/", 1)[0]
+    if "?" in rest or "#" in rest:  # the client would send it, or ignore it, or fail late
+        return "a service URL has no query or fragment (? or #)"
+    if "@" in hosts:
+        return "it names a user (user@host), which Ballast's clients do not send"
     for host in hosts.split(",") if several_hosts else [hosts]:
         try:
             parts = urlsplit(f"{scheme}://{host}")

@@ -45,7 +45,10 @@ Url = Annotated[
 ]
 Topics = Annotated[
     list[str],
-    typer.Argument(help="Topics (a bare name means non-persistent://public/default/NAME)."),
+    typer.Argument(
+        help="Topics: NAME means non-persistent://public/default/NAME, T/NS/NAME "
+        "non-persistent://T/NS/NAME."
+    ),
 ]
 TopicCount = Annotated[
     int, typer.Option("--topics", "-t", help="Use NAME-0 .. NAME-(N-1) for each topic.")

@@ -6,8 +6,8 @@ allows) and consumers receiving, each reporting every second and summarising at 
 - End-to-end latency (consume): from the message's publish time (set by the producer's clock)
   to its arrival in the listener — meaningful when both run on the same machine.
 - Topics: ``--topics N`` turns each name into ``NAME-0`` .. ``NAME-(N-1)``, as pulsar-perf does;
-  a name without a scheme is ``non-persistent://public/default/NAME`` (Ballast serves
-  non-persistent topics).
+  a name without a scheme is ``non-persistent://public/default/NAME``, and ``T/NS/NAME`` is
+  ``non-persistent://T/NS/NAME`` (Ballast serves non-persistent topics).
 - Connecting: the client's calls that block (creating producers and consumers, flushing,
   closing) run on daemon threads of their own, not asyncio's executor, whose threads the
   interpreter joins at exit. A stop (Ctrl-C) or the end of the duration ends a run that is
@@ -43,7 +43,8 @@ from ballast.perf.stats import Interval, Recorder, Summary
 from ballast.protocol.versions import DEFAULT_MAX_MESSAGE_SIZE
 
 REPORT_EVERY_S = 1.0
-DEFAULT_DOMAIN = "non-persistent://public/default/"
+NON_PERSISTENT = "non-persistent"
+DEFAULT_DOMAIN = f"{NON_PERSISTENT}://public/default/"
 OPERATION_TIMEOUT_S = 30  # the client's, for each lookup, producer or subscription
 DRAIN_S = 30.0  # longest a producer waits for the receipts of what it sent
 CLOSE_WAIT_S = 5.0  # longest a run waits for the client to close
@@ -85,12 +86,23 @@ class SubscriptionKind(enum.Enum):
 
 
 def topic_names(names: Sequence[str], count: int) -> tuple[str, ...]:
-    """The topics to use: each name (completed to ``non-persistent://public/default/NAME``
-    when it has no scheme), or with ``count`` > 1 its ``-0`` .. ``-(count-1)`` variants."""
-    full = [name if "://" in name else DEFAULT_DOMAIN + name for name in names]
+    """The topics to use: each name completed as Pulsar completes a short name, but to
+    non-persistent (``NAME`` is ``non-persistent://public/default/NAME``, ``T/NS/NAME`` is
+    ``non-persistent://T/NS/NAME``; any other short name is left for the parse to refuse),
+    or with ``count`` > 1 its ``-0`` .. ``-(count-1)`` variants."""
+    full = [_completed(name) for name in names]
     if count <= 1:
         return tuple(full)
     return tuple(f"{name}-{i}" for name in full for i in range(count))
+
+
+def _completed(name: str) -> str:
+    if "://" in name:
+        return name
+    parts = name.count("/")
+    if parts == 0:
+        return DEFAULT_DOMAIN + name
+    return f"{NON_PERSISTENT}://{name}" if parts == 2 else name
 
 
 @dataclass(frozen=True, slots=True)
