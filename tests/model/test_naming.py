@@ -183,6 +183,10 @@ def test_system_service_namespaces() -> None:
     assert heartbeat_namespace("host:8080", cluster="c1").is_system_service
     assert not NamespaceName.parse("pulsar/ordinary").is_system_service
     assert not NamespaceName.parse("public/default").is_system_service
+    # Pulsar's SLA_NAMESPACE_PATTERN, sla-monitor/<cluster>/<host:port>: they were shed
+    assert NamespaceName.parse("sla-monitor/c1/10.0.0.1:8080").is_system_service
+    assert not NamespaceName.parse("sla-monitor/c1/ordinary").is_system_service
+    assert not NamespaceName.parse("sla-monitor/10.0.0.1:8080").is_system_service  # v2: no
     # Of these, only the brokers' own are heartbeat namespaces: pulsar/system is placed.
     assert heartbeat_namespace("10.0.0.1:8080").is_heartbeat
     assert heartbeat_namespace("host:8080", cluster="c1").is_heartbeat
@@ -197,7 +201,10 @@ def test_encoding_matches_java_url_encoder() -> None:
     assert topic.lookup_name == "persistent/t/ns/a+b"
 
 
-names = st.text(alphabet="abcXYZ019-_=:.", min_size=1, max_size=8)
+# "." and ".." are refused: they would name another path
+names = st.text(alphabet="abcXYZ019-_=:.", min_size=1, max_size=8).filter(
+    lambda s: s not in (".", "..")
+)
 locals_ = st.text(min_size=1, max_size=12).filter(lambda s: "/" not in s)
 
 

@@ -21,6 +21,7 @@ DEFAULT_NAMESPACE = "default"
 PARTITIONED_TOPIC_SUFFIX = "-partition-"
 SYSTEM_NAMESPACE = "pulsar/system"
 HEARTBEAT_TENANT = "pulsar"
+SLA_MONITOR_TENANT = "sla-monitor"  # Pulsar's SLA_NAMESPACE_PROPERTY
 
 # Pulsar's NamedEntity pattern: Java's \w without UNICODE_CHARACTER_CLASS is ASCII-only.
 _NAMED_ENTITY = re.compile(r"[-=:.\w]*", re.ASCII)
@@ -156,9 +157,12 @@ class NamespaceName:
 
     @property
     def is_system_service(self) -> bool:
-        """The namespaces Pulsar keeps out of load shedding: ``pulsar/system`` and the
-        heartbeat / SLA-monitor namespaces ``pulsar/<host:port>``,
-        ``pulsar/<cluster>/<host:port>``."""
+        """The namespaces Pulsar keeps out of load shedding (``isSystemServiceNamespace``):
+        ``pulsar/system``, the heartbeat namespaces ``pulsar/<host:port>`` and
+        ``pulsar/<cluster>/<host:port>``, and the SLA-monitor namespaces
+        ``sla-monitor/<cluster>/<host:port>``."""
+        if self.tenant == SLA_MONITOR_TENANT:
+            return self.cluster is not None and _looks_like_host_port(self.local_name)
         if self.tenant != HEARTBEAT_TENANT:
             return False
         if self.is_v2 and self.local_name == "system":
