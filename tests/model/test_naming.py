@@ -153,6 +153,8 @@ def test_an_entity_name_is_one_path_step() -> None:
         ("t-partition-2147483648", -1),
         ("t-partition-2147483647", 2147483647),
         ("plain", -1),
+        ("t-partition-\u0663", 3),  # ARABIC-INDIC DIGIT THREE: a digit to Java too
+        ("t-partition-\U0001d7d1", -1),  # MATHEMATICAL BOLD DIGIT THREE: two surrogates
     ],
 )
 def test_partition_index_follows_java_rules(name: str, index: int) -> None:

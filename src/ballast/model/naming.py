@@ -214,8 +214,10 @@ def not_utf8(text: str, *, from_bytes: bool = True) -> str | None:
 
 
 def java_parse_int(text: str) -> int | None:
-    """``Integer.parseInt`` semantics: optional sign, decimal digits (any Unicode Nd digit, as
-    ``Character.digit``), within the 32-bit signed range; None where Java throws."""
+    """``Integer.parseInt`` semantics: optional sign, decimal digits (any Unicode Nd digit of
+    the Basic Multilingual Plane, as ``Character.digit`` reads one UTF-16 unit: a digit past
+    it, such as U+1D7D1, is two surrogates to Java, neither a digit), within the 32-bit signed
+    range; None where Java throws."""
     if text == "":
         return None
     sign = 1
@@ -227,7 +229,7 @@ def java_parse_int(text: str) -> int | None:
         return None
     value = 0
     for ch in digits:
-        digit = unicodedata.decimal(ch, None)
+        digit = unicodedata.decimal(ch, None) if ch <= "\uffff" else None
         if digit is None:
             return None
         value = value * 10 + digit
