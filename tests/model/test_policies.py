@@ -173,3 +173,17 @@ def test_failure_domains_and_hosts() -> None:
         {"p": {"namespaces": ["t/a"], "primary": ["Broker-A.*"]}}
     )
     assert policy.policies["p"].is_primary(broker_host("Broker-A.Example.com:8080"))
+
+
+def test_isolation_regexes_are_read_as_java_reads_them() -> None:
+    """Pulsar matches them with java.util.regex: \\Q..\\E and \\p{Alnum} were refused as
+    invalid, and Java's class intersection matched no broker, silently."""
+    policies = IsolationPolicies.from_mapping(
+        {"p": {"namespaces": ["t/\\Qa.b\\E"], "primary": ["\\p{Alnum}+-[0-9]"]}}
+    )
+    policy = policies.policy_for("t/a.b")
+    assert policy is not None and policies.policy_for("t/axb") is None
+    assert policy.is_primary("broker-1") and not policy.is_primary("broker_x-1")
+    with pytest.raises(ModelError, match="Java's intersection") as caught:
+        IsolationPolicies.from_mapping({"p": {"primary": ["10\\.0\\.0\\.[1-3&&[^2]]"]}})
+    assert caught.value.path == '$["p"].primary[0]'

@@ -11,7 +11,6 @@ Concurrency contract: handlers run in the controller's event task.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -75,6 +74,7 @@ from ballast.model.policies import (
     LocalPolicies,
     NamespacePolicies,
     isolation_policy_problem,
+    pattern_matches,
     unload_patterns,
 )
 from ballast.model.split_algorithms import SPECIFIED_POSITIONS_DIVIDE
@@ -557,7 +557,7 @@ class AdminHandlers:
             return ok()
         patterns = unload_patterns(before, after)
         moves = self._unload_owned(
-            lambda ns: any(re.fullmatch(p, str(ns)) for p in patterns),
+            lambda ns: any(pattern_matches(p, str(ns)) for p in patterns),
             f"isolation policy {request.name} changed",
         )
         return ok(f"unloading {len(moves)} bundles", unloading=len(moves))

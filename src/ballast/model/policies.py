@@ -22,6 +22,8 @@ from ballast.model.bundles import (
     validate_created_bundles,
 )
 from ballast.model.codec import ModelError
+from ballast.model.java_regex import FLAGS as JAVA_FLAGS
+from ballast.model.java_regex import JavaRegexError, compile_java, re2_reads_alike, to_python
 from ballast.model.linear_regex import linear_fullmatch
 from ballast.model.naming import NamespaceName
 
@@ -155,14 +157,23 @@ class NamespaceIsolationPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return any(_matcher(pattern)(host) for pattern in self.secondary)
 
 
+def pattern_matches(pattern: str, text: str) -> bool:
+    """Whether a policy's ``pattern`` (Java syntax) matches all of ``text``, as Pulsar's
+    ``Pattern.matches``."""
+    return bool(_matcher(pattern)(text))
+
+
 @functools.lru_cache(maxsize=4096)
 def _matcher(pattern: str) -> Callable[[str], object]:
-    """Whole-string matching of a policy's pattern: by RE2, in time linear in the name, when
+    """Whole-string matching of a policy's pattern, in Java's syntax
+    (:mod:`~ballast.model.java_regex`): by RE2, in time linear in the name, when
     RE2 takes the pattern; by Python's ``re`` otherwise (backreferences, lookaround), as
     Pulsar's ``RE2J_WITH_JDK_FALLBACK`` does for topic patterns. A backtracking engine alone
     took time doubling with each character for ``(a|a)*b``: a lookup in a namespace of 24
     ``a`` held the event loop 0.8 s."""
-    return linear_fullmatch(pattern) or re.compile(pattern).fullmatch
+    python = to_python(pattern)
+    linear = linear_fullmatch(python) if re2_reads_alike(python) else None
+    return linear or re.compile(python, JAVA_FLAGS).fullmatch
 
 
 class IsolationPolicies(msgspec.Struct, frozen=True):
@@ -179,8 +190,8 @@ class IsolationPolicies(msgspec.Struct, frozen=True):
             for part in ("namespaces", "primary", "secondary"):
                 for index, pattern in enumerate(getattr(policy, part)):
                     try:
-                        re.compile(pattern)
-                    except re.error as exc:
+                        compile_java(pattern)
+                    except JavaRegexError as exc:
                         raise ModelError(
                             f'{path}["{name}"].{part}[{index}]',
                             f'regex "{pattern}" is invalid: {exc}',
