@@ -152,6 +152,25 @@ def test_shed_folds_the_averages_a_generated_history_lacks(
 
 
 @pytest.mark.spark
+def test_shed_on_stored_averages_removes_an_earlier_runs_folded_ones(
+    ballast: Ballast, history: Path, tmp_path: Path
+) -> None:
+    """A run on a history with stored averages left the averages an earlier run had folded
+    (of another history) beside its decisions, as if they were its own."""
+    out = tmp_path / "shed"
+    folded = summary(ballast("pipeline", "shed", "--history", str(history), "--out", str(out)))
+    assert str(out / "shed_bundle_averages") in folded["outputs"]
+    imported = tmp_path / "imported"
+    example = Path(__file__).resolve().parents[2] / "examples" / "cluster-snapshot.json"
+    made = ballast("pipeline", "import", str(example), "--history", str(imported))
+    assert made.returncode == 0, made.stderr
+    stored = summary(ballast("pipeline", "shed", "--history", str(imported), "--out", str(out)))
+    assert stored["outputs"] == [str(out / "shed_decisions")]
+    assert not (out / "shed_bundle_averages").exists()
+    assert (out / "shed_decisions").is_dir()
+
+
+@pytest.mark.spark
 def test_split_plan_uses_latest_topics(ballast: Ballast, history: Path, tmp_path: Path) -> None:
     out = tmp_path / "plan"
     algorithm = "flow_or_qps_equally_divide"

@@ -119,6 +119,24 @@ def test_selection_follows_pulsar_thresholds(spark: SparkSession) -> None:
     assert chosen[2]["long_msg_rate"] == 30001.0
 
 
+def test_a_nan_average_is_over_no_limit(spark: SparkSession) -> None:
+    """Java's ``NaN > limit`` is false: Pulsar splits no such bundle, and the model does not
+    either. Spark orders NaN above every number, so the plan selected and cut it."""
+    latest = [
+        {
+            "broker": "b:1",
+            "bundle": "t/a/0x00000000_0x80000000",
+            "topics": 2,
+            "msg_rate_in": float("nan"),
+            "msg_throughput_in": float("nan"),
+        }
+    ]
+    assert candidates(spark, latest, config()) == []
+    with_topics = [{**latest[0], "topics": 1001}]  # another rule still selects it
+    (chosen,) = candidates(spark, with_topics, config())
+    assert chosen["reason"] == "topics 1001 > 1000"
+
+
 def test_sessions_check_disabled_at_zero(spark: SparkSession) -> None:
     latest = [
         {

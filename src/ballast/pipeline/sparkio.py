@@ -165,9 +165,21 @@ def _exists_on(spark: SparkSession, root: str) -> Callable[[str], bool]:
         try:
             return bool(system.exists(hadoop_path(path)))
         except Py4JError as exc:
-            raise PathError(f"cannot read {path}: {_java_reason(exc)}") from None
+            raise PathError(f"cannot reach {path}: {_java_reason(exc)}") from None
 
     return exists
+
+
+def remove_output(spark: SparkSession, out: str, table: Table) -> None:
+    """Delete an earlier run's ``<out>/<table>``: a table this run does not write, which
+    would otherwise be read beside this run's as if it were of it."""
+    system, hadoop_path = _file_system(spark, out)
+    path = table_path(out, table)
+    try:
+        if system.exists(hadoop_path(path)):
+            system.delete(hadoop_path(path), True)
+    except Py4JError as exc:
+        raise PathError(f"cannot remove {path}: {_java_reason(exc)}") from None
 
 
 def _java_reason(exc: Py4JError) -> str:

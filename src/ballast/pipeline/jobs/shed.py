@@ -45,6 +45,7 @@ from ballast.pipeline.sparkio import (
     latest_snapshots,
     read_history,
     read_output,
+    remove_output,
     table_path,
     write_output,
 )
@@ -126,6 +127,8 @@ def shed_history(
         )
         averages = averages.unionByName(read_output(spark, paths.out, SHED_BUNDLE_AVERAGES))
         outputs.append(table_path(paths.out, SHED_BUNDLE_AVERAGES))
+    else:  # every cluster's averages are stored: an earlier run's table is not of this one
+        remove_output(spark, paths.out, SHED_BUNDLE_AVERAGES)
     averages = averages.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         broker_averages = stored_broker_averages.filter(_in(with_broker_averages))

@@ -123,6 +123,12 @@ def averaged_bundles(busy: DataFrame, latest: DataFrame, config: SplitConfig) ->
     )
 
 
+def _above(value: Column, limit: float) -> Column:
+    """``value > limit`` as Java compares doubles: a NaN average is over no limit (Spark
+    orders NaN above every number), so, as in Pulsar, it selects nothing."""
+    return (value > F.lit(limit)) & ~F.isnan(value)
+
+
 def split_candidates(
     brokers: DataFrame, bundles: DataFrame, bundle_averages: DataFrame, config: SplitConfig
 ) -> DataFrame:
@@ -160,7 +166,7 @@ def split_candidates(
             F.format_string("topics %d > %d", F.col("topics"), F.lit(config.max_topics)),
         ),
         (
-            F.col("long_msg_rate") > F.lit(config.max_msg_rate),
+            _above(F.col("long_msg_rate"), config.max_msg_rate),
             F.format_string(
                 "long-term msg rate %.1f > %.1f msg/s",
                 F.col("long_msg_rate"),
@@ -168,7 +174,7 @@ def split_candidates(
             ),
         ),
         (
-            F.col("long_msg_throughput") > F.lit(config.max_bandwidth_bytes),
+            _above(F.col("long_msg_throughput"), config.max_bandwidth_bytes),
             F.format_string(
                 "long-term throughput %.2f > %.2f MiB/s",
                 F.col("long_msg_throughput") / F.lit(MIB),
