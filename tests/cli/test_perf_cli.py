@@ -201,6 +201,31 @@ async def test_failed_sends_are_counted_by_the_clients_reason(clock: Clock) -> N
         await cluster.close()
 
 
+async def test_a_reader_that_goes_away_ends_the_run_quietly(clock: Clock) -> None:
+    """``perf produce | head -1``: the next interval line met a closed pipe and printed two
+    tracebacks ("Task exception was never retrieved"); the run went on to its end."""
+    cluster = await start_cluster(clock, "t/perf", 1, brokers=1)
+    try:
+        node: Any = next(iter(cluster.nodes.values()))
+        process = await start(
+            "perf", "produce", TOPIC, "--url", pulsar_url(node), "--rate", "20", "-d", "60"
+        )
+        assert process.stdout is not None and process.stderr is not None
+        first = await asyncio.wait_for(process.stdout.readline(), timeout=60)
+        assert first.startswith(b"Produce")
+        began = clock.monotonic()
+        process.stdout.feed_eof()  # as `head -1` does: close our end, read no more
+        transport = process._transport  # type: ignore[attr-defined]
+        transport.get_pipe_transport(1).close()
+        err = await asyncio.wait_for(process.stderr.read(), timeout=60)
+        await asyncio.wait_for(process.wait(), timeout=60)
+        assert process.returncode == 1
+        assert clock.monotonic() - began < 30  # not the rest of --duration
+        assert b"Traceback" not in err and b"Task exception" not in err, err.decode()
+    finally:
+        await cluster.close()
+
+
 async def test_consume_counts_exactly_the_messages_asked_for(clock: Clock) -> None:
     cluster = await start_cluster(clock, "t/perf", 1, brokers=1)
     try:

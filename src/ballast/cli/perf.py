@@ -198,6 +198,7 @@ def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
 
     # The first Ctrl-C (or SIGTERM) stops the run, a second one the waiting for receipts.
     stop, hurry = asyncio.Event(), asyncio.Event()
+    reader_gone = asyncio.Event()  # whoever read the interval lines closed the pipe
 
     async def main() -> Summary:
         def on_signal() -> None:
@@ -216,7 +217,17 @@ def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
 
                 return await start(clock, stop, hurry, show, client_said)
         logger = interval_logger(console, verb.capitalize())
-        return await start(clock, stop, hurry, logger, client_said)
+
+        def log(interval: Interval, outstanding: int | None) -> None:
+            if reader_gone.is_set():
+                return
+            try:
+                logger(interval, outstanding)
+            except SystemExit:  # rich's answer to a closed pipe (`| head`): stdout is
+                reader_gone.set()  # /dev/null now; end the run as a stop would
+                stop.set()
+
+        return await start(clock, stop, hurry, log, client_said)
 
     try:
         summary = asyncio.run(main())
@@ -224,6 +235,8 @@ def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
         _leave(1, str(exc))
     except Exception as exc:  # the client's other errors
         _leave(1, f"{type(exc).__name__}: {exc}")
+    if reader_gone.is_set():
+        _leave(1, wait_s=0)  # nobody reads the summary; exit 1, as a closed pipe elsewhere
     if as_json:
         print_json(summary.to_json())
     else:
