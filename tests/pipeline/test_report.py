@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -262,6 +263,20 @@ def test_render_report_writes_charts_and_escaped_tables() -> None:
     )
     assert sorted(twice) == sorted([*images, "east_1-2-imbalance.png", "east_1-2-namespaces.png",
                                     "east_1-2-usage.png"])  # fmt: skip
+
+
+def test_dollar_signs_in_names_are_drawn_as_they_are() -> None:
+    """Between two ``$`` matplotlib reads math: ``t$\\frac$/ns`` stopped the report with an
+    internal error (a parse exception) and wrote nothing."""
+    times = [0, 60_000]
+    series = pd.DataFrame(
+        {"snapshot_ms": times, "namespace": ["t$\\frac$/ns"] * 2, "msg_rate": [1.0, 2.0]}
+    )
+    figure = namespace_figure(series, "c$\\sqrt$")
+    FigureCanvasAgg(figure).draw()
+    assert figure.axes[0].get_title() == "c\\$\\sqrt\\$: busiest namespaces"
+    legend = figure.axes[0].get_legend()
+    assert [text.get_text() for text in legend.get_texts()] == ["t\\$\\frac\\$/ns"]
 
 
 def test_a_report_of_one_snapshot_names_it_in_the_singular() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from ballast.model.bundles import BundleRange, InvalidBundle, hash_key, split_boundaries
 from ballast.model.config import SplitConfig, load_settings
@@ -32,6 +33,7 @@ from ballast.pipeline.transforms.split import (
     UnsupportedAlgorithm,
     averaged_bundles,
     busy_bundles,
+    malformed_bundle,
     split_candidates,
     split_plan,
     split_points,
@@ -135,6 +137,25 @@ def test_a_nan_average_is_over_no_limit(spark: SparkSession) -> None:
     with_topics = [{**latest[0], "topics": 1001}]  # another rule still selects it
     (chosen,) = candidates(spark, with_topics, config())
     assert chosen["reason"] == "topics 1001 > 1000"
+
+
+def test_names_that_give_no_range_to_cut_are_found(spark: SparkSession) -> None:
+    """A history another tool wrote may name bundles anyhow: ``t/ns/junk00`` failed the
+    job with Spark's stack, and a reversed range was cut outside itself."""
+    names = {
+        "t/ns/0x00000000_0x80000000": False,
+        "t/ns/0X0_0xffffffff": False,
+        "p/c/ns/0x80000000_0xc0000000": False,
+        "t/ns/junk00": True,
+        "t/ns/0x80000000_0x00000000": True,
+        "t/ns/0x10_0x10": True,
+        "0x00000000_0x10000000": True,
+        "t/ns/0x00000000_0x100000000": True,
+        "t/ns/0xg0000000_0x10000000": True,
+    }
+    rows = spark.createDataFrame([(name,) for name in names], "bundle string")
+    found = rows.select("bundle", malformed_bundle(F.col("bundle")).alias("bad")).collect()
+    assert {row["bundle"]: row["bad"] for row in found} == names
 
 
 def test_sessions_check_disabled_at_zero(spark: SparkSession) -> None:

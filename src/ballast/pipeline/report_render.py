@@ -18,6 +18,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from ballast.chart_text import plain
+
 TOP_ROWS = 20
 
 
@@ -83,7 +85,7 @@ def usage_figure(over_time: pd.DataFrame, cluster: str) -> Figure:
     ):
         axes.plot(times, frame[column] * 100.0, label=label, linewidth=1.2, marker=_marker(frame))
     axes.set_ylabel("weighted max resource usage (%)")
-    axes.set_title(f"{cluster}: broker load across brokers")
+    axes.set_title(f"{plain(cluster)}: broker load across brokers")
     axes.grid(True, alpha=0.3)
     counts = axes.twinx()
     counts.step(
@@ -116,7 +118,7 @@ def imbalance_figure(over_time: pd.DataFrame, cluster: str) -> Figure:
     )
     axes.plot(times, frame["rate_cv"], label="msg rate std / mean", linewidth=1.2, marker=marker)
     axes.set_ylabel("ratio")
-    axes.set_title(f"{cluster}: imbalance between brokers")
+    axes.set_title(f"{plain(cluster)}: imbalance between brokers")
     axes.grid(True, alpha=0.3)
     spread = axes.twinx()
     spread.plot(
@@ -144,12 +146,12 @@ def namespace_figure(top_series: pd.DataFrame, cluster: str) -> Figure:
         axes.plot(
             _times(series),
             series["msg_rate"],
-            label=namespace,
+            label=plain(namespace),
             linewidth=1.0,
             marker=_marker(series),
         )
     axes.set_ylabel("msg rate in + out (msg/s)")
-    axes.set_title(f"{cluster}: busiest namespaces")
+    axes.set_title(f"{plain(cluster)}: busiest namespaces")
     axes.grid(True, alpha=0.3)
     if not top_series.empty:
         axes.legend(loc="upper left", fontsize=8, ncol=2)

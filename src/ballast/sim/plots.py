@@ -25,6 +25,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ballast.atomic_files import replaced_whole
+from ballast.chart_text import plain
 from ballast.sim.runner import RunResult
 
 _METADATA: dict[str, str | None] = {"Software": None}
@@ -75,7 +76,7 @@ def plot_run(result: RunResult, path: Path) -> Path:
             values,
             linewidth=0.9,
             color=colours(position % 20),
-            label=broker if len(series) <= 12 else None,
+            label=plain(broker) if len(series) <= 12 else None,
         )
     top = max((max(v) for _, v in series.values() if v), default=1.0)
     moves = [d for d in result.decisions if d.origin == "shedding"]
@@ -100,7 +101,7 @@ def plot_run(result: RunResult, path: Path) -> Path:
         )
     _mark_events(loads, result)
     loads.set_ylabel("broker load")
-    loads.set_title(f"{result.scenario.name} — {result.strategy} (seed {result.seed})")
+    loads.set_title(f"{plain(result.scenario.name)} — {result.strategy} (seed {result.seed})")
     if loads.get_legend_handles_labels()[0]:  # none past 12 brokers with no move or split
         loads.legend(fontsize=7, loc="upper right", ncol=2)
     steps = result.steps
@@ -144,7 +145,7 @@ def plot_comparison(
         ratio.plot(minutes, [s.ratio for s in result.steps], label=result.strategy)
     if results:
         spread.axhline(results[0].scenario.target_std, color="0.3", linestyle=":")
-        spread.set_title(f"{results[0].scenario.name}: std dev of broker load")
+        spread.set_title(f"{plain(results[0].scenario.name)}: std dev of broker load")
     ratio.axhline(1.1, color="0.3", linestyle=":")
     ratio.set_title("max load / lower bound")
     for axes_ in (spread, ratio):

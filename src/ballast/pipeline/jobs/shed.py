@@ -150,10 +150,9 @@ def shed_history(
         obj = snapshot_object(*(part.get(name, []) for part in rows))
         try:
             snapshot = parse(obj)
-        except ModelError as exc:  # a sample no statistics show: NaN
+        except ModelError as exc:  # a NaN sample (no statistics show it), a bad name
             raise JobError(
-                f"the latest snapshot of cluster {name} holds a value the model refuses: {exc} "
-                "(a sample in the history that is not a number?)"
+                f"the latest snapshot of cluster {name} holds a value the model refuses: {exc}"
             ) from None
         outcomes.append(shed(name, latest[name], snapshot, settings, options))
     decisions = [row for outcome in outcomes for row in decision_rows(outcome)]

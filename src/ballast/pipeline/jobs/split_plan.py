@@ -37,6 +37,7 @@ from ballast.pipeline.transforms.split import (
     PLAN_ALGORITHMS,
     averaged_bundles,
     busy_bundles,
+    malformed_bundle,
     split_candidates,
     split_points,
 )
@@ -99,6 +100,18 @@ def samples(spark: SparkSession, history: str, bundles: DataFrame, keys: DataFra
     return merged_sample_lists(pieces)
 
 
+def _check_names(candidates: DataFrame) -> None:
+    """JobError naming a selected bundle whose name gives no range to cut (before Spark
+    fails on it with its stack, or cuts a reversed range)."""
+    bad = candidates.filter(malformed_bundle(F.col("bundle"))).select("cluster", "bundle").first()
+    if bad is not None:
+        raise JobError(
+            f"the history's bundle {bad['bundle']!r} (cluster {bad['cluster']}) is no bundle "
+            "name: <namespace>/0xLOWER_0xUPPER with LOWER < UPPER, in hex (a history another "
+            "tool wrote?)"
+        )
+
+
 def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     check_settings(settings)
     config = SplitConfig.from_settings(settings)
@@ -124,6 +137,7 @@ def run(spark: SparkSession, paths: JobPaths, settings: Settings) -> Summary:
     )
     try:
         candidates.count()
+        _check_names(candidates)
         plan = split_points(candidates, topics, config.default_algorithm, config.flow_or_qps)
         write_output(plan, paths.out, SPLIT_PLAN)
     finally:

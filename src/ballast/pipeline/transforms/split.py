@@ -65,6 +65,17 @@ def with_range(frame: DataFrame) -> DataFrame:
     )
 
 
+_RANGE = r"/0[xX]([0-9a-fA-F]{1,8})_0[xX]([0-9a-fA-F]{1,8})$"
+
+
+def malformed_bundle(bundle: Column) -> Column:
+    """Whether a history's bundle name is not ``<namespace>/0xLOWER_0xUPPER`` with
+    ``LOWER < UPPER`` (a history another tool wrote): :func:`with_range` cannot read it."""
+    lower = F.conv(F.regexp_extract(bundle, _RANGE, 1), 16, 10).cast("long")
+    upper = F.conv(F.regexp_extract(bundle, _RANGE, 2), 16, 10).cast("long")
+    return ~bundle.rlike("^[^/].*" + _RANGE) | (lower >= upper)
+
+
 def in_range(key: Column) -> Column:
     """Whether ``key`` lies in ``[lower, upper)``, or ``[lower, upper]`` for the last bundle."""
     return (key >= F.col("lower")) & (
