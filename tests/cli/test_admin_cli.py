@@ -174,7 +174,14 @@ def test_admin_round_trip(ballast: Run, cluster_url: str, tmp_path: Path) -> Non
     gone = admin("topics", "delete", "non-persistent://acme/orders/idle", "--force")
     assert gone.returncode == 1 and "404: Topic not found" in gone.stderr
     stored = admin("topics", "stats", "acme/orders/t1")  # persistent: Ballast serves none
-    assert stored.returncode == 2 and "give a non-persistent topic" in stored.stderr
+    assert stored.returncode == 2 and "give non-persistent://tenant/namespace/topic" in (
+        stored.stderr
+    )
+    # a short name is Pulsar's persistent://public/default/NAME: it said only "give ..."
+    short = admin("topics", "stats", "st")
+    assert short.returncode == 2
+    assert "'st' is not a non-persistent topic, which Pulsar reads as " in short.stderr
+    assert "persistent://public/default/st" in short.stderr
     # a tenant with a "/" would reach another path and come back as a bare 404
     for command in (("tenants", "create"), ("tenants", "delete"), ("namespaces", "list")):
         bad_tenant = admin(*command, "acme/orders")

@@ -414,8 +414,15 @@ def topics_lookup(ctx: typer.Context, topic: str) -> None:
 
 def _non_persistent_path(text: str) -> str:
     name = topic_arg(text)
-    if name.is_persistent or not name.namespace.is_v2:
-        fail("give a non-persistent topic as non-persistent://tenant/namespace/topic")
+    if name.is_persistent:
+        read = "" if "://" in text else f", which Pulsar reads as {name}"
+        fail(
+            f"{text!r} is not a non-persistent topic{read}: Ballast serves non-persistent "
+            "topics only; give non-persistent://tenant/namespace/topic"
+        )
+    if not name.namespace.is_v2:
+        fail(f"{text!r} is a v1 name (tenant/cluster/namespace): give a v2 one, "
+             "non-persistent://tenant/namespace/topic")  # fmt: skip
     return f"/admin/v2/{name.lookup_name}"
 
 
