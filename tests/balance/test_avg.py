@@ -21,11 +21,12 @@ CONFIG = AvgShedderConfig.from_settings(settings())
 B = [f"t/ns/0x{i:08x}_0x{i + 1:08x}" for i in range(12)]
 
 
-def four_brokers() -> LoadSnapshot:
+def four_brokers(
+    rates: tuple[int, ...] = (4000, 3000, 1500, 1000, 500, 3000, 2000, 1000),
+) -> LoadSnapshot:
     """a at 90% CPU, b 60%, c 30%, d 10%: the pairs (d, a), 80 points apart (past the high
     threshold), and (c, b), 30 apart (past the low one only). a carries 10,000 msg/s in
-    five bundles, d 0; b 13,000 in three, c 3,000."""
-    rates = [4000, 3000, 1500, 1000, 500, 3000, 2000, 1000]
+    five bundles, d 0; b 13,000 in three, c 3,000 (the bundles' ``rates`` aside)."""
     bundles = {b: data(rate * 1024, rate) for b, rate in zip(B, rates, strict=False)}
     return snapshot(
         {
@@ -92,6 +93,17 @@ def test_too_small_a_gap_in_traffic_moves_nothing() -> None:
     assert moves == [] and stats["skipped"] == [
         {"pair": ["b", "a"], "why": "traffic gap below the minimum"}
     ]
+    # The pair waited long enough: it said "HitCount", the reason for a pair still waiting.
+    assert stats["reason"] == "NoBundles"
+
+
+def test_a_pair_that_waited_but_has_no_bundle_that_fits_says_so() -> None:
+    snap = four_brokers()
+    _, _, waiting = run(snap, AvgState())
+    assert waiting["reason"] == "HitCount"  # one run is not enough
+    heavy = four_brokers((2500,) * 8)  # each more than the 2,000 msg/s to move
+    moves, _, stats = run(heavy, AvgState(hit_high={"a": 1}))
+    assert moves == [] and stats["reason"] == "NoBundles"
 
 
 def test_scores_less_than_a_point_apart_keep_the_snapshot_order() -> None:

@@ -110,6 +110,7 @@ def find_bundles_to_unload(
         return SheddingResult((), AvgState(), body)
     decisions: list[Move] = []
     skipped: list[JsonValue] = []
+    acted = False  # a pair stayed apart long enough
     for idlest, busiest in pairs:
         if not (
             high.get(idlest, 0) >= config.hit_count_high
@@ -118,6 +119,7 @@ def find_bundles_to_unload(
             or low.get(busiest, 0) >= config.hit_count_low
         ):
             continue
+        acted = True
         for broker in (idlest, busiest):
             high.pop(broker, None)
             low.pop(broker, None)
@@ -150,6 +152,13 @@ def find_bundles_to_unload(
                 left -= traffic
     stats["skipped"] = skipped
     kept = AvgState(hit_high=high, hit_low=low)
-    detail = "no pair has stayed apart long enough, or no bundle fits"
-    body = {**outcome(bool(decisions), ReasonKind.HIT_COUNT, detail), **stats}
+    if acted:
+        kind = ReasonKind.NO_BUNDLES
+        detail = (
+            "a pair stayed apart long enough, but its traffic gap is under the minimum "
+            "or no bundle fits it"
+        )
+    else:
+        kind, detail = ReasonKind.HIT_COUNT, "no pair has stayed apart long enough yet"
+    body = {**outcome(bool(decisions), kind, detail), **stats}
     return SheddingResult(tuple(decisions), kept, body)
