@@ -241,7 +241,7 @@ def _run(verb: str, latency_name: str, start: Runner, as_json: bool) -> None:
         print_json(summary.to_json())
     else:
         console.print(summary_text(verb.capitalize() + "d", summary, latency_name), soft_wrap=True)
-    failed = summary.errors or summary.unanswered
+    failed = summary.errors or summary.unanswered or summary.disconnected
     _leave(1 if failed else 0, wait_s=0 if hurry.is_set() else CLOSE_WAIT_S)
 
 

@@ -89,6 +89,12 @@ def interval_logger(console: Console, verb: str) -> Callable[[Interval, int | No
     return log
 
 
+def _adrift(consumers: int) -> str:
+    if not consumers:
+        return ""
+    return f"; {consumers:,} consumer{'s' if consumers > 1 else ''} not connected at the end"
+
+
 def summary_text(verb: str, summary: Summary, latency_name: str) -> str:
     latency = summary.latency
     kinds = ", ".join(f"{kind} {count:,}" for kind, count in summary.failures)
@@ -96,7 +102,8 @@ def summary_text(verb: str, summary: Summary, latency_name: str) -> str:
         [
             f"{verb} {_messages(summary.messages)} in {summary.seconds:.1f} s "
             f"({summary.errors:,} failed{f': {kinds}' if kinds else ''}"
-            f"{f'; {summary.unanswered:,} without a receipt' if summary.unanswered else ''}): "
+            f"{f'; {summary.unanswered:,} without a receipt' if summary.unanswered else ''}"
+            f"{_adrift(summary.disconnected)}): "
             f"{summary.rate:,.1f} msg/s, "
             f"{summary.throughput_mib:.3f} MiB/s",
             f"{latency_name} latency ms: mean {latency.mean_ms:.3f}  p50 {latency.p50_ms:.3f}  "

@@ -56,6 +56,7 @@ CLIENT_THREAD = "ballast-perf-client"
 # payload 5,242,846 bytes unbatched without a key); it grows with the sequence id and the
 # names, so 1 KiB is set aside for it.
 MAX_SIZE = DEFAULT_MAX_MESSAGE_SIZE - 1024
+RECONNECT_GRACE_S = 5.0  # a consumer between two connections at the end may reconnect
 _EPSILON = 1e-9  # float slack in rate x time (0.1 s x 30 msg/s is 3.0000000000000004)
 
 IntervalListener = Callable[[Interval, int | None], None]
@@ -398,8 +399,13 @@ async def produce(
         for producer in producers:
             _in_thread(producer.flush)  # one still blocked after the drain ends on close
         draining = clock.monotonic()
+        # The run lasts until its last receipt: a wait for receipts that never came is no
+        # part of it (a --duration 40 run whose broker went away read as 63.6 s).
+        last_receipt, waiting_for = draining, outstanding()
         told = False
         while outstanding() > 0 and clock.monotonic() < draining + DRAIN_S:
+            if outstanding() != waiting_for:
+                last_receipt, waiting_for = clock.monotonic(), outstanding()
             if hurry is not None and hurry.is_set():
                 break
             if not told and clock.monotonic() - draining >= 1:
@@ -409,7 +415,9 @@ async def produce(
                     "(Ctrl-C again to stop waiting)"
                 )
             await clock.sleep(0.01)
-        elapsed = clock.monotonic() - started
+        if outstanding() != waiting_for:
+            last_receipt = clock.monotonic()
+        elapsed = last_receipt - started
         stop.set()
         await reporting
         summary = recorder.summary(elapsed)  # the receipts counted, then what they leave
@@ -437,10 +445,11 @@ async def consume(
     def received(_consumer: Any, message: Any) -> None:
         recorder.record(len(message.data()), float(wall_clock_ms() - message.publish_timestamp()))
 
+    consumers: list[Any] = []
     try:
         for topic in options.topics:
             for i in range(options.consumers):
-                await session.create(
+                consumer = await session.create(
                     f"a consumer on {topic} (subscription {options.subscription!r})",
                     functools.partial(
                         session.client.subscribe,
@@ -452,6 +461,7 @@ async def consume(
                         receiver_queue_size=options.receiver_queue,
                     ),
                 )
+                consumers.append(consumer)
         reporting = asyncio.ensure_future(_report(clock, recorder, stop, listener, lambda: None))
         started = clock.monotonic()
         while not stop.is_set() and not _finished(
@@ -461,7 +471,21 @@ async def consume(
         elapsed = clock.monotonic() - started
         stop.set()
         await reporting
-        return recorder.summary(elapsed)
+        summary = recorder.summary(elapsed)
+        adrift = await _disconnected(consumers, clock)
+        return dataclasses.replace(summary, disconnected=adrift) if adrift else summary
     finally:
         following.cancel()
         await session.close()
+
+
+async def _disconnected(consumers: Sequence[Any], clock: Clock) -> int:
+    """How many ``consumers`` have no connection to a broker at the end of a run, after
+    :data:`RECONNECT_GRACE_S` for those between two (a bundle being moved): a consumer whose
+    broker went away receives nothing, and the run is not a clean one."""
+    deadline = clock.monotonic() + RECONNECT_GRACE_S
+    while True:
+        adrift = sum(1 for consumer in consumers if not consumer.is_connected())
+        if adrift == 0 or clock.monotonic() >= deadline:
+            return adrift
+        await clock.sleep(0.1)

@@ -78,6 +78,8 @@ class Summary:
     # Messages sent whose receipt never came (the wait for receipts ended: its time, or a
     # second Ctrl-C): neither published nor failed, as far as the run knows.
     unanswered: int | None = None  # None: not a producer's run
+    # Consumers with no connection to a broker when the run ended (their broker went away).
+    disconnected: int = 0
 
     @property
     def rate(self) -> float:
@@ -95,6 +97,7 @@ class Summary:
             "errors": self.errors,
             "failures": dict(self.failures),
             **({} if self.unanswered is None else {"unanswered": self.unanswered}),
+            **({"disconnected": self.disconnected} if self.disconnected else {}),
             "rate": round(self.rate, 1),
             "throughputMiB": round(self.throughput_mib, 3),
             # null without a single latency measured: a zero would read as instant
