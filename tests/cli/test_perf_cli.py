@@ -384,6 +384,7 @@ async def test_a_brokers_http_port_as_its_pulsar_url_ends_with_the_duration(
         assert code == 1
         assert "--duration 2 s passed before a consumer on " in err
         assert f"the client connected via {url}" in err
+        assert "with no error said: is that a broker's binary port, not its web port?" in err
     finally:
         await cluster.close()
 

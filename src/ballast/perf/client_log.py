@@ -109,6 +109,9 @@ def _story(url: str, facts: ClientFacts, *, so_far: bool = False) -> str:
     refusal = facts.last_refusal
     if refusal is not None:
         story += f"; the broker's last error: {refusal.result}: {refusal.reason}"
+    elif facts.closed_connections > 1 and facts.last_connection_error is None:
+        # what a web port does with Pulsar's handshake: reads it as bad HTTP, and hangs up
+        story += " with no error said: is that a broker's binary port, not its web port?"
     # after a first broker, the one a lookup sends it to may be out of reach
     return story + _last_error(facts)
 
