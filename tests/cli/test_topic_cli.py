@@ -69,3 +69,12 @@ def test_invalid_bundle_options_exit_2(ballast: Run) -> None:
         assert result.returncode == 2, args
         assert "error:" in result.stderr
         assert "Traceback" not in result.stderr
+    # a count that is not one gave a usage error and, with --json, no JSON at all
+    for count, said in (
+        ("abc", "--bundles must be a whole number of bundles, not 'abc'"),
+        ("4.0", "--bundles must be a whole number of bundles, not '4.0'"),
+        ("1" * 5000, "--bundles must be in 1..2147483647, not a number of 5000 digits"),
+    ):
+        result = ballast("topic", "t", "--bundles", count, "--json")
+        assert result.returncode == 2
+        assert json.loads(result.stdout) == {"valid": False, "error": said}

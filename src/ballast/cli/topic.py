@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 import typer
@@ -39,9 +40,13 @@ def topic_command(
     name: Annotated[
         str, typer.Argument(metavar="TOPIC", help="Topic name, full or short (my-topic, t/ns/x).")
     ],
-    bundles: Annotated[
-        int | None,
-        typer.Option("--bundles", help="Number of equal bundles in the namespace [default: 4]."),
+    bundles_text: Annotated[
+        str | None,
+        typer.Option(
+            "--bundles",
+            metavar="INTEGER",
+            help="Number of equal bundles in the namespace [default: 4].",
+        ),
     ] = None,
     boundaries: Annotated[
         str | None,
@@ -65,8 +70,16 @@ def topic_command(
             print_json({"valid": False, "error": reason})
         raise typer.Exit(EXIT_INVALID)
 
-    if bundles is not None and boundaries is not None:
+    if bundles_text is not None and boundaries is not None:
         invalid("give --bundles or --boundaries, not both")
+    bundles = None  # read here, not by the option's type, so that --json still answers
+    if bundles_text is not None:
+        if re.fullmatch("[0-9]+", bundles_text) is None:
+            invalid(f"--bundles must be a whole number of bundles, not {bundles_text!r}")
+        digits = len(bundles_text.lstrip("0"))
+        if digits > 10:  # past any int, and past the digits Python converts
+            invalid(f"--bundles must be in 1..2147483647, not a number of {digits} digits")
+        bundles = int(bundles_text)
     try:
         topic = TopicName.parse(name)
     except InvalidNameError as exc:
