@@ -142,9 +142,10 @@ def test_a_leader_record_that_never_expires_does_not_hang_the_start(
 @pytest.mark.integration
 def test_a_stop_during_the_demo_setup_is_heard(ballast: Run, tmp_path: Path) -> None:
     """Creating a million demo topics took minutes, deaf to --duration, Ctrl-C and SIGTERM
-    (the store answered without yielding, so no signal handler ran)."""
+    (the store answered without yielding, so no signal handler ran). The most there may be
+    now, 100,000, take about 7 s: the stop at 3 s is heard in the middle."""
     workload = tmp_path / "many.toml"
-    workload.write_text("topics = 1000000\nhotspot_after_s = 0\n")
+    workload.write_text("topics = 100000\nhotspot_after_s = 0\n")  # about 7 s to create
     port, broker_port = standalone_ports(1)
     run = ballast(
         "standalone", "--brokers", "1", "--duration", "3", "--workload", str(workload),
@@ -152,7 +153,7 @@ def test_a_stop_during_the_demo_setup_is_heard(ballast: Run, tmp_path: Path) -> 
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     ran = re.search(r"^ran (\d+) s", run.stdout, re.MULTILINE)
-    assert ran is not None and int(ran.group(1)) <= 30, run.stdout  # 188 s
+    assert ran is not None and int(ran.group(1)) <= 5, run.stdout  # a million took 188 s
 
 
 @pytest.mark.integration
