@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ballast.balance.snapshot_json import (
+    DUMP_SECTIONS,
     ParsedSnapshot,
     dump_to_object,
     parse_snapshot,
@@ -33,7 +34,9 @@ def read_snapshot_path(path: Path) -> ParsedSnapshot:
     :func:`~ballast.balance.snapshot_json.parse_snapshot` raises if it does not parse."""
     if not path.is_dir():
         return parse_snapshot(path.read_bytes())
-    if (path / "loadbalance").is_dir():  # a dump of the store's root, as the importer takes
+    if (path / "loadbalance").is_dir() and not any(
+        (path / section).is_dir() for section in DUMP_SECTIONS
+    ):  # a dump of the store's root, as the importer takes: not beside /loadbalance's own
         path = path / "loadbalance"
     obj, warnings = dump_to_object(read_dump_directory(path))
     parsed = snapshot_from_object(obj)

@@ -177,6 +177,11 @@ def test_dump_directory_layout() -> None:
     with pytest.raises(ModelError, match="brokers/x: not valid JSON") as caught:
         dump_to_object({"brokers/x": b"{"})
     assert caught.value.path == '$.brokers["x"]'
+    # a file below a broker's was read as a broker named "sub/x"
+    nested = {**files, "brokers/sub/x": json.dumps(BROKER).encode()}
+    obj, warnings = dump_to_object(nested)
+    assert list(obj["brokers"]) == ["10.0.0.1:8080"]
+    assert "brokers/sub/x: not a broker's record (host:port), skipped" in warnings
 
 
 def test_the_extensible_load_managers_lookup_data_is_named_in_a_warning() -> None:

@@ -165,6 +165,10 @@ def test_dump_directory_gives_the_same_decisions(ballast: Run, tmp_path: Path) -
     write_dump(root / "loadbalance", json.loads(source.read_text()))
     from_root = ok(ballast("decide", "shed", str(root), *args))
     assert summary(from_root["decisions"]) == summary(from_file["decisions"])
+    # an empty loadbalance/ beside the dump's own brokers/ was taken for the whole dump
+    (tmp_path / "loadbalance").mkdir()
+    beside = ok(ballast("decide", "shed", str(tmp_path), *args))
+    assert summary(beside["decisions"]) == summary(from_file["decisions"])
 
 
 def test_seed002_sample_reports(ballast: Run, tmp_path: Path) -> None:

@@ -240,6 +240,8 @@ _DUMP_PARTS = {
     "broker-time-average": "timeAverages",
     "bundle-data": "bundles",
 }
+DUMP_SECTIONS = tuple(_DUMP_PARTS)  # the directories of /loadbalance a snapshot reads
+_BY_BROKER = frozenset({"brokers", "timeAverages"})  # one record per broker: host:port
 
 
 # `ballast metadata dump` writes {"root": PATH, "records": {PATH: {"json": ...}, ...}}
@@ -337,6 +339,9 @@ def _assemble_dump(
         name = "/".join(parts[1:])
         if name.endswith(".json"):
             name = name[: -len(".json")]
+        if section in _BY_BROKER and len(parts) > 2:  # a bundle's name has slashes, not these
+            warnings.append(f"{relative}: not a broker's record (host:port), skipped")
+            continue
         where = f"$.{section}{key_path(name)}"
         first = origin.setdefault((section, name), relative)
         if first != relative:  # b1 and b1.json: which one is the report?
