@@ -51,6 +51,20 @@ async def ballast(*args: str) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
+async def subscribed(cluster: Any, clock: Clock) -> None:
+    """Until a consumer has subscribed to a topic of one of ``cluster``'s brokers."""
+    await eventually(
+        lambda: any(
+            topic.subscriptions
+            for server in cluster.binary.values()
+            for topic in server.topics.topics.values()
+        ),
+        clock,
+        timeout_s=30,
+        what="the consumer subscribed",
+    )
+
+
 @contextmanager
 def closed_port() -> Iterator[int]:
     """A loopback port that refuses connections (bound, not listening: held meanwhile, so
@@ -78,15 +92,7 @@ async def test_perf_consume_gets_what_perf_produce_sends(clock: Clock) -> None:
                 "--json",
             )
         )
-
-        def subscribed() -> bool:
-            return any(
-                topic.subscriptions
-                for server in cluster.binary.values()
-                for topic in server.topics.topics.values()
-            )
-
-        await eventually(subscribed, clock, timeout_s=30, what="the consumer subscribed")
+        await subscribed(cluster, clock)
         code, out, err = await ballast(
             "perf",
             "produce",
@@ -234,15 +240,7 @@ async def test_a_consumer_whose_broker_went_away_fails_the_run(clock: Clock) -> 
     try:
         node: Any = next(iter(cluster.nodes.values()))
         process = await start("perf", "consume", TOPIC, "--url", pulsar_url(node), "-d", "6")
-        await eventually(
-            lambda: any(
-                topic.subscriptions
-                for server in cluster.binary.values()
-                for topic in server.topics.topics.values()
-            ),
-            clock,
-            what="the consumer subscribed",
-        )
+        await subscribed(cluster, clock)
         await cluster.close()
         closed = True
         out, err = await asyncio.wait_for(process.communicate(), timeout=60)
@@ -261,16 +259,7 @@ async def test_consume_counts_exactly_the_messages_asked_for(clock: Clock) -> No
         consuming = asyncio.ensure_future(
             ballast("perf", "consume", TOPIC, "--url", url, "--messages", "100", "--json")
         )
-        await eventually(
-            lambda: any(
-                topic.subscriptions
-                for server in cluster.binary.values()
-                for topic in server.topics.topics.values()
-            ),
-            clock,
-            timeout_s=30,
-            what="the consumer subscribed",
-        )
+        await subscribed(cluster, clock)
         # Far more, as fast as the client goes: many arrive before the consumer closes.
         produced = await ballast(
             "perf",
