@@ -26,6 +26,8 @@ from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.real_time, pytest.mark.integration]
 
+JSON = {"Content-Type": "application/json"}  # what pulsar-admin sends with a body
+
 
 async def test_a_v1_name_is_looked_up_at_pulsars_v1_path(clock: Clock) -> None:
     """A client with an http:// URL looks a v1 name (with a cluster) up at Pulsar's
@@ -217,26 +219,34 @@ async def test_a_body_nested_past_the_parsers_depth_is_a_bad_request(clock: Cloc
             ("PUT", "/admin/v2/persistent/t/ns/deep/partitions"),
         ]:
             url = api.urls[0] + path
-            async with api.session.request(method, url, data=deep) as response:
+            async with api.session.request(method, url, data=deep, headers=JSON) as response:
                 assert response.status == 400, (path, await response.text())
                 reason = (await response.json())["reason"]
                 assert reason.startswith("body is not JSON: maximum recursion depth"), reason
 
 
-async def test_bodies_that_are_no_text_or_not_as_encoded_are_bad_requests(clock: Clock) -> None:
+async def test_bodies_that_are_no_text_or_not_as_encoded_are_bad_requests(
+    clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
     """Both were 500s ("internal error: UnicodeEncodeError", "RequestPayloadError") with
-    tracebacks in the log, the first after reaching the controller."""
+    tracebacks in the log, the first after reaching the controller. Then the second's 400
+    still logged three tracebacks ("Unhandled exception") and reset the connection it had
+    kept open: it is closed after the answer now."""
     async for api in api_for(clock):
         lone = b'{"allowedClusters": ["standalone"], "adminRoles": ["ok", "\\ud800"]}'
-        async with api.session.put(api.urls[0] + "/admin/v2/tenants/t2", data=lone) as response:
+        async with api.session.put(
+            api.urls[0] + "/admin/v2/tenants/t2", data=lone, headers=JSON
+        ) as response:
             assert response.status == 400
             assert (await response.json())["reason"] == (
                 "body is not Unicode text: a lone surrogate in $.adminRoles[1]"
             )
         pair = lone.replace(b"\\ud800", b"\\ud83d\\ude00")  # an emoji, as JSON escapes it
-        async with api.session.put(api.urls[0] + "/admin/v2/tenants/t2", data=pair) as response:
+        async with api.session.put(
+            api.urls[0] + "/admin/v2/tenants/t2", data=pair, headers=JSON
+        ) as response:
             assert response.status == 204, await response.text()
-        gzip = {"Content-Encoding": "gzip"}
+        gzip = {"Content-Encoding": "gzip", **JSON}
         for method, path in [
             ("PUT", "/admin/v2/tenants/t3"),
             ("PUT", "/admin/v2/persistent/t/ns/p/partitions"),
@@ -245,12 +255,26 @@ async def test_bodies_that_are_no_text_or_not_as_encoded_are_bad_requests(clock:
                 method, api.urls[1] + path, data=b"hello", headers=gzip
             ) as response:
                 assert response.status == 400, path
+                assert response.headers.get("Connection", "").lower() == "close"
                 reason = (await response.json())["reason"]
                 assert reason.startswith(
                     "cannot read the body: 400, message: Can not decode content-encoding: gzip"
                 ), reason
         status, tenants, _ = await api.call("GET", "/admin/v2/tenants")
         assert status == 200 and isinstance(tenants, list) and "t3" not in tenants
+        assert "Unhandled exception" not in caplog.text
+        # a body said to be of another type is refused as Pulsar's JSON-only resources do;
+        # it was read as JSON and the tenant made
+        for kind in ("text/plain", "application/x-www-form-urlencoded", "application/xml"):
+            async with api.session.put(
+                api.urls[0] + "/admin/v2/tenants/t5", data=pair, headers={"Content-Type": kind}
+            ) as response:
+                assert response.status == 415, kind
+                assert (await response.json())["reason"] == (
+                    f"Unsupported Media Type: the body must be application/json, not {kind}"
+                )
+        status, tenants, _ = await api.call("GET", "/admin/v2/tenants")
+        assert status == 200 and isinstance(tenants, list) and "t5" not in tenants
 
 
 async def _raw(url: str, request: bytes, *, answer: bool = True) -> bytes:
@@ -338,7 +362,9 @@ async def test_head_answers_every_get_and_a_405_says_what_is_allowed(clock: Cloc
             assert "GET" in response.headers["Allow"].split(",")
             assert (await response.json())["reason"] == "Method Not Allowed"
         big = b"[" + b"0," * 600_000 + b"0]"  # past the 1 MiB a body may have
-        async with api.session.put(api.urls[0] + "/admin/v2/tenants/t4", data=big) as response:
+        async with api.session.put(
+            api.urls[0] + "/admin/v2/tenants/t4", data=big, headers=JSON
+        ) as response:
             assert response.status == 413
             reason = (await response.json())["reason"]
             assert reason.startswith("Maximum request body size 1048576 exceeded"), reason

@@ -43,10 +43,19 @@ async def text_body(request: web.Request) -> str:
 
 
 async def json_body(request: web.Request) -> Any:
-    """The body parsed as JSON (:func:`parsed_json`), None when it is empty."""
+    """The body parsed as JSON (:func:`parsed_json`), None when it is empty. A body said to
+    be of another type is refused, 415, as Pulsar's resources, which consume
+    ``application/json`` only, refuse it; one whose type is not said is read as JSON, and an
+    empty body's type does not matter (HTTP clients label even none)."""
     raw = await read_body(request)
     if not raw.strip():
         return None
+    if "Content-Type" in request.headers:
+        media = request.content_type
+        if media != "application/json" and not media.endswith("+json"):
+            raise ApiError(
+                415, f"Unsupported Media Type: the body must be application/json, not {media}"
+            )
     return parsed_json(raw)
 
 

@@ -85,7 +85,13 @@ async def error_middleware(
         return refused
     except web.RequestPayloadError as exc:
         # The body could not be read as sent (a Content-Encoding it is not in, cut short).
-        return reason(400, f"cannot read the body: {' '.join(str(exc).split())}")
+        # Close the connection after the answer, and read no more of the body: aiohttp
+        # would read the rest to keep the connection, meet the error again, log it as
+        # unhandled and reset the connection under the client's next request.
+        refused = reason(400, f"cannot read the body: {' '.join(str(exc).split())}")
+        refused.force_close()
+        request.content.feed_eof()
+        return refused
     except (ConnectionLossError, SessionExpiredError) as exc:
         # The store is away (ZooKeeper down, the session lost): retry later, as for a lookup.
         request.app[STORE_AWAY_LOG].note(request, exc)
