@@ -108,7 +108,7 @@ async def test_clients_use_every_partition_of_a_partitioned_topic(clock: Clock) 
             async with session.delete(admin) as response:
                 assert response.status == 412
                 why = (await response.json())["reason"]
-                assert f"{PARTITIONS} of its partitions loaded on brokers" in why
+                assert f"{PARTITIONS} of its partitions have clients" in why
             async with session.get(admin) as response:
                 assert await response.json() == {"partitions": PARTITIONS}
             closed_before = sum(b.topics.closed_by_broker for b in cluster.binary.values())

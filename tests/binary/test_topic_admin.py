@@ -68,6 +68,13 @@ async def test_a_topic_is_created_and_deleted_on_the_broker_serving_it(clock: Cl
                 f"Topic non-persistent://{NAMESPACE}/split-partition-7 does not exist: "
                 f"non-persistent://{NAMESPACE}/split has 3 partitions",
             )
+            # A loaded partition without clients is deleted with its partitioned topic, as
+            # Pulsar deletes idle partitions; it refused the delete (412) until the sweep.
+            async with http.delete(
+                f"{http_url(nodes[2])}/admin/v2/non-persistent/{NAMESPACE}/split/partitions"
+            ) as answer:
+                assert answer.status == 204, await answer.text()
+            assert (await call("GET", "split-partition-1/stats"))[0] == 404  # unloaded
             missing = f"{http_url(nodes[0])}/admin/v2/non-persistent/t/none/x"
             async with http.put(missing) as answer:
                 assert answer.status == 404

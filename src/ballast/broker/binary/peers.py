@@ -1,7 +1,8 @@
-"""Asking the other brokers what they serve: the non-persistent topics of a namespace live only
-on the brokers whose bundles hold them (nothing about them is stored), so a topic list is
+"""Asking the other brokers about what they serve: the non-persistent topics of a namespace live
+only on the brokers whose bundles hold them (nothing about them is stored), so a topic list is
 gathered from the owners, over the HTTP API's ``GET /admin/v2/non-persistent/{tenant}/
-{namespace}/{bundle}`` (Pulsar's ``getListFromBundle``).
+{namespace}/{bundle}`` (Pulsar's ``getListFromBundle``), and a loaded topic is deleted where
+it is served.
 
 Concurrency contract: one event loop; one HTTP session, opened on first use.
 """
@@ -15,7 +16,7 @@ import aiohttp
 
 from ballast.metadata import paths
 from ballast.model.bundles import BundleName, BundleRange, InvalidBundle
-from ballast.model.naming import NamespaceName
+from ballast.model.naming import NamespaceName, TopicName
 
 if TYPE_CHECKING:
     from ballast.broker.node import BrokerNode
@@ -61,9 +62,7 @@ class PeerTopics:
                 continue  # nobody serves it: no topic of it is loaded anywhere
             asks.append((owner.data.http_url, bundle))
         if asks:
-            if self._session is None or self._session.closed:
-                self._session = aiohttp.ClientSession(timeout=self._timeout)
-            session = self._session
+            session = self._open()
             for names in await asyncio.gather(
                 *(self._ask(session, url, bundle) for url, bundle in asks)
             ):
@@ -88,6 +87,22 @@ class PeerTopics:
         if not isinstance(body, list):
             raise PeerError(f"{url} did not answer a list")
         return [str(name) for name in body]
+
+    async def delete(self, topic: TopicName) -> int:
+        """Delete a non-persistent ``topic`` without force where it is loaded (``DELETE`` on
+        this broker's API, which sends it on to the owner): the answer's status, 204
+        deleted, 404 not loaded, 412 in use (producers or subscriptions)."""
+        url = f"{self._node.identity.web_service_url}/admin/v2/{topic.lookup_name}"
+        try:
+            async with self._open().delete(url) as response:
+                return response.status
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise PeerError(f"{url}: {exc}") from None
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        return self._session
 
     async def close(self) -> None:
         if self._session is not None:

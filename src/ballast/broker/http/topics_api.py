@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from ballast.broker.binary.peers import PeerError, PeerTopics
 from ballast.broker.http.admin_api import (
     done,
     forced,
@@ -183,22 +184,31 @@ class TopicsApi:
         )
 
     async def delete(self, request: web.Request) -> web.StreamResponse:
-        """``DELETE .../{topic}/partitions[?force=true]``. Without ``force``, refused (412) while
-        a partition is loaded on a broker, as Pulsar refuses to delete partitions that have
-        producers or subscriptions."""
+        """``DELETE .../{topic}/partitions[?force=true]``. Without ``force``, each loaded
+        partition is deleted where it is served first, and the delete is refused (412) while
+        one has producers or subscriptions, as Pulsar deletes the partitions one by one and
+        refuses those in use; an idle loaded partition is no reason to refuse."""
         topic = self._partitioned(request)
         if not forced(request):
-            busy = await self._loaded_partitions(topic)
-            if isinstance(busy, web.StreamResponse):
-                return busy
-            if busy:
-                seconds = self.node.settings.get_int("brokerDeleteInactiveTopicsFrequencySeconds")
+            loaded = await self._loaded_partitions(topic)
+            if isinstance(loaded, web.StreamResponse):
+                return loaded
+            peers = PeerTopics(self.node)
+            try:
+                answers = [await peers.delete(TopicName.parse(name)) for name in loaded]
+            except PeerError as exc:
+                return reason(503, str(exc))
+            finally:
+                await peers.close()
+            in_use = answers.count(412)
+            if in_use:
                 return reason(
                     412,
-                    f"Topic has active producers/subscriptions: {len(busy)} of its partitions "
-                    f"loaded on brokers (one is unloaded {seconds} s after its last client "
-                    "leaves); close their clients, or delete with force",
+                    f"Topic has active producers/subscriptions: {in_use} of its partitions "
+                    "have clients; close them, or delete with force",
                 )
+            if any(status not in (204, 404) for status in answers):
+                return reason(503, f"a partition of {topic} could not be deleted; retry")
         return done(await to_leader(self.node, DeletePartitionedTopic(topic=str(topic))))
 
     async def list_partitioned(self, request: web.Request) -> web.StreamResponse:
