@@ -209,6 +209,13 @@ async def test_bad_requests_get_pulsar_status_codes(clock: Clock) -> None:
         again = {"allowedClusters": ["standalone"]}
         status, body, _ = await api.call("PUT", "/admin/v2/tenants/t", json=again)
         assert status == 409, body
+        # TenantInfo's are sets in Pulsar: a name given twice was stored twice
+        twice = {"allowedClusters": ["standalone"] * 2, "adminRoles": ["b", "a", "b"]}
+        status, body, _ = await api.call("PUT", "/admin/v2/tenants/t6", json=twice)
+        assert status == 204, body
+        status, info, _ = await api.call("GET", "/admin/v2/tenants/t6")
+        assert isinstance(info, dict) and info["allowedClusters"] == ["standalone"]
+        assert info["adminRoles"] == ["b", "a"]
 
 
 async def test_a_body_nested_past_the_parsers_depth_is_a_bad_request(clock: Clock) -> None:

@@ -186,9 +186,14 @@ def _require_clusters(info: _TenantBody) -> None:
 async def _tenant_body(request: web.Request) -> _TenantBody:
     body = await json_object_body(request, "a tenant body is a JSON object")
     try:
-        return convert(body, _TenantBody)
+        info = convert(body, _TenantBody)
     except ModelError as exc:
         raise ApiError(400, f"tenant body: {exc}") from None
+    # Pulsar's TenantInfo holds sets: a name given twice is kept once, the first time
+    for roles in (info.admin_roles, info.allowed_clusters):
+        if roles is not None:
+            roles[:] = dict.fromkeys(roles)
+    return info
 
 
 def forced(request: web.Request) -> bool:
