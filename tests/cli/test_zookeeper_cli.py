@@ -3,6 +3,7 @@ it on Ctrl-C; options it cannot run with exit 2 before anything starts."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 from collections.abc import Callable
@@ -43,6 +44,68 @@ def test_a_data_dir_that_cannot_be_made_exits_2(ballast: Run, tmp_path: Path) ->
     result = ballast("zookeeper", "--data-dir", str(blocker / "zk"))
     assert result.returncode == 2 and "cannot use --data-dir" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_data_dir_that_cannot_be_written_exits_2(ballast: Run) -> None:
+    """It existed, so making it succeeded: the server's first write failed with a bare
+    "ballast: Permission denied: ..." (exit 1), without a word of --data-dir."""
+    result = ballast("zookeeper", "--data-dir", "/proc/1")  # not writable, even by root
+    assert result.returncode == 2
+    assert "cannot use --data-dir /proc/1: cannot write in it" in result.stderr, result.stderr
+
+
+@pytest.mark.integration
+def test_a_server_that_dies_is_told_and_its_directory_freed(ballast: Run, tmp_path: Path) -> None:
+    """Killed (or out of memory), the JVM left the command running without a word, holding
+    the data directory's lock, so no server could start on it again."""
+    port = free_port()
+    data = tmp_path / "zk"
+    options = ["--port", str(port), "--data-dir", str(data), "--tick-ms", "500"]
+    with running_ballast("zookeeper", *options) as server:
+        assert server.stdout is not None and server.stderr is not None
+        assert "ZooKeeper serving" in server.stdout.readline()
+        (jvm,) = _jvms_of(data)
+        os.kill(jvm, signal.SIGKILL)
+        assert server.wait(timeout=30) == 1
+        said = server.stderr.read()
+        assert "ZooKeeper stopped on its own (exit code -9); see " in said, said
+    again = ["--port", str(free_port()), "--data-dir", str(data), "--tick-ms", "500"]
+    with running_ballast("zookeeper", *again) as restarted:
+        assert restarted.stdout is not None
+        assert "ZooKeeper serving" in restarted.stdout.readline()  # the lock is free
+        restarted.send_signal(signal.SIGINT)
+        assert restarted.wait(timeout=60) == 0
+
+
+@pytest.mark.integration
+def test_a_stop_while_it_starts_never_says_serving(tmp_path: Path) -> None:
+    """SIGTERM as the JVM started: it printed "ZooKeeper serving at ...", then stopped."""
+    data = tmp_path / "zk"
+    options = ["--port", str(free_port()), "--data-dir", str(data), "--tick-ms", "500"]
+    with running_ballast("zookeeper", *options) as server:
+        assert server.stdout is not None
+        wait_until(lambda: bool(_jvms_of(data)), timeout_s=30, what="the JVM started")
+        server.send_signal(signal.SIGTERM)  # a JVM takes a second or more to serve
+        assert server.wait(timeout=60) == 0
+        assert "serving" not in server.stdout.read()
+    assert not _jvms_of(data)
+
+
+def _jvms_of(data: Path) -> list[int]:
+    """The JVMs whose command line names ``data``."""
+    return [
+        pid
+        for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+        if _command_line(pid).startswith(b"java") and str(data).encode() in _command_line(pid)
+    ]
+
+
+def _command_line(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ")
+    except OSError:
+        return b""
 
 
 @pytest.mark.integration

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
+import os
 import shutil
 import signal
 from pathlib import Path
@@ -120,6 +123,8 @@ def zookeeper_command(
     created = not data_dir.exists()
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
+        if not os.access(data_dir, os.W_OK | os.X_OK):  # a read-only mount, another's
+            raise PermissionError(errno.EACCES, "cannot write in it")
     except OSError as exc:
         fail(f"cannot use --data-dir {data_dir}: {exc.strerror or exc}")
     try:
@@ -137,20 +142,34 @@ def zookeeper_command(
         )
     )
 
+    served = False  # a server that served keeps its data directory, whatever comes after
+
     async def run() -> None:
+        nonlocal served
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # a closed terminal too
             loop.add_signal_handler(sig, stop.set)
         await server.start(SystemClock())
+        if stop.is_set():  # asked to stop while it started: it never served anyone
+            return
         typer.echo(f"ZooKeeper serving at {server.url} (data in {data_dir}); Ctrl-C stops it")
-        await stop.wait()
+        served = True
+        while not stop.is_set():
+            code = server.exit_code
+            if code is not None:  # it died (killed, out of memory): say so, and free its lock
+                raise ZooKeeperSetupError(
+                    f"ZooKeeper stopped on its own (exit code {code}); see {server.log_path}"
+                )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.5)
 
     try:
         asyncio.run(run())
     except ZooKeeperSetupError as exc:
         server.stop()
-        _unmake(data_dir, created)
+        if not served:
+            _unmake(data_dir, created)
         fail(str(exc), code=1)
     finally:
         server.stop()

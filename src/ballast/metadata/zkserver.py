@@ -253,3 +253,9 @@ class LocalZooKeeper:
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
+
+    @property
+    def exit_code(self) -> int | None:
+        """The server process's exit status once it has ended on its own (None while it
+        runs, and after :meth:`stop`)."""
+        return None if self._process is None else self._process.poll()
