@@ -200,6 +200,14 @@ def test_a_topics_file_lists_each_topic_once_and_may_start_with_a_bom(
     twice = split(b"orders\npayments\n# a comment\norders\n")
     assert twice.returncode == 2
     assert "topics.txt:4: topic orders is listed already (line 1)" in twice.stderr
+    assert split(b"orders\r\npayments\r\n").stdout == plain.stdout  # Windows line ends
+    # U+0085 and U+2028 are characters of a name, not line ends: split there, "a\x85b" was
+    # two topics, "a" and "b", and the cut moved
+    for inside in ("\x85", "\u2028"):
+        one = split(f"a{inside}b\nc\n".encode())
+        two = split(b"a\nb\nc\n")
+        assert one.returncode == 0 and two.returncode == 0, one.stderr
+        assert one.stdout != two.stdout, inside
 
 
 def test_a_topics_file_a_cut_does_not_read_is_refused(ballast: Run) -> None:

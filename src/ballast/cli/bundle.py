@@ -123,7 +123,10 @@ def parse_topics_file(path: Path) -> list[TopicLoad]:
     listed twice is refused: the broker's list of its topics never holds one twice, and
     the count and flow algorithms would weigh it double."""
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a byte order mark is not a name
+        # A byte order mark is not a name. Lines end at \n (or \r\n) only: a topic name may
+        # hold any other character, U+0085 and U+2028 (line ends to str.splitlines) and a
+        # lone \r (one to read_text) among them.
+        text = path.read_bytes().decode("utf-8-sig")
     except OSError as exc:
         fail(f"cannot read topics file {path}: {exc.strerror or exc}")
     except UnicodeDecodeError as exc:
@@ -137,8 +140,8 @@ def parse_topics_file(path: Path) -> list[TopicLoad]:
             fail(f"{path}:{number}: topic {topic.name} is listed already (line {first})")
         topics.append(topic)
 
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
+    for number, line in enumerate(text.removesuffix("\n").split("\n"), start=1):
+        stripped = line.removesuffix("\r").strip()
         if not stripped or stripped.startswith("#"):
             continue
         if "," not in stripped:
