@@ -97,6 +97,11 @@ def test_control_characters_in_a_settings_file_reach_the_terminal_escaped(
     assert result.returncode == 2
     assert 'clusterName="a\\x00b\\x1b[31m" is not valid' in result.stderr
     assert "\x1b" not in result.stderr and "\x00" not in result.stderr
+    # a free-text value shown in the table: it went out raw
+    conf.write_text("loadBalancerHistoryPath=/tmp/h\x1b[31m\x07\n", encoding="utf-8")
+    shown = ballast("config", "show", "--config", str(conf), "--changed")
+    assert shown.returncode == 0, shown.stderr
+    assert "/tmp/h\\x1b[31m\\x07" in shown.stdout and "\x1b" not in shown.stdout
     conf.write_text("lo\x1bbalancer=1\n", encoding="utf-8")
     unused = ballast("config", "show", "--config", str(conf))
     assert unused.returncode == 0
@@ -117,3 +122,10 @@ def test_show_refuses_what_a_server_would_refuse(ballast: Run) -> None:
     env = {**os.environ, "BALLAST_metadataStoreUrl": "zk:h:1/c"}
     good = ballast("config", "show", "--changed", env=env)
     assert good.returncode == 0 and "zk:h:1/c" in good.stdout
+
+
+def test_a_negative_partition_limit_is_no_limit_as_in_pulsar(ballast: Run) -> None:
+    """Pulsar's broker.conf says a negative maxNumPartitionsPerPartitionedTopic disables the
+    check; such a file was refused (exit 2)."""
+    no_limit = ballast("config", "show", "--set", "maxNumPartitionsPerPartitionedTopic=-1")
+    assert no_limit.returncode == 0, no_limit.stderr

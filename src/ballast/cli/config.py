@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ballast.cli.common import fail, print_json, settings_from
+from ballast.cli.common import fail, for_terminal, print_json, settings_from
 from ballast.metadata.factory import InvalidStoreUrlError, parse_store_url
 from ballast.model.config import SETTINGS
 
@@ -70,4 +70,6 @@ def show_command(
         unit = f" {s.unit}" if s.unit and settings[s.key] is not None else ""
         source = settings.source(s.key)
         origin = "" if source == "default" else f"   ({source})"
-        typer.echo(f"{s.key:<{width}}  {_shown(settings[s.key])}{unit}{origin}")
+        # a value's control characters escaped: an ESC in a file would recolour the terminal
+        shown = for_terminal(_shown(settings[s.key]))
+        typer.echo(f"{s.key:<{width}}  {shown}{unit}{for_terminal(origin)}")

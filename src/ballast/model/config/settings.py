@@ -576,10 +576,10 @@ SETTINGS: tuple[Setting, ...] = (
         0,
         "partitions",
         (
-            "Most partitions a partitioned topic may be created or updated with (0: no limit "
-            "but Ballast's own ceiling of 10000, which holds a larger value too)."
+            "Most partitions a partitioned topic may be created or updated with (0 or less: "
+            "no limit, as in Pulsar, but Ballast's own ceiling of 10000, which holds a "
+            "larger value too)."
         ),
-        minimum=0,
     ),
     Setting(
         "brokerShutdownTimeoutMs",
