@@ -221,3 +221,29 @@ def test_a_topics_file_a_cut_does_not_read_is_refused(ballast: Run) -> None:
         result = ballast("bundle", "split", "0x00000000_0xffffffff", *args, *topics)
         assert result.returncode == 2 and result.stdout == ""
         assert f"{cut} does not read topics" in result.stderr
+
+
+def test_an_algorithms_cut_at_the_bundles_edge_is_no_split_not_a_bad_input(
+    ballast: Run, tmp_path: Path
+) -> None:
+    """Two topics hashing to 0x100 and 0x101 in 0x100_0x102: topic_count_equally_divide cuts
+    at 0x100, the bundle's edge. It said "split boundary ... is not strictly inside", exit 2,
+    as if the user had given it."""
+    path = tmp_path / "edge.txt"
+    path.write_text(
+        "p/accaacccaaacaccacaaacacaaaacccacaaaaaaaaa\n"  # hashes to 0x00000100
+        "p/bccaccaacccaaaccaacacacaacaccaaaaaaaaaaaa\n"  # hashes to 0x00000101
+    )
+    result = ballast(
+        "bundle", "split", "0x100_0x102", "--algorithm", "topic_count_equally_divide",
+        "--topics-file", str(path), "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert (body["boundaries"], body["children"]) == ([], [])
+    assert body["reason"].startswith("topic_count_equally_divide cut where the bundle cannot")
+    # positions given alone come back in order, as the children they make
+    given = json.loads(
+        ballast("bundle", "split", "0x0_0xffffffff", "--positions", "0x30,0x10", "--json").stdout
+    )
+    assert given["boundaries"] == ["0x00000010", "0x00000030"]

@@ -257,7 +257,7 @@ def split_command(
             chosen = None
             cut_points: tuple[int, ...] = equal_split_points(parent, parts)
         elif positions is not None and algorithm is None:
-            cut_points = tuple(parse_positions(positions))
+            cut_points = tuple(sorted(parse_positions(positions)))
         else:
             chosen = algorithm or split_config.default_algorithm
             run = split_algorithm(chosen)
@@ -280,6 +280,15 @@ def split_command(
             cut_points, reason = found.points, found.reason
             if not cut_points and topics_file is None:
                 reason += _where_topics_go(chosen)
+            try:
+                if cut_points:
+                    split_boundaries(parent, cut_points)
+            except InvalidBundle as exc:  # the algorithm's cut, not the user's: no split
+                reason = (
+                    f"{chosen} cut where the bundle cannot be split ({exc}: its topics hash "
+                    "to its edge); Pulsar's split fails there too"
+                )
+                cut_points = ()
         children = split_boundaries(parent, cut_points) if cut_points else ()
     except InvalidBundle as exc:
         fail(str(exc))
