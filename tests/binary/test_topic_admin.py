@@ -43,6 +43,29 @@ async def test_a_topic_is_created_and_deleted_on_the_broker_serving_it(clock: Cl
             assert sorted(status for status, _ in raced) == [204, 409, 409, 409, 409, 409]
             for i in range(len(nodes)):  # from any broker: created on its owner
                 assert await call("PUT", f"made-{i}", node=i) == (204, None)
+            # Followed by hand, a create goes to the leader if need be, which sends it to the
+            # broker it chose, told so (authoritative): that one takes the bundle. It could send
+            # the create back and forth meanwhile.
+            async with http.put(
+                f"{http_url(nodes[0])}/admin/v2/namespaces/t/hops",
+                json={"bundles": {"numBundles": 16}},
+            ) as answer:
+                assert answer.status == 204, await answer.text()
+            told = 0  # creates sent on to the chosen broker with authoritative
+            for i in range(8):  # in bundles no broker owns yet: each is placed
+                url = f"{http_url(nodes[i % 3])}/admin/v2/non-persistent/t/hops/hop-{i}"
+                visited: list[str] = []
+                while True:
+                    visited.append(url)
+                    async with http.put(url, allow_redirects=False) as answer:
+                        if answer.status != 307:
+                            assert answer.status == 204, await answer.text()
+                            break
+                        url = answer.headers["Location"]
+                        assert "authoritative=true" not in visited[-1], visited  # it took it
+                assert len(visited) <= 3, visited
+                told += any("authoritative=true" in hop for hop in visited)
+            assert told > 0  # 8 bundles placed over 3 brokers: some elsewhere than asked
             listed: set[str] = set()
             for i in range(len(nodes)):
                 status, names = await call("GET", "", node=i)  # the namespace's topics

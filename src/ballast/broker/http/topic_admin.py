@@ -19,7 +19,7 @@ from aiohttp import web
 from ballast.broker.binary.topics import TopicInUseError, TopicRefused
 from ballast.broker.http.errors import ApiError, reason
 from ballast.broker.http.lookup_api import admin_topic, serve_topic_here
-from ballast.broker.lookup import AnswerKind, LookupErrorKind, partitions_of
+from ballast.broker.lookup import AnswerKind, LookupErrorKind, LookupOptions, partitions_of
 from ballast.model.naming import TopicName
 from ballast.protocol.commands import ServerError
 
@@ -50,14 +50,21 @@ class TopicAdminApi:
         topic = admin_topic(request, endpoint=False)
         if await partitions_of(self.node.store, topic) > 0:
             return reason(409, "This topic already exists")  # as a partitioned topic
-        answer = await self.node.lookup(topic)  # places the bundle if no broker owns it
+        # Places the bundle if no broker owns it. The broker the leader chose is sent the
+        # create with ``authoritative`` (Pulsar's redirect): it takes the bundle rather than
+        # asking around, whose answers could send the create back and forth meanwhile.
+        chosen = request.query.get("authoritative", "false").lower() == "true"
+        answer = await self.node.lookup(topic, LookupOptions(authoritative=chosen))
         if answer.kind is AnswerKind.ERROR:
             status = 404 if answer.error is LookupErrorKind.NAMESPACE_NOT_FOUND else 503
             return reason(status, answer.message)
         if answer.broker_id != self.node.broker_id:
             if not answer.http_url:
                 raise ApiError(503, f"the broker serving {topic} has no web service URL; retry")
-            raise web.HTTPTemporaryRedirect(f"{answer.http_url}{request.rel_url}")
+            there = request.rel_url.without_query_params("authoritative")
+            if answer.authoritative:
+                there = there.update_query(authoritative="true")
+            raise web.HTTPTemporaryRedirect(f"{answer.http_url}{there}")
         clients = self._clients()
         if topic in clients.topics or topic in self._creating:
             return reason(409, "This topic already exists")
