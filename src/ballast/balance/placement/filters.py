@@ -48,8 +48,9 @@ def apply_namespace_policies(
     policy = isolation.policy_for(namespace)
     primaries: list[BrokerId] = []
     secondaries: list[BrokerId] = []
+    isolating = bool(isolation)  # without policies every broker is shared: no host to read
     for broker in available:
-        host = broker_host(broker)
+        host = broker_host(broker) if isolating else ""
         if policy is not None:
             if policy.is_primary(host):
                 primaries.append(broker)
@@ -65,7 +66,7 @@ def apply_namespace_policies(
             if non_persistent
             else local.persistent_topics_enabled
         )
-        if enabled and isolation.is_shared_broker(host):
+        if enabled and (not isolating or isolation.is_shared_broker(host)):
             secondaries.append(broker)
     if policy is None:
         return tuple(secondaries)
