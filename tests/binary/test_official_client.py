@@ -219,10 +219,13 @@ async def test_seek_on_a_non_persistent_topic_does_nothing_as_in_pulsar(clock: C
         await cluster.close()
 
 
-async def test_producer_access_modes_are_refused_as_pulsar_refuses_them(clock: Clock) -> None:
+async def test_producer_access_modes_are_refused_as_pulsar_refuses_them(
+    clock: Clock, capfd: pytest.CaptureFixture[str]
+) -> None:
     """Pulsar's topic epoch rules: an Exclusive producer finding other producers is fenced
     (ProducerFenced, which clients tell apart from a busy name), a Shared one finding an
-    exclusive producer is busy (ProducerBusy)."""
+    exclusive producer is busy (ProducerBusy). The modes Ballast lacks are refused by name
+    (it said "producer access mode 2")."""
     cluster = await start_cluster(clock, "t/modes", 1, brokers=1)
     closeables: list[Any] = []
     try:
@@ -242,6 +245,12 @@ async def test_producer_access_modes_are_refused_as_pulsar_refuses_them(clock: C
             await asyncio.to_thread(client.create_producer, exclusive_topic, access_mode=exclusive)
         with pytest.raises(pulsar.ProducerBusy):
             await asyncio.to_thread(client.create_producer, exclusive_topic)
+        waiting = pulsar.ProducerAccessMode.WaitForExclusive
+        with pytest.raises(pulsar.NotAllowedError):
+            await asyncio.to_thread(client.create_producer, shared_topic, access_mode=waiting)
+        # the client logs the broker's words (on stderr, as its console logger does)
+        said = capfd.readouterr()
+        assert "producer access mode WaitForExclusive is not supported" in said.out + said.err
     finally:
         await close_all(closeables)
         await cluster.close()

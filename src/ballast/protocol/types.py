@@ -130,6 +130,14 @@ class ProducerAccessMode(enum.IntEnum):
     WAIT_FOR_EXCLUSIVE = 2
     EXCLUSIVE_WITH_FENCING = 3
 
+    @staticmethod
+    def name_of(mode: int) -> str:
+        """Pulsar's name of an access mode (``WaitForExclusive``); the number if unknown."""
+        try:
+            return "".join(part.title() for part in ProducerAccessMode(mode).name.split("_"))
+        except ValueError:
+            return str(mode)
+
 
 class TopicsMode(enum.IntEnum):
     PERSISTENT = 0

@@ -160,7 +160,8 @@ class ServerConnection:
         self.send(encode_frame(command))
 
     def unsent_bytes(self) -> int:
-        return self._out_size + self._transport.get_write_buffer_size()
+        """Bytes the socket has not taken (see :meth:`Link.unsent_bytes`)."""
+        return self._transport.get_write_buffer_size()
 
     def flush(self) -> None:
         if not self._out:

@@ -241,7 +241,8 @@ async def create_producer(connection: ServerConnection, command: Producer) -> No
             connection,
             command.request_id,
             ServerError.NOT_ALLOWED_ERROR,
-            f"producer access mode {command.producer_access_mode} is not supported",
+            f"producer access mode {ProducerAccessMode.name_of(command.producer_access_mode)} "
+            "is not supported (Shared and Exclusive are)",
         )
         return
     try:

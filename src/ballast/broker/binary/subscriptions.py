@@ -40,7 +40,8 @@ from ballast.protocol.versions import V_ACTIVE_CONSUMER_CHANGE, V_CHECKSUM
 
 # A consumer whose connection has this much unsent data is not writable: non-persistent
 # messages for it are dropped rather than buffered without bound (Pulsar checks the channel's
-# writability the same way).
+# writability the same way). What counts is what the socket has not taken
+# (:meth:`Link.unsent_bytes`), not the output of this turn of the loop.
 MAX_UNSENT_BYTES = 4 * 1024 * 1024
 
 
@@ -66,7 +67,12 @@ class Link(Protocol):
 
     def send_command(self, command: Command) -> None: ...
 
-    def unsent_bytes(self) -> int: ...
+    def unsent_bytes(self) -> int:
+        """Bytes written to the socket and not yet sent: what the channel's writability
+        measures in Pulsar. Output queued in this turn of the loop is not counted, as
+        Pulsar's writes, queued to the event loop, are not: the copies of one message for
+        the subscriptions before this one would otherwise make it look backed up."""
+        ...
 
 
 class Consumer:

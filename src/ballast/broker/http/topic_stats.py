@@ -30,13 +30,6 @@ if TYPE_CHECKING:
     from ballast.broker.binary.topics import NonPersistentTopic, ProducerHandle, TopicService
     from ballast.broker.node import BrokerNode
 
-_ACCESS_MODES: dict[int, str] = {
-    ProducerAccessMode.SHARED: "Shared",
-    ProducerAccessMode.EXCLUSIVE: "Exclusive",
-    ProducerAccessMode.WAIT_FOR_EXCLUSIVE: "WaitForExclusive",
-    ProducerAccessMode.EXCLUSIVE_WITH_FENCING: "ExclusiveWithFencing",
-}
-
 
 def topic_stats(topic: NonPersistentTopic, now: float) -> dict[str, Any]:
     """``topic``'s stats at ``now`` (the broker's monotonic clock, which its meters read)."""
@@ -81,7 +74,7 @@ def _publisher_stats(producer: ProducerHandle, now: float) -> dict[str, Any]:
     return {
         "producerId": producer.producer_id,
         "producerName": producer.name,
-        "accessMode": _ACCESS_MODES.get(producer.access_mode, str(producer.access_mode)),
+        "accessMode": ProducerAccessMode.name_of(producer.access_mode),
         "msgRateIn": rate,
         "msgThroughputIn": throughput,
         "averageMsgSize": _average_size(rate, throughput),
