@@ -33,3 +33,14 @@ def test_an_unwritable_path_stops_the_command(tmp_path: Path) -> None:
     settings = load_settings(overrides=[f"loadBalancerHistoryPath={blocker}/history"]).settings
     with pytest.raises(typer.Exit):
         history_sink(settings)
+
+
+def test_a_directory_that_cannot_be_written_in_stops_the_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It existed, so making it succeeded: then every cycle's write failed with a traceback
+    in the log, and the run ended as if all were well."""
+    settings = load_settings(overrides=["loadBalancerHistoryPath=/proc/1"]).settings
+    with pytest.raises(typer.Exit):
+        history_sink(settings)
+    assert "loadBalancerHistoryPath /proc/1: cannot write in /proc/1" in capsys.readouterr().err

@@ -77,7 +77,15 @@ class HistoryRecorder:
         write = self.sink.write
         try:
             await self.sink.run_blocking(lambda: write(load_data, snapshot_ms))
-        except Exception:  # any failure of the writer: log it, keep leading
+        except OSError as exc:  # the file system refused: its reason is the whole story
+            self.failed += 1
+            log.error(
+                "writing the history snapshot at %d failed: %s%s",
+                snapshot_ms,
+                exc.strerror or exc,
+                f": {exc.filename}" if exc.filename else "",
+            )
+        except Exception:  # any other failure of the writer: log it whole, keep leading
             self.failed += 1
             log.exception("writing the history snapshot at %d failed", snapshot_ms)
         else:

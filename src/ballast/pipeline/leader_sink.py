@@ -5,6 +5,7 @@ comes from this layer, which sits above the runtime. Used by the runtime command
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ballast.controller.history import BlockingRunner, HistorySink, in_thread
@@ -32,6 +33,8 @@ def leader_history_sink(
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise HistoryPathError(f"loadBalancerHistoryPath {text}: {exc.strerror or exc}") from None
+    if not os.access(root, os.W_OK | os.X_OK):  # it exists: a read-only mount, another's
+        raise HistoryPathError(f"loadBalancerHistoryPath {text}: cannot write in {root}")
     # pyarrow loads only when a history is kept.
     from ballast.pipeline.history import LeaderHistoryWriter
 
