@@ -800,6 +800,13 @@ async def test_the_health_check_says_ok_until_the_broker_loses_its_store(clock: 
         assert body["reason"] == (
             f"broker {node.broker_id} is not healthy: its metadata store connection is suspended"
         )
+        # what it owns is unknown meanwhile: it answered 200 {}, owning nothing
+        owned = f"/admin/v2/brokers/standalone/{node.broker_id}/ownedNamespaces"
+        status, body, _ = await api.call("GET", owned, broker=2)
+        assert (status, body) == (
+            503,
+            {"reason": "the metadata store connection is suspended; retry"},
+        ), body
         await clock.sleep(node.store.session_timeout_s + 1)  # the session expires
         status, body, _ = await api.call("GET", "/admin/v2/brokers/health", broker=2)
         assert status == 500 and isinstance(body, dict)

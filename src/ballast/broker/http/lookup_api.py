@@ -230,6 +230,11 @@ class LookupApi:
             if urls is None or not urls.http_url:
                 return reason(404, f"Broker id '{broker}' not found in available brokers.")
             raise web.HTTPTemporaryRedirect(f"{urls.http_url}{request.rel_url}")
+        if self.node.store.state is not ConnectionState.CONNECTED:
+            # What it owns is unknown until the session is back (it may still serve): an
+            # empty answer would say it owns nothing.
+            connection = self.node.store.state.name.lower()
+            return reason(503, f"the metadata store connection is {connection}; retry")
         owned: dict[str, dict[str, object]] = {}
         for bundle, state in sorted(self.node.ownership.owned().items()):
             owned[str(bundle)] = {
