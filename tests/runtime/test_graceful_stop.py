@@ -17,6 +17,7 @@ from ballast.controller.requests import (
     CreateTenant,
     DrainBroker,
     RequestReply,
+    UnloadRequest,
 )
 from ballast.coordination.ownership import read_owner
 from ballast.metadata import paths
@@ -197,4 +198,31 @@ async def test_a_draining_record_of_another_session_leaves_the_broker_a_candidat
         clock,
         what="the drain seen",
     )
+    await cluster.close()
+
+
+async def test_a_transfer_to_a_broker_shutting_down_is_refused(clock: Clock) -> None:
+    """A new leader knew the broker was draining ("nothing more is placed on it"), yet moved
+    a bundle there on request and said ok; the drain then moved it again."""
+    cluster, leader, first, second = await three_with_load(clock, "t/dest", 4, 8)
+    assert leader.controller is not None
+    source, owned = next(
+        (node, bundle)
+        for node in (second, leader)
+        for bundle in node.ownership.owned()
+        if str(bundle.namespace) == "t/dest"
+    )
+    await first.registration.mark_draining()
+    await eventually(
+        lambda: (
+            leader.controller is not None
+            and first.broker_id not in leader.controller.image.placeable_brokers()
+        ),
+        clock,
+        what="the drain seen",
+    )
+    reply = await cluster.request(UnloadRequest(bundle=str(owned), destination=first.broker_id))
+    assert (reply.ok, reply.status) == (False, 412)
+    assert reply.message == f"destination broker {first.broker_id} is shutting down"
+    assert owned in source.ownership.owned()  # it stays where it is
     await cluster.close()

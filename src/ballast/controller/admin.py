@@ -134,9 +134,12 @@ class AdminHandlers:
             return bundle
         name = str(bundle)
         destination = request.destination
-        if destination is not None and destination not in self.c.image.brokers:
-            # refused whether or not the bundle is owned, so that a typo is never taken for ok
-            return failed(412, f"destination broker {destination} is not available")
+        if destination is not None and destination not in self.c.image.placeable_brokers():
+            # refused whether or not the bundle is owned, so that a typo is never taken for
+            # ok; a broker shutting down takes nothing more, a transfer included
+            view = self.c.image.brokers.get(destination)
+            why = "is shutting down" if view is not None else "is not available"
+            return failed(412, f"destination broker {destination} {why}")
         owner = self.c.image.owners.get(name)
         if owner is None:
             return ok(f"{name} is not owned: nothing to unload")
