@@ -212,6 +212,20 @@ def test_import_command_takes_a_decide_snapshot(ballast: Run, tmp_path: Path) ->
     assert "namespaces is not kept" in result.stderr
     rows = read_table(tmp_path, BROKERS, cluster="demo")
     assert rows.num_rows == 3
+    # The same cluster at the same time again: the snapshot there (a leader's, say) was
+    # replaced whole, its tables the import has no rows for deleted, with exit 0.
+    again = ballast(
+        "pipeline", "import", str(EXAMPLE), "--history", str(tmp_path), "--cluster", "demo"
+    )
+    assert again.returncode == 2
+    assert f"holds a snapshot of cluster demo at {summary['snapshotMs']} already" in again.stderr
+    assert "(broker_averages/, brokers/, bundle_averages/, bundles/)" in again.stderr
+    replaced = ballast(
+        "pipeline", "import", str(EXAMPLE), "--history", str(tmp_path), "--cluster", "demo",
+        "--replace",
+    )  # fmt: skip
+    assert replaced.returncode == 0, replaced.stderr
+    assert read_table(tmp_path, BROKERS, cluster="demo").num_rows == 3
 
 
 def test_an_import_into_a_history_being_generated_is_refused(ballast: Run, tmp_path: Path) -> None:

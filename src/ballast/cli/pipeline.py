@@ -168,12 +168,24 @@ def import_command(
             "brokers' reports).",
         ),
     ] = None,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Replace a snapshot the history holds already of the cluster at that time.",
+        ),
+    ] = False,
     config: ConfigOption = None,
     overrides: SetOption = None,
 ) -> None:
     """Add one snapshot to a history from a dump of Pulsar's /loadbalance tree (brokers/,
     broker-time-average/, bundle-data/) or from a ballast decide snapshot file."""
-    from ballast.pipeline.history import HistoryError, held_for_writing, write_snapshot
+    from ballast.pipeline.history import (
+        HistoryError,
+        held_for_writing,
+        snapshot_files,
+        write_snapshot,
+    )
     from ballast.pipeline.importer import (
         ImportOptions,
         detect_format,
@@ -211,6 +223,14 @@ def import_command(
         if history.exists() and not history.is_dir():
             fail(f"--history {history} is a file, not a directory")
         with held_for_writing(history):
+            held = snapshot_files(history, snapshot.cluster, snapshot.snapshot_ms)
+            if held and not replace:  # a leader's, say: its tables would go with it
+                tables = ", ".join(sorted(f"{path.parents[2].name}/" for path in held))
+                fail(
+                    f"{history} holds a snapshot of cluster {snapshot.cluster} at "
+                    f"{snapshot.snapshot_ms} already ({tables}): importing would replace "
+                    "it whole; give another --at, or --replace"
+                )
             files = write_snapshot(history, snapshot)
     except HistoryError as exc:
         fail(str(exc))

@@ -43,6 +43,7 @@ from ballast.pipeline.schema import (
     BROKERS,
     BUNDLE_AVERAGES,
     BUNDLES,
+    HISTORY_TABLES,
     PARTITION_COLUMNS,
     TOPICS,
     Table,
@@ -374,6 +375,13 @@ def snapshot_file(root: Path, table: Table, snapshot_ms: int, cluster: str) -> P
     date, hour = partition_of(snapshot_ms)
     name = f"snapshot-{quote(cluster, safe='')}-{snapshot_ms}.parquet"
     return root / table.name / f"date={date}" / f"hour={hour}" / name
+
+
+def snapshot_files(root: Path, cluster: str, snapshot_ms: int) -> tuple[Path, ...]:
+    """The files a history under ``root`` holds of ``cluster``'s snapshot at ``snapshot_ms``
+    (that :func:`write_snapshot` would replace)."""
+    found = (snapshot_file(root, table, snapshot_ms, cluster) for table in HISTORY_TABLES)
+    return tuple(path for path in found if path.exists())
 
 
 def write_snapshot(root: Path, snapshot: HistorySnapshot) -> tuple[Path, ...]:
