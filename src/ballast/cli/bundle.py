@@ -280,16 +280,17 @@ def split_command(
             cut_points, reason = found.points, found.reason
             if not cut_points and topics_file is None:
                 reason += _where_topics_go(chosen)
-            try:
-                if cut_points:
-                    split_boundaries(parent, cut_points)
-            except InvalidBundle as exc:  # the algorithm's cut, not the user's: no split
-                reason = (
-                    f"{chosen} cut where the bundle cannot be split ({exc}: its topics hash "
-                    "to its edge); Pulsar's split fails there too"
-                )
-                cut_points = ()
-        children = split_boundaries(parent, cut_points) if cut_points else ()
+        try:
+            children = split_boundaries(parent, cut_points) if cut_points else ()
+        except InvalidBundle as exc:
+            if chosen is None:  # the user's cut (--parts, --positions alone): bad input
+                raise
+            # the algorithm's cut, not the user's: no split
+            reason = (
+                f"{chosen} cut where the bundle cannot be split ({exc}: its topics hash "
+                "to its edge); Pulsar's split fails there too"
+            )
+            cut_points, children = (), ()
     except InvalidBundle as exc:
         fail(str(exc))
     child_ranges = [str(BundleRange(lo, hi)) for lo, hi in itertools.pairwise(children)]

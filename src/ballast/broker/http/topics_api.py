@@ -41,6 +41,7 @@ from ballast.model.naming import (
     java_url_decode,
 )
 from ballast.model.partitioned import PartitionedTopicMetadata, read_partitioned
+from ballast.tasks import gather_or_cancel
 
 if TYPE_CHECKING:
     from ballast.broker.node import BrokerNode
@@ -195,7 +196,9 @@ class TopicsApi:
                 return loaded
             peers = PeerTopics(self.node)
             try:
-                answers = [await peers.delete(TopicName.parse(name)) for name in loaded]
+                answers = await gather_or_cancel(
+                    peers.delete(TopicName.parse(name)) for name in loaded
+                )
             except PeerError as exc:
                 return reason(503, str(exc))
             finally:
