@@ -14,6 +14,9 @@ given :data:`FLAGS` (``\\d``, ``\\s``, ``\\w`` and case folding are ASCII in Jav
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+
+from ballast.model.linear_regex import linear_fullmatch
 
 FLAGS = re.ASCII
 
@@ -169,6 +172,16 @@ def re2_reads_alike(python: str) -> bool:
     turns on case folding, which is ASCII-only in Java and Python but Unicode in RE2 (the
     Kelvin sign is a ``k`` to it)."""
     return _CASE_FOLDING.search(python) is None
+
+
+def java_fullmatch(pattern: str) -> Callable[[str], object]:
+    """Whole-string matching of ``pattern`` (Java syntax), as Java's ``Pattern.matches``: by
+    RE2, in time linear in the text, where RE2 reads the rewritten pattern as Python does;
+    by Python's ``re`` otherwise (backreferences, lookaround, case folding). JavaRegexError
+    for a pattern :func:`to_python` refuses; ``re.error`` for one that is no regex."""
+    python = to_python(pattern)
+    linear = linear_fullmatch(python) if re2_reads_alike(python) else None
+    return linear or re.compile(python, FLAGS).fullmatch
 
 
 def compile_java(pattern: str) -> re.Pattern[str]:

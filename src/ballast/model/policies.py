@@ -22,9 +22,7 @@ from ballast.model.bundles import (
     validate_created_bundles,
 )
 from ballast.model.codec import ModelError
-from ballast.model.java_regex import FLAGS as JAVA_FLAGS
-from ballast.model.java_regex import JavaRegexError, compile_java, re2_reads_alike, to_python
-from ballast.model.linear_regex import linear_fullmatch
+from ballast.model.java_regex import JavaRegexError, compile_java, java_fullmatch
 from ballast.model.naming import NamespaceName
 
 MIN_AVAILABLE = "min_available"
@@ -165,15 +163,11 @@ def pattern_matches(pattern: str, text: str) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _matcher(pattern: str) -> Callable[[str], object]:
-    """Whole-string matching of a policy's pattern, in Java's syntax
-    (:mod:`~ballast.model.java_regex`): by RE2, in time linear in the name, when
-    RE2 takes the pattern; by Python's ``re`` otherwise (backreferences, lookaround), as
-    Pulsar's ``RE2J_WITH_JDK_FALLBACK`` does for topic patterns. A backtracking engine alone
-    took time doubling with each character for ``(a|a)*b``: a lookup in a namespace of 24
-    ``a`` held the event loop 0.8 s."""
-    python = to_python(pattern)
-    linear = linear_fullmatch(python) if re2_reads_alike(python) else None
-    return linear or re.compile(python, JAVA_FLAGS).fullmatch
+    """Whole-string matching of a policy's pattern, in Java's syntax, compiled once
+    (:func:`~ballast.model.java_regex.java_fullmatch`: RE2 where it can, in time linear in
+    the name; a backtracking engine alone took time doubling with each character for
+    ``(a|a)*b``, and a lookup in a namespace of 24 ``a`` held the event loop 0.8 s)."""
+    return java_fullmatch(pattern)
 
 
 class IsolationPolicies(msgspec.Struct, frozen=True):
