@@ -53,26 +53,28 @@ def topic_hash(topic: Column) -> Column:
     return F.crc32(topic.cast("binary"))
 
 
-def _hex_bound(text: Column) -> Column:
-    return F.conv(F.regexp_replace(text, "^0[xX]", ""), 16, 10).cast("long")
+# A bundle name's range, ``<namespace>/0xLOWER_0xUPPER`` (hex, at most 8 digits each).
+_RANGE = r"/0[xX]([0-9a-fA-F]{1,8})_0[xX]([0-9a-fA-F]{1,8})$"
+
+
+def _bounds(bundle: Column) -> tuple[Column, Column]:
+    """``lower`` and ``upper`` (longs) of a bundle name's range; null where it has none."""
+    lower, upper = (
+        F.conv(F.regexp_extract(bundle, _RANGE, group), 16, 10).cast("long") for group in (1, 2)
+    )
+    return lower, upper
 
 
 def with_range(frame: DataFrame) -> DataFrame:
     """Add ``lower`` and ``upper`` (longs) parsed from the ``bundle`` name's range."""
-    bounds = F.split(F.substring_index(F.col("bundle"), "/", -1), "_")
-    return frame.withColumn("lower", _hex_bound(bounds[0])).withColumn(
-        "upper", _hex_bound(bounds[1])
-    )
-
-
-_RANGE = r"/0[xX]([0-9a-fA-F]{1,8})_0[xX]([0-9a-fA-F]{1,8})$"
+    lower, upper = _bounds(F.col("bundle"))
+    return frame.withColumn("lower", lower).withColumn("upper", upper)
 
 
 def malformed_bundle(bundle: Column) -> Column:
     """Whether a history's bundle name is not ``<namespace>/0xLOWER_0xUPPER`` with
-    ``LOWER < UPPER`` (a history another tool wrote): :func:`with_range` cannot read it."""
-    lower = F.conv(F.regexp_extract(bundle, _RANGE, 1), 16, 10).cast("long")
-    upper = F.conv(F.regexp_extract(bundle, _RANGE, 2), 16, 10).cast("long")
+    ``LOWER < UPPER`` (a history another tool wrote): it gives no range to cut."""
+    lower, upper = _bounds(bundle)
     return ~bundle.rlike("^[^/].*" + _RANGE) | (lower >= upper)
 
 
